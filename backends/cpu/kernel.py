@@ -1,0 +1,161 @@
+"""The CPU kernel base class and the builtin op resolver.
+
+A CPU kernel is a small class, one instance per node::
+
+    @register(BuiltinOperator.RELU, 1, 2)
+    class Relu(CpuKernel):
+        def prepare(self):
+            self.outputs[0].resize(self.inputs[0].shape)
+
+        def invoke(self):
+            np.maximum(self.inputs[0].data, 0, out=self.outputs[0].data)
+
+``prepare`` checks types and sets output shapes (``resize``; ``set_dynamic`` when the
+shape depends on data); ``invoke`` reads ``inputs[i].data`` and writes into
+``outputs[i].data`` (arena memory the interpreter allocated after prepare), or calls
+``outputs[i].set_data`` for a dynamic output. The registration range says exactly
+which versions of the op the class implements.
+
+A node whose inputs are all constant is folded at prepare time: it runs once and its
+outputs become read-only constants (TFLite does this for DEQUANTIZE and DENSIFY of
+constant weights; here it holds for every kernel marked ``foldable``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from typing import Callable, ClassVar
+
+import numpy as np
+
+from delegate_sdk.context import Context
+from delegate_sdk.node import Node
+from delegate_sdk.op_resolver import MutableOpResolver
+from delegate_sdk.registration import Registration
+from delegate_sdk.tensor import Allocation, RuntimeTensor
+from schema.enums import builtin_operator_name, tensor_type_name
+
+
+class CpuKernel:
+    """Base class of the numpy kernels. Subclasses implement ``prepare`` and ``invoke``."""
+
+    #: False for kernels with side effects or state (variables, control flow, random).
+    foldable: ClassVar[bool] = True
+
+    def __init__(self, context: Context, node: Node, op: int, version: int) -> None:
+        self.context = context
+        self.node = node
+        self.op = op
+        self.version = version
+        self.params = node.params
+        self.inputs: list[RuntimeTensor | None] = [context.tensors[i] if i >= 0 else None for i in node.inputs]
+        self.outputs: list[RuntimeTensor] = [context.tensors[i] for i in node.outputs]
+
+    def prepare(self) -> None:
+        raise NotImplementedError(f"{type(self).__name__}.prepare")
+
+    def invoke(self) -> None:
+        raise NotImplementedError(f"{type(self).__name__}.invoke")
+
+    # -- small checks with clear messages ---------------------------------------------------
+    @property
+    def op_name(self) -> str:
+        return builtin_operator_name(self.op)
+
+    def unsupported(self, what: str) -> "UnsupportedKernelError":
+        """An error for a node this kernel does not implement (say what would be needed)."""
+        return UnsupportedKernelError(f"{self.op_name} v{self.version}: {what}")
+
+    def require_types(self, tensor: RuntimeTensor | None, *allowed: int, role: str = "input") -> None:
+        if tensor is None:
+            raise self.unsupported(f"the {role} is missing")
+        if tensor.type not in allowed:
+            names = ", ".join(tensor_type_name(t) for t in allowed)
+            raise self.unsupported(
+                f"{role} {tensor.name!r} has type {tensor.type_name}; this kernel supports {names}"
+            )
+
+    def require_num_inputs(self, *counts: int) -> None:
+        if len(self.inputs) not in counts:
+            raise self.unsupported(f"expected {' or '.join(map(str, counts))} inputs, got {len(self.inputs)}")
+
+
+class UnsupportedKernelError(ValueError):
+    """The node's types, shapes or params are outside what its kernel implements."""
+
+
+@dataclass(frozen=True)
+class KernelEntry:
+    op: int
+    min_version: int
+    max_version: int
+    kernel_class: type[CpuKernel]
+
+
+KERNELS: list[KernelEntry] = []
+
+
+def register(op: int, min_version: int = 1, max_version: int = 1) -> Callable[[type[CpuKernel]], type[CpuKernel]]:
+    """Class decorator: ``kernel_class`` implements versions min..max of ``op``.
+
+    May be stacked to register one class for several ops.
+    """
+
+    def decorate(kernel_class: type[CpuKernel]) -> type[CpuKernel]:
+        KERNELS.append(KernelEntry(int(op), min_version, max_version, kernel_class))
+        return kernel_class
+
+    return decorate
+
+
+def registration_for(op: int, kernel_class: type[CpuKernel]) -> Registration:
+    """A ``Registration`` whose init/prepare/invoke drive ``kernel_class``."""
+
+    def init(context: Context, node: Node) -> CpuKernel:
+        version = context.get_node_and_registration(node.index)[1].version
+        return kernel_class(context, node, op, version)
+
+    def prepare(context: Context, node: Node) -> None:
+        kernel: CpuKernel = node.user_data
+        kernel.prepare()
+        if kernel.foldable and _all_inputs_constant(kernel):
+            _fold(kernel)
+
+    def invoke(context: Context, node: Node) -> None:
+        node.user_data.invoke()
+
+    invoke.calls_user_data_invoke = True  # the interpreter may call kernel.invoke directly
+    return Registration(builtin_code=op, init=init, prepare=prepare, invoke=invoke)
+
+
+def _all_inputs_constant(kernel: CpuKernel) -> bool:
+    present = [t for t in kernel.inputs if t is not None]
+    return bool(present) and all(t.is_constant for t in present) and not any(t.is_dynamic for t in kernel.outputs)
+
+
+def _fold(kernel: CpuKernel) -> None:
+    """Run a node with constant inputs once, at prepare; its outputs become constants."""
+    for tensor in kernel.outputs:
+        tensor.data = np.empty(tensor.shape, dtype=tensor.dtype)
+        tensor.allocation = Allocation.ARENA
+    kernel.invoke()
+    for tensor in kernel.outputs:
+        tensor.set_constant(tensor.data)
+
+
+def _import_kernel_modules() -> None:
+    from backends.cpu import kernels
+
+    for module in pkgutil.iter_modules(kernels.__path__):
+        importlib.import_module(f"{kernels.__name__}.{module.name}")
+
+
+def builtin_op_resolver() -> MutableOpResolver:
+    """A resolver with every CPU kernel of this package (TFLite's ``BuiltinOpResolver``)."""
+    _import_kernel_modules()
+    resolver = MutableOpResolver("litedelegate CPU builtins")
+    for entry in KERNELS:
+        resolver.add_builtin(entry.op, registration_for(entry.op, entry.kernel_class), entry.min_version, entry.max_version)
+    return resolver

@@ -1,0 +1,62 @@
+"""The context that kernels and delegates see (TFLite's ``TfLiteContext``).
+
+The interpreter implements it; kernels and delegates are written against it and
+never import the interpreter.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from delegate_sdk.node import Node
+    from delegate_sdk.registration import Registration
+    from delegate_sdk.tensor import RuntimeTensor
+
+
+class KernelError(RuntimeError):
+    """A kernel failed in prepare or invoke; the message names the node, op and version."""
+
+
+class Context:
+    """What a kernel or delegate may ask of the subgraph it runs in."""
+
+    #: The subgraph's tensors, indexed as in the model file.
+    tensors: Sequence["RuntimeTensor"]
+
+    @property
+    def execution_plan(self) -> list[int]:
+        """Node indices in the order they run."""
+        raise NotImplementedError
+
+    def get_node_and_registration(self, node_index: int) -> tuple["Node", "Registration"]:
+        """The node and its registration; ``registration.version`` is the node's version."""
+        raise NotImplementedError
+
+    def tensor(self, index: int) -> "RuntimeTensor | None":
+        """Tensor ``index``, or None for -1 (an omitted optional input)."""
+        return self.tensors[index] if index >= 0 else None
+
+    def get_subgraph(self, index: int) -> "SubgraphHandle":
+        """Another subgraph of the model (for control-flow kernels)."""
+        raise NotImplementedError
+
+    @property
+    def resources(self) -> dict[Any, Any]:
+        """Resource variables shared by all subgraphs (persist across invokes)."""
+        raise NotImplementedError
+
+
+class SubgraphHandle:
+    """A subgraph that a control-flow kernel can run (IF, WHILE, CALL_ONCE)."""
+
+    index: int
+    inputs: Sequence[int]
+    outputs: Sequence[int]
+    tensors: Sequence["RuntimeTensor"]
+
+    def run(self, inputs: Sequence["np.ndarray"]) -> list["np.ndarray"]:
+        """Resize to the inputs' shapes if needed, invoke, and return copies of the outputs."""
+        raise NotImplementedError

@@ -1,0 +1,123 @@
+"""The runtime tensor: what kernels and delegates read and write (TFLite's ``TfLiteTensor``)."""
+
+from __future__ import annotations
+
+import enum
+from typing import Sequence
+
+import numpy as np
+
+from schema.enums import NUMPY_DTYPE_OF_TENSOR_TYPE, tensor_type_name
+from schema.model import Quantization, Sparsity
+
+
+class Allocation(enum.Enum):
+    """Where a tensor's data lives (TFLite's ``TfLiteAllocationType``)."""
+
+    NONE = "none"  #: not allocated yet (or an omitted optional tensor)
+    CONSTANT = "constant"  #: read-only data from the model file
+    PERSISTENT = "persistent"  #: computed once at prepare time, read-only afterwards
+    ARENA = "arena"  #: an activation: a view into the interpreter's arena
+    DYNAMIC = "dynamic"  #: shape known only at invoke; the kernel provides the data
+    VARIABLE = "variable"  #: state that persists across invokes
+
+
+class RuntimeTensor:
+    """One tensor of a running subgraph.
+
+    ``data`` is a numpy array of ``shape`` and ``dtype`` once allocated. Kernels
+    set output shapes in ``prepare`` with :meth:`resize`, mark outputs whose shape
+    depends on data with :meth:`set_dynamic`, and publish prepare-time results with
+    :meth:`set_constant`.
+    """
+
+    __slots__ = (
+        "index", "name", "type", "dtype", "shape", "shape_signature", "quantization",
+        "sparsity", "data", "allocation", "is_variable",
+    )
+
+    def __init__(
+        self,
+        index: int,
+        name: str,
+        tensor_type: int,
+        shape: Sequence[int],
+        *,
+        shape_signature: Sequence[int] | None = None,
+        quantization: Quantization | None = None,
+        sparsity: Sparsity | None = None,
+        data: np.ndarray | None = None,
+        allocation: Allocation = Allocation.NONE,
+        is_variable: bool = False,
+    ) -> None:
+        self.index = index
+        self.name = name
+        self.type = tensor_type
+        self.dtype = NUMPY_DTYPE_OF_TENSOR_TYPE.get(tensor_type)
+        self.shape = tuple(int(d) for d in shape)
+        self.shape_signature = tuple(shape_signature) if shape_signature is not None else None
+        self.quantization = quantization
+        self.sparsity = sparsity
+        self.data = data
+        self.allocation = allocation
+        self.is_variable = is_variable
+
+    # -- what the versioning code and kernels ask ---------------------------------------------
+    @property
+    def is_constant(self) -> bool:
+        """True when the value is known before invoke (from the file, or folded at prepare)."""
+        return self.allocation in (Allocation.CONSTANT, Allocation.PERSISTENT)
+
+    @property
+    def is_dynamic(self) -> bool:
+        return self.allocation is Allocation.DYNAMIC
+
+    @property
+    def num_elements(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.num_elements * (self.dtype.itemsize if self.dtype is not None else 0)
+
+    @property
+    def type_name(self) -> str:
+        return tensor_type_name(self.type)
+
+    # -- what kernels do in prepare -------------------------------------------------------------
+    def resize(self, shape: Sequence[int]) -> None:
+        """Set the shape an output will have; the interpreter allocates after prepare."""
+        shape = tuple(int(d) for d in shape)
+        if any(d < 0 for d in shape):
+            raise ValueError(f"tensor {self.name!r}: negative dimension in shape {list(shape)}")
+        if self.allocation in (Allocation.CONSTANT, Allocation.PERSISTENT):
+            raise ValueError(f"tensor {self.name!r} is constant and cannot be resized")
+        if shape != self.shape:
+            self.shape = shape
+            if self.allocation is not Allocation.DYNAMIC:
+                self.data = None
+
+    def set_dynamic(self) -> None:
+        """Mark an output whose shape is only known at invoke (the kernel calls set_data then)."""
+        self.allocation = Allocation.DYNAMIC
+        self.data = None
+
+    def set_constant(self, value: np.ndarray) -> None:
+        """Publish a value computed at prepare time: the tensor becomes read-only (PERSISTENT)."""
+        value = np.asarray(value, dtype=self.dtype)
+        self.shape = value.shape
+        self.data = value
+        self.allocation = Allocation.PERSISTENT
+
+    # -- what kernels do in invoke --------------------------------------------------------------
+    def set_data(self, value: np.ndarray) -> None:
+        """Give a DYNAMIC output its value (and shape) at invoke time."""
+        value = np.asarray(value, dtype=self.dtype)
+        self.shape = value.shape
+        self.data = value
+
+    def __repr__(self) -> str:
+        return (
+            f"RuntimeTensor({self.index}, {self.name!r}, {self.type_name}, shape={list(self.shape)}, "
+            f"{self.allocation.value})"
+        )

@@ -1,0 +1,9 @@
+"""The runtime: load a model, resolve kernels, apply delegates, run.
+
+``from interpreter import Interpreter`` replaces
+``from ai_edge_litert.interpreter import Interpreter``.
+"""
+
+from interpreter.interpreter import Interpreter, SignatureRunner
+
+__all__ = ["Interpreter", "SignatureRunner"]

@@ -1,0 +1,93 @@
+"""Arena planning: intermediate tensors share memory once their last reader has run.
+
+Each ARENA tensor lives from the plan step that writes it to the last step that
+reads it (inclusive; subgraph inputs and outputs live for the whole plan). Tensors
+are placed greedily, largest first, at the lowest offset that does not overlap a
+placed tensor whose lifetime intersects (TFLite's greedy-by-size strategy).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+ALIGNMENT = 64
+
+
+@dataclass(frozen=True)
+class Placement:
+    tensor: int
+    offset: int
+    size: int
+    first_step: int
+    last_step: int
+
+
+def plan_arena(
+    sizes: dict[int, int],
+    lifetimes: dict[int, tuple[int, int]],
+    share_memory: bool = True,
+) -> tuple[list[Placement], int]:
+    """Offsets for every tensor in ``sizes``; returns (placements, arena size).
+
+    With ``share_memory=False`` every tensor gets its own region (for
+    ``experimental_preserve_all_tensors``).
+    """
+    order = sorted(sizes, key=lambda t: (-sizes[t], lifetimes[t][0], t))
+    placed: list[Placement] = []
+    total = 0
+    for tensor in order:
+        size = _aligned(max(sizes[tensor], 1))
+        first, last = lifetimes[tensor]
+        conflicts = sorted(
+            (p for p in placed if not share_memory or (p.first_step <= last and first <= p.last_step)),
+            key=lambda p: p.offset,
+        )
+        offset = 0
+        for other in conflicts:
+            if offset + size <= other.offset:
+                break
+            offset = max(offset, other.offset + other.size)
+        placed.append(Placement(tensor, offset, size, first, last))
+        total = max(total, offset + size)
+    return placed, total
+
+
+def tensor_lifetimes(
+    arena_tensors: set[int],
+    plan_inputs: Sequence[Sequence[int]],
+    plan_outputs: Sequence[Sequence[int]],
+    whole_plan_tensors: set[int],
+) -> dict[int, tuple[int, int]]:
+    """(first step, last step) for each arena tensor, from the plan's reads and writes."""
+    last_step = max(len(plan_inputs) - 1, 0)
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    for step, (inputs, outputs) in enumerate(zip(plan_inputs, plan_outputs)):
+        for tensor in outputs:
+            if tensor in arena_tensors:
+                first.setdefault(tensor, step)
+                last[tensor] = max(last.get(tensor, step), step)
+        for tensor in inputs:
+            if tensor in arena_tensors:
+                first.setdefault(tensor, step)
+                last[tensor] = step
+    lifetimes = {}
+    for tensor in arena_tensors:
+        if tensor in whole_plan_tensors:
+            lifetimes[tensor] = (0, last_step)
+        else:
+            lifetimes[tensor] = (first.get(tensor, 0), last.get(tensor, first.get(tensor, 0)))
+    return lifetimes
+
+
+def make_views(arena: np.ndarray, offset: int, shape: Sequence[int], dtype: np.dtype) -> np.ndarray:
+    """A numpy array of ``shape``/``dtype`` backed by ``arena[offset:]``."""
+    count = int(np.prod(shape, dtype=np.int64))
+    return arena[offset : offset + count * dtype.itemsize].view(dtype).reshape(shape)
+
+
+def _aligned(size: int) -> int:
+    return (size + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT

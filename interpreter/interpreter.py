@@ -1,0 +1,405 @@
+"""``Interpreter``: the LiteRT-compatible Python API.
+
+Code written for ``ai_edge_litert.interpreter.Interpreter`` runs unchanged with
+``from interpreter import Interpreter``.
+"""
+
+from __future__ import annotations
+
+import os
+import weakref
+from typing import Any, Sequence
+
+import numpy as np
+
+from delegate_sdk.op_resolver import OpResolver, resolve_model
+from delegate_sdk.tensor import Allocation, RuntimeTensor
+from interpreter.subgraph import SharedState, SubgraphRuntime
+from schema.enums import TENSOR_TYPE_OF_NUMPY_DTYPE, tensor_type_name
+from schema.model import Model
+
+
+class Interpreter:
+    """Runs a ``.tflite`` model on the CPU kernels and any delegates applied to it.
+
+    Args:
+      model_path: path of a ``.tflite`` file.
+      model_content: the model's bytes (give one of ``model_path`` / ``model_content``).
+      experimental_delegates: delegates applied in order, as ``modify_graph_with_delegate``.
+      num_threads: accepted for compatibility (>= 1); the numpy kernels use what BLAS uses.
+      experimental_preserve_all_tensors: keep every intermediate tensor readable after invoke.
+      op_resolver: which kernels run which (op, version); defaults to every CPU kernel.
+        Use ``builtin_op_resolver().capped({...})`` or ``.as_of_release(...)`` to behave
+        like an older runtime.
+      experimental_op_resolver_type: accepted for compatibility and ignored.
+
+    Raises:
+      ValueError: no model or both given, a malformed model (``schema.errors.ModelError``),
+        or nodes the resolver cannot run (``UnsupportedOperatorError``, which lists them all).
+    """
+
+    def __init__(
+        self,
+        model_path: str | os.PathLike | None = None,
+        model_content: bytes | None = None,
+        experimental_delegates: Sequence[Any] | None = None,
+        num_threads: int | None = None,
+        experimental_op_resolver_type: Any = None,
+        experimental_preserve_all_tensors: bool = False,
+        op_resolver: OpResolver | None = None,
+        **unused_experimental_options: Any,
+    ) -> None:
+        if num_threads is not None:
+            if not isinstance(num_threads, int):
+                raise ValueError("type of num_threads should be int")
+            if num_threads < 1:
+                raise ValueError("num_threads should >= 1")
+        if model_path and not model_content:
+            self._model = Model.from_path(model_path)
+        elif model_content and not model_path:
+            self._model = Model.from_bytes(model_content)
+        elif not model_content and not model_path:
+            raise ValueError("`model_path` or `model_content` must be specified.")
+        else:
+            raise ValueError("Can't both provide `model_path` and `model_content`")
+        if op_resolver is None:
+            from backends.cpu import builtin_op_resolver
+
+            op_resolver = builtin_op_resolver()
+        self._op_resolver = op_resolver
+        registrations = resolve_model(self._model, op_resolver)
+        self._shared = SharedState(preserve_all_tensors=experimental_preserve_all_tensors)
+        self._subgraphs = [
+            SubgraphRuntime(self._shared, subgraph, subgraph_registrations)
+            for subgraph, subgraph_registrations in zip(self._model.subgraphs, registrations)
+        ]
+        self._shared.subgraphs = self._subgraphs
+        for subgraph in self._subgraphs:
+            subgraph.init_nodes()
+        self._views: "weakref.WeakSet[np.ndarray]" = weakref.WeakSet()
+        self._delegates: list[Any] = []
+        for delegate in experimental_delegates or ():
+            self.modify_graph_with_delegate(delegate)
+
+    # -- the model ---------------------------------------------------------------------------
+    @property
+    def model(self) -> Model:
+        """The parsed model (read view)."""
+        return self._model
+
+    @property
+    def _main(self) -> SubgraphRuntime:
+        return self._subgraphs[0]
+
+    def num_subgraphs(self) -> int:
+        """Number of subgraphs in the model."""
+        return len(self._subgraphs)
+
+    # -- allocation and running ------------------------------------------------------------
+    def allocate_tensors(self) -> None:
+        """Prepare every node (propagating shapes) and allocate the tensors."""
+        self._ensure_safe()
+        self._main.allocate_tensors()
+
+    def invoke(self) -> None:
+        """Run the main subgraph once.
+
+        Raises:
+          RuntimeError: tensors are not allocated, a ``tensor()`` view is still held, or a
+            kernel failed (the message names the node, op and version).
+        """
+        self._ensure_safe()
+        self._main.invoke()
+
+    def reset_all_variables(self) -> None:
+        """Reset every variable tensor of every subgraph, and drop resource variables."""
+        for subgraph in self._subgraphs:
+            subgraph.reset_variables()
+        self._shared.resources.clear()
+
+    # -- tensors ---------------------------------------------------------------------------
+    def _subgraph(self, subgraph_index: int) -> SubgraphRuntime:
+        if not 0 <= subgraph_index < len(self._subgraphs):
+            raise ValueError(
+                f"subgraph_index is out of range: {subgraph_index} for the model, which has "
+                f"{len(self._subgraphs)} subgraphs."
+            )
+        return self._subgraphs[subgraph_index]
+
+    def _tensor(self, tensor_index: int, subgraph_index: int = 0) -> RuntimeTensor:
+        subgraph = self._subgraph(subgraph_index)
+        tensor_index = int(tensor_index)
+        if not 0 <= tensor_index < len(subgraph.tensors):
+            raise ValueError(
+                f"Invalid tensor index {tensor_index} exceeds max tensor index {len(subgraph.tensors)}"
+            )
+        return subgraph.tensors[tensor_index]
+
+    def _get_tensor_details(self, tensor_index: int, subgraph_index: int) -> dict[str, Any]:
+        tensor = self._tensor(tensor_index, subgraph_index)
+        quantization = tensor.quantization
+        if quantization is not None and quantization.is_quantized:
+            scales = quantization.scale.astype(np.float32)
+            zero_points = quantization.zero_point.astype(np.int32)
+            dimension = int(quantization.quantized_dimension)
+        else:
+            scales, zero_points, dimension = np.zeros(0, np.float32), np.zeros(0, np.int32), 0
+        per_tensor = (float(scales[0]), int(zero_points[0])) if scales.size == 1 else (0.0, 0)
+        signature = tensor.shape_signature if tensor.shape_signature is not None else tensor.shape
+        return {
+            "name": tensor.name,
+            "index": int(tensor_index),
+            "shape": np.array(tensor.shape, dtype=np.int32),
+            "shape_signature": np.array(signature, dtype=np.int32),
+            "dtype": tensor.dtype.type if tensor.dtype is not None else None,
+            "quantization": per_tensor,
+            "quantization_parameters": {
+                "scales": scales,
+                "zero_points": zero_points,
+                "quantized_dimension": dimension,
+                "block_size": 0,
+            },
+            "sparsity_parameters": _sparsity_details(tensor),
+        }
+
+    def get_tensor_details(self, subgraph_index: int = 0) -> list[dict[str, Any]]:
+        """Details of every tensor of a subgraph (same keys as LiteRT)."""
+        subgraph = self._subgraph(subgraph_index)
+        return [self._get_tensor_details(i, subgraph_index) for i in range(len(subgraph.tensors))]
+
+    def get_input_details(self) -> list[dict[str, Any]]:
+        """Details of the main subgraph's inputs: name, index, shape, shape_signature,
+        dtype, quantization, quantization_parameters, sparsity_parameters."""
+        return [self._get_tensor_details(i, 0) for i in self._main.inputs]
+
+    def get_output_details(self) -> list[dict[str, Any]]:
+        """Details of the main subgraph's outputs (same keys as the inputs')."""
+        return [self._get_tensor_details(i, 0) for i in self._main.outputs]
+
+    def set_tensor(self, tensor_index: int, value: Any, subgraph_index: int = 0) -> None:
+        """Copy ``value`` into a tensor (normally an input).
+
+        Raises:
+          ValueError: the dtype or shape differs from the tensor's (the message names the
+            tensor and says what was expected), or tensors are not allocated.
+        """
+        tensor = self._tensor(tensor_index, subgraph_index)
+        value = np.asarray(value)
+        where = f"tensor {int(tensor_index)}, name: {tensor.name}"
+        if tensor.dtype is None or value.dtype != tensor.dtype:
+            given = TENSOR_TYPE_OF_NUMPY_DTYPE.get(value.dtype)
+            given_name = tensor_type_name(given) if given is not None else str(value.dtype)
+            raise ValueError(
+                f"Cannot set tensor: Got value of type {given_name} but expected type "
+                f"{tensor.type_name} for {where}"
+            )
+        if value.ndim != len(tensor.shape):
+            raise ValueError(
+                f"Cannot set tensor: Dimension mismatch. Got {value.ndim} but expected "
+                f"{len(tensor.shape)} for {where}"
+            )
+        for axis, (got, expected) in enumerate(zip(value.shape, tensor.shape)):
+            if got != expected:
+                raise ValueError(
+                    f"Cannot set tensor: Dimension mismatch. Got {got} but expected {expected} "
+                    f"for dimension {axis} of {where} (call resize_tensor_input first to change it)"
+                )
+        if tensor.is_constant:
+            raise ValueError(f"Cannot set tensor: {where} is a constant of the model")
+        if tensor.data is None:
+            raise ValueError("Tensor data is null. Run allocate_tensors() first")
+        tensor.data[...] = value
+
+    def get_tensor(self, tensor_index: int, subgraph_index: int = 0) -> np.ndarray:
+        """A copy of a tensor's value."""
+        tensor = self._tensor(tensor_index, subgraph_index)
+        if tensor.data is None:
+            raise ValueError("Tensor data is null. Run allocate_tensors() first")
+        return np.array(tensor.data, copy=True)
+
+    def tensor(self, tensor_index: int):
+        """A function returning a numpy view of the tensor's current buffer (no copy).
+
+        As in LiteRT, ``invoke`` and ``allocate_tensors`` refuse while such a view is held.
+        """
+        tensor = self._tensor(tensor_index)
+        if tensor.data is None:
+            raise ValueError("Tensor data is null. Run allocate_tensors() first")
+
+        def view() -> np.ndarray:
+            data = self._tensor(tensor_index).data
+            if data is None:
+                raise ValueError("Tensor data is null. Run allocate_tensors() first")
+            return _HeldView.wrap(self, data)
+
+        return view
+
+    def _ensure_safe(self) -> None:
+        if _HeldView.live_views(self):
+            raise RuntimeError(
+                "There is at least 1 reference to internal data in the interpreter in the form of a "
+                "numpy array or slice. Be sure to only hold the function returned from tensor() if "
+                "you are using raw data access."
+            )
+
+    def resize_tensor_input(self, input_index: int, tensor_size: Sequence[int], strict: bool = False) -> None:
+        """Give an input a new shape; call ``allocate_tensors`` afterwards.
+
+        With ``strict=True`` only dimensions that are -1 in ``shape_signature`` may change.
+        """
+        self._ensure_safe()
+        tensor = self._tensor(input_index)
+        if int(input_index) not in self._main.inputs:
+            raise ValueError(f"tensor {int(input_index)} ({tensor.name}) is not an input of the model")
+        new_shape = tuple(int(d) for d in np.asarray(tensor_size, dtype=np.int64).reshape(-1))
+        if any(d < 0 for d in new_shape):
+            raise ValueError(f"Cannot resize input {tensor.name}: negative dimension in {list(new_shape)}")
+        if strict:
+            signature = tensor.shape_signature if tensor.shape_signature is not None else tensor.shape
+            if len(new_shape) != len(signature):
+                raise ValueError(
+                    f"ResizeInputTensorStrict only allows mutating unknown dimensions identified by -1: "
+                    f"tensor {tensor.name} has rank {len(signature)}, got {list(new_shape)}"
+                )
+            for axis, (old, new) in enumerate(zip(signature, new_shape)):
+                if old != -1 and old != new:
+                    raise ValueError(
+                        f"Attempting to resize dimension {axis} of tensor {int(input_index)} with value {old} "
+                        f"to {new}. ResizeInputTensorStrict only allows mutating unknown dimensions "
+                        "identified by -1."
+                    )
+        if new_shape != tensor.shape:
+            tensor.shape = new_shape
+            tensor.data = None
+            self._main.allocated = False
+
+    # -- signatures ------------------------------------------------------------------------
+    def _get_full_signature_list(self) -> dict[str, dict[str, Any]]:
+        return {
+            signature.key: {"inputs": dict(signature.inputs), "outputs": dict(signature.outputs)}
+            for signature in self._model.signature_defs
+        }
+
+    def get_signature_list(self) -> dict[str, dict[str, list[str]]]:
+        """``{key: {'inputs': [names], 'outputs': [names]}}`` for every signature def."""
+        return {
+            key: {"inputs": list(value["inputs"]), "outputs": list(value["outputs"])}
+            for key, value in self._get_full_signature_list().items()
+        }
+
+    def get_signature_runner(self, signature_key: str | None = None) -> "SignatureRunner":
+        """A callable running one signature with keyword inputs; returns a dict of outputs."""
+        signatures = self.get_signature_list()
+        if signature_key is None:
+            if len(signatures) != 1:
+                raise ValueError(
+                    f"SignatureDef signature_key is None and model has {len(signatures)} Signatures. "
+                    "None is only allowed when the model has 1 SignatureDef"
+                )
+            signature_key = next(iter(signatures))
+        return SignatureRunner(self, signature_key)
+
+    # -- ops ---------------------------------------------------------------------------------
+    def _get_ops_details(self) -> list[dict[str, Any]]:
+        """Every node of the main subgraph's plan: index, op_name, version, inputs, outputs,
+        operand_types, result_types (LiteRT's keys plus ``version``)."""
+        return [self._get_op_details(i) for i in self._main.execution_plan]
+
+    def get_ops_details(self) -> list[dict[str, Any]]:
+        """Public alias of ``_get_ops_details``."""
+        return self._get_ops_details()
+
+    def _get_op_details(self, op_index: int) -> dict[str, Any]:
+        node, registration = self._main.get_node_and_registration(op_index)
+        tensors = self._main.tensors
+        return {
+            "index": int(op_index),
+            "op_name": registration.op_name,
+            "version": registration.version,
+            "inputs": np.array(node.inputs, dtype=np.int32),
+            "outputs": np.array(node.outputs, dtype=np.int32),
+            "operand_types": [tensors[i].dtype.type for i in node.inputs if i >= 0 and tensors[i].dtype is not None],
+            "result_types": [tensors[i].dtype.type for i in node.outputs if i >= 0 and tensors[i].dtype is not None],
+        }
+
+    # -- delegates ---------------------------------------------------------------------------
+    def modify_graph_with_delegate(self, delegate: Any) -> Any:
+        """Apply a delegate (see ``delegate_sdk``); not available in this release yet."""
+        raise NotImplementedError(
+            "modify_graph_with_delegate is not supported yet in this release of litedelegate"
+        )
+
+
+class SignatureRunner:
+    """Runs one SignatureDef: ``runner(x=array) -> {'output_name': array}``."""
+
+    def __init__(self, interpreter: Interpreter, signature_key: str) -> None:
+        signatures = interpreter._get_full_signature_list()
+        if signature_key not in signatures:
+            raise ValueError(f'Invalid signature_key provided: "{signature_key}".')
+        self._interpreter = interpreter
+        self._signature_key = signature_key
+        signature = interpreter.model.signature(signature_key)
+        self._subgraph_index = signature.subgraph_index
+        self._inputs = dict(signature.inputs)
+        self._outputs = dict(signature.outputs)
+
+    def __call__(self, **kwargs: Any) -> dict[str, np.ndarray]:
+        if len(kwargs) != len(self._inputs):
+            raise ValueError(
+                "Invalid number of inputs provided for running a SignatureDef, "
+                f"expected {len(self._inputs)} vs provided {len(kwargs)}"
+            )
+        subgraph = self._interpreter._subgraph(self._subgraph_index)
+        values = {}
+        for name, value in kwargs.items():
+            if name not in self._inputs:
+                raise ValueError(f"Invalid Input name ({name}) for SignatureDef")
+            values[name] = np.asarray(value)
+        for name, value in values.items():
+            tensor = subgraph.tensors[self._inputs[name]]
+            if tuple(value.shape) != tensor.shape:
+                tensor.shape = tuple(value.shape)
+                subgraph.allocated = False
+        if not subgraph.allocated:
+            subgraph.allocate_tensors()
+        for name, value in values.items():
+            self._interpreter.set_tensor(self._inputs[name], value, self._subgraph_index)
+        subgraph.invoke()
+        return {name: self._interpreter.get_tensor(index, self._subgraph_index) for name, index in self._outputs.items()}
+
+    def get_input_details(self) -> dict[str, dict[str, Any]]:
+        return {name: self._interpreter._get_tensor_details(i, self._subgraph_index) for name, i in self._inputs.items()}
+
+    def get_output_details(self) -> dict[str, dict[str, Any]]:
+        return {name: self._interpreter._get_tensor_details(i, self._subgraph_index) for name, i in self._outputs.items()}
+
+
+class _HeldView(np.ndarray):
+    """An ndarray view handed out by ``tensor()``; the interpreter counts live ones."""
+
+    @classmethod
+    def wrap(cls, interpreter: Interpreter, data: np.ndarray) -> np.ndarray:
+        view = data.view(cls)
+        interpreter._views.add(view)
+        return view
+
+    @classmethod
+    def live_views(cls, interpreter: Interpreter) -> int:
+        return len(interpreter._views)
+
+
+def _sparsity_details(tensor: RuntimeTensor) -> dict[str, Any]:
+    sparsity = tensor.sparsity
+    if sparsity is None:
+        return {}
+    dims = []
+    for dim in sparsity.dim_metadata:
+        entry: dict[str, Any] = {"format": dim.format}
+        if dim.format == 0:
+            entry["dense_size"] = dim.dense_size
+        else:
+            entry["array_segments"] = dim.array_segments
+            entry["array_indices"] = dim.array_indices
+        dims.append(entry)
+    return {"traversal_order": np.array(sparsity.traversal_order, np.int32), "block_map": np.array(sparsity.block_map, np.int32), "dim_metadata": dims}

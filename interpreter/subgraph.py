@@ -1,0 +1,294 @@
+"""One subgraph at run time: tensors, nodes, the execution plan, prepare, allocate, invoke."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from delegate_sdk.context import Context, KernelError, SubgraphHandle
+from delegate_sdk.node import Node
+from delegate_sdk.registration import Registration
+from delegate_sdk.tensor import Allocation, RuntimeTensor
+from interpreter.arena import make_views, plan_arena, tensor_lifetimes
+from schema import model as schema_model
+from schema.enums import TensorType
+
+
+class SharedState:
+    """What all subgraphs of one interpreter share: the subgraphs and resource variables."""
+
+    def __init__(self, preserve_all_tensors: bool = False) -> None:
+        self.subgraphs: list["SubgraphRuntime"] = []
+        self.resources: dict[Any, Any] = {}
+        self.preserve_all_tensors = preserve_all_tensors
+
+
+class SubgraphRuntime(Context, SubgraphHandle):
+    """A subgraph ready to run. Implements the kernel/delegate ``Context``."""
+
+    def __init__(
+        self,
+        shared: SharedState,
+        subgraph: schema_model.Subgraph,
+        registrations: Sequence[Registration],
+    ) -> None:
+        self.shared = shared
+        self.index = subgraph.index
+        self.name = subgraph.name
+        self.inputs = list(subgraph.inputs)
+        self.outputs = list(subgraph.outputs)
+        self.tensors = [_runtime_tensor(t) for t in subgraph.tensors]
+        self.nodes: list[Node] = []
+        self.registrations: list[Registration] = []
+        for operator, registration in zip(subgraph.operators, registrations):
+            self.nodes.append(
+                Node(
+                    index=operator.index,
+                    inputs=operator.inputs,
+                    outputs=operator.outputs,
+                    params=operator.params,
+                    custom_options=operator.custom_options,
+                    intermediates=operator.intermediates,
+                )
+            )
+            self.registrations.append(registration)
+        self._execution_plan = list(range(len(self.nodes)))
+        self._steps: list[tuple[int, Callable[[], None]]] = []
+        self.allocated = False
+        self.arena: np.ndarray | None = None
+        self.arena_bytes = 0
+        self._initialized: set[int] = set()
+
+    # -- Context ----------------------------------------------------------------------------
+    @property
+    def execution_plan(self) -> list[int]:
+        return list(self._execution_plan)
+
+    def get_node_and_registration(self, node_index: int) -> tuple[Node, Registration]:
+        if not 0 <= node_index < len(self.nodes):
+            raise ValueError(f"node index {node_index} out of range: subgraph {self.index} has {len(self.nodes)} nodes")
+        return self.nodes[node_index], self.registrations[node_index]
+
+    def get_subgraph(self, index: int) -> "SubgraphRuntime":
+        if not 0 <= index < len(self.shared.subgraphs):
+            raise ValueError(f"subgraph index {index} out of range: the model has {len(self.shared.subgraphs)}")
+        return self.shared.subgraphs[index]
+
+    @property
+    def resources(self) -> dict[Any, Any]:
+        return self.shared.resources
+
+    def describe_node(self, node_index: int) -> str:
+        """'node 3 (DEPTHWISE_CONV_2D v2)', with the subgraph when it is not the main one."""
+        registration = self.registrations[node_index]
+        where = f"subgraph {self.index} " if self.index else ""
+        return f"{where}node {node_index} ({registration.op_name} v{registration.version})"
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def init_nodes(self) -> None:
+        """Call every registration's ``init`` once (TFLite's OpInit)."""
+        for node_index in self._execution_plan:
+            if node_index in self._initialized:
+                continue
+            node, registration = self.nodes[node_index], self.registrations[node_index]
+            if registration.init is not None:
+                with self._blame(node_index, "init"):
+                    node.user_data = registration.init(self, node)
+            self._initialized.add(node_index)
+
+    def free_nodes(self) -> None:
+        for node_index in list(self._initialized):
+            node, registration = self.nodes[node_index], self.registrations[node_index]
+            if registration.free is not None:
+                registration.free(self, node)
+        self._initialized.clear()
+
+    def allocate_tensors(self) -> None:
+        """Prepare every node in plan order (propagating shapes), plan the arena, allocate."""
+        self.init_nodes()
+        for tensor in self.tensors:
+            # Start from a clean slate: shapes may have changed, so prepare-time
+            # constants are recomputed and the arena is planned again.
+            if tensor.allocation in (Allocation.ARENA, Allocation.DYNAMIC, Allocation.PERSISTENT):
+                tensor.allocation = Allocation.NONE
+                tensor.data = None
+        for tensor_index in self.inputs:
+            tensor = self.tensors[tensor_index]
+            if tensor.allocation is Allocation.NONE:
+                tensor.allocation = Allocation.ARENA
+        self._allocate_variables()
+        for node_index in self._execution_plan:
+            node, registration = self.nodes[node_index], self.registrations[node_index]
+            if registration.prepare is not None:
+                with self._blame(node_index, "prepare"):
+                    registration.prepare(self, node)
+        self._allocate_arena()
+        self._build_steps()
+        self.allocated = True
+
+    def _allocate_variables(self) -> None:
+        for tensor in self.tensors:
+            if tensor.is_variable and (tensor.data is None or tensor.data.shape != tensor.shape):
+                tensor.data = np.zeros(tensor.shape, dtype=tensor.dtype)
+                tensor.allocation = Allocation.VARIABLE
+
+    def _live_nodes(self) -> list[int]:
+        """Plan nodes that still compute at invoke (not folded into constants at prepare)."""
+        live = []
+        for node_index in self._execution_plan:
+            outputs = [self.tensors[t] for t in self.nodes[node_index].outputs if t >= 0]
+            if outputs and all(t.allocation is Allocation.PERSISTENT for t in outputs):
+                continue
+            live.append(node_index)
+        return live
+
+    def _allocate_arena(self) -> None:
+        live = self._live_nodes()
+        dynamic = self._dynamic_tensors(live)
+        arena_tensors: set[int] = set()
+        for node_index in live:
+            node = self.nodes[node_index]
+            for t in (*node.outputs, *node.temporaries):
+                tensor = self.tensors[t]
+                if t not in dynamic and tensor.allocation in (Allocation.NONE, Allocation.ARENA):
+                    arena_tensors.add(t)
+        for t in self.inputs:
+            if self.tensors[t].allocation in (Allocation.NONE, Allocation.ARENA):
+                arena_tensors.add(t)
+        for t in arena_tensors:
+            self.tensors[t].allocation = Allocation.ARENA
+        for t in dynamic:
+            self.tensors[t].allocation = Allocation.DYNAMIC
+        plan_inputs = [self.nodes[n].inputs for n in live]
+        plan_outputs = [(*self.nodes[n].outputs, *self.nodes[n].temporaries) for n in live]
+        whole = set(self.inputs) | set(self.outputs)
+        lifetimes = tensor_lifetimes(arena_tensors, plan_inputs, plan_outputs, whole)
+        sizes = {t: self.tensors[t].nbytes for t in arena_tensors}
+        placements, total = plan_arena(sizes, lifetimes, share_memory=not self.shared.preserve_all_tensors)
+        self.arena = np.zeros(total, dtype=np.uint8)
+        self.arena_bytes = total
+        for placement in placements:
+            tensor = self.tensors[placement.tensor]
+            tensor.data = make_views(self.arena, placement.offset, tensor.shape, tensor.dtype)
+
+    def _dynamic_tensors(self, live: Sequence[int]) -> set[int]:
+        """Outputs whose shape is only known at invoke: marked dynamic by a kernel, or
+        produced by a node that reads a dynamic tensor (that node is re-prepared)."""
+        dynamic = {t.index for t in self.tensors if t.allocation is Allocation.DYNAMIC}
+        self._reprepare: set[int] = set()
+        for node_index in live:
+            node = self.nodes[node_index]
+            if any(t in dynamic for t in node.inputs if t >= 0):
+                self._reprepare.add(node_index)
+                dynamic.update(t for t in node.outputs if self.tensors[t].allocation is not Allocation.PERSISTENT)
+        return dynamic
+
+    def _build_steps(self) -> None:
+        steps = []
+        for node_index in self._live_nodes():
+            node, registration = self.nodes[node_index], self.registrations[node_index]
+            if registration.invoke is None:
+                continue
+            if node_index in self._reprepare:
+                steps.append((node_index, self._reprepared_step(node, registration)))
+            else:
+                kernel = node.user_data
+                direct = getattr(kernel, "invoke", None) if getattr(registration.invoke, "calls_user_data_invoke", False) else None
+                steps.append((node_index, direct or _bind(registration.invoke, self, node)))
+        self._steps = steps
+
+    def _reprepared_step(self, node: Node, registration: Registration) -> Callable[[], None]:
+        def step() -> None:
+            if registration.prepare is not None:
+                registration.prepare(self, node)
+            for t in node.outputs:
+                tensor = self.tensors[t]
+                if tensor.allocation is Allocation.DYNAMIC and (tensor.data is None or tensor.data.shape != tensor.shape):
+                    tensor.data = np.empty(tensor.shape, dtype=tensor.dtype)
+            registration.invoke(self, node)
+
+        return step
+
+    def invoke(self) -> None:
+        """Run the plan once."""
+        if not self.allocated:
+            raise RuntimeError("Invoke called on model that is not ready.")
+        node_index = -1
+        try:
+            for node_index, step in self._steps:
+                step()
+        except KernelError:
+            raise
+        except Exception as error:
+            raise KernelError(f"{self.describe_node(node_index)} failed: {type(error).__name__}: {error}") from error
+
+    # -- SubgraphHandle (for control-flow kernels) ------------------------------------------
+    def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        if len(inputs) != len(self.inputs):
+            raise ValueError(f"subgraph {self.index} takes {len(self.inputs)} inputs, got {len(inputs)}")
+        resized = False
+        for tensor_index, value in zip(self.inputs, inputs):
+            tensor = self.tensors[tensor_index]
+            if tuple(np.shape(value)) != tensor.shape:
+                tensor.shape = tuple(np.shape(value))
+                resized = True
+        if resized or not self.allocated:
+            self.allocate_tensors()
+        for tensor_index, value in zip(self.inputs, inputs):
+            self.tensors[tensor_index].data[...] = value
+        self.invoke()
+        return [np.array(self.tensors[t].data, copy=True) for t in self.outputs]
+
+    def reset_variables(self) -> None:
+        for tensor in self.tensors:
+            if tensor.is_variable and tensor.data is not None:
+                zero_point = 0
+                if tensor.quantization is not None and tensor.type in (TensorType.INT8, TensorType.INT16, TensorType.UINT8):
+                    zero_point = int(tensor.quantization.zero_point[0])
+                tensor.data[...] = zero_point
+
+    # -- helpers --------------------------------------------------------------------------
+    def _blame(self, node_index: int, phase: str):
+        return _Blame(self, node_index, phase)
+
+
+class _Blame:
+    """Re-raise a kernel failure as KernelError naming the node, op, version and phase."""
+
+    def __init__(self, subgraph: SubgraphRuntime, node_index: int, phase: str) -> None:
+        self.subgraph, self.node_index, self.phase = subgraph, node_index, phase
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, error, traceback) -> bool:
+        if error is None or isinstance(error, KernelError):
+            return False
+        raise KernelError(
+            f"{self.subgraph.describe_node(self.node_index)} failed in {self.phase}: {type(error).__name__}: {error}"
+        ) from error
+
+
+def _bind(function: Callable, context: Context, node: Node) -> Callable[[], None]:
+    return lambda: function(context, node)
+
+
+def _runtime_tensor(tensor: schema_model.Tensor) -> RuntimeTensor:
+    allocation = Allocation.CONSTANT if tensor.data is not None and not tensor.is_variable else Allocation.NONE
+    runtime = RuntimeTensor(
+        tensor.index,
+        tensor.name,
+        tensor.type,
+        tensor.shape,
+        shape_signature=tensor.shape_signature,
+        quantization=tensor.quantization,
+        sparsity=tensor.sparsity,
+        data=tensor.data if allocation is Allocation.CONSTANT else None,
+        allocation=allocation,
+        is_variable=tensor.is_variable,
+    )
+    if tensor.is_variable and tensor.data is not None:
+        runtime.data = np.array(tensor.data, copy=True)
+        runtime.allocation = Allocation.VARIABLE
+    return runtime
