@@ -76,7 +76,7 @@ class Interpreter:
         self._shared.subgraphs = self._subgraphs
         for subgraph in self._subgraphs:
             subgraph.init_nodes()
-        self._views: "weakref.WeakSet[np.ndarray]" = weakref.WeakSet()
+        self._views: list[weakref.ref] = []  # views handed out by tensor()
         self._delegates: list[Any] = []
         for delegate in experimental_delegates or ():
             self.modify_graph_with_delegate(delegate)
@@ -381,11 +381,12 @@ class _HeldView(np.ndarray):
     @classmethod
     def wrap(cls, interpreter: Interpreter, data: np.ndarray) -> np.ndarray:
         view = data.view(cls)
-        interpreter._views.add(view)
+        interpreter._views.append(weakref.ref(view))
         return view
 
     @classmethod
     def live_views(cls, interpreter: Interpreter) -> int:
+        interpreter._views = [ref for ref in interpreter._views if ref() is not None]
         return len(interpreter._views)
 
 

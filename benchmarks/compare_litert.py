@@ -1,0 +1,111 @@
+"""Benchmark litedelegate against ai-edge-litert on the same models, in one run.
+
+    python benchmarks/compare_litert.py [--kind float32|int8|all] [--runs 50] [MODEL ...]
+
+For every model: median invoke time of litedelegate, of LiteRT with its default kernels
+(XNNPACK), and of LiteRT's reference kernels (BUILTIN_REF), all on one thread, and the
+ratios ours/XNNPACK and ours/REF (below 1 means litedelegate is faster). Ends with the
+geometric means. Timings are only ever compared within one run on one machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import statistics
+import sys
+import time
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+MODELS_DIR = ROOT / "tests" / "data" / "models"
+
+
+def default_models(kind: str) -> list[pathlib.Path]:
+    models = sorted(MODELS_DIR.glob("converter/*.tflite")) + sorted(MODELS_DIR.glob("real/*.tflite"))
+    if kind == "all":
+        return models
+    return [m for m in models if ("int8" in m.stem) == (kind == "int8")]
+
+
+def inputs_for(interpreter, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    values = []
+    for detail in interpreter.get_input_details():
+        dtype, shape = np.dtype(detail["dtype"]), tuple(detail["shape"])
+        if dtype.kind == "f":
+            values.append(rng.uniform(-1, 1, shape).astype(dtype))
+        else:
+            values.append(rng.integers(-128, 128, shape).astype(dtype))
+    return values
+
+
+def median_invoke_seconds(interpreter, runs: int) -> float:
+    interpreter.allocate_tensors()
+    for detail, value in zip(interpreter.get_input_details(), inputs_for(interpreter)):
+        interpreter.set_tensor(detail["index"], value)
+    interpreter.invoke()  # warm-up
+    times = []
+    deadline = time.perf_counter() + 20.0
+    for _ in range(runs):
+        start = time.perf_counter()
+        interpreter.invoke()
+        times.append(time.perf_counter() - start)
+        if time.perf_counter() > deadline and len(times) >= 5:
+            break
+    return statistics.median(times)
+
+
+def litert(path: pathlib.Path, reference: bool):
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    kind = OpResolverType.BUILTIN_REF if reference else OpResolverType.AUTO
+    return Interpreter(model_path=str(path), num_threads=1, experimental_op_resolver_type=kind)
+
+
+def ours(path: pathlib.Path):
+    from interpreter import Interpreter
+
+    return Interpreter(model_path=str(path), num_threads=1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("models", nargs="*", type=pathlib.Path)
+    parser.add_argument("--kind", choices=["float32", "int8", "all"], default="float32")
+    parser.add_argument("--runs", type=int, default=50)
+    args = parser.parse_args(argv)
+    models = args.models or default_models(args.kind)
+    header = f"{'model':40s} {'ours ms':>9s} {'xnnpack ms':>10s} {'ref ms':>9s} {'ours/xnn':>9s} {'ours/ref':>9s}"
+    print(header)
+    print("-" * len(header))
+    ratios_xnn, ratios_ref, names = [], [], []
+    for path in models:
+        try:
+            t_ours = median_invoke_seconds(ours(path), args.runs)
+        except Exception as error:  # a model we cannot run yet is reported, not hidden
+            print(f"{path.stem:40s} not run by litedelegate: {type(error).__name__}: {str(error).splitlines()[0]}")
+            continue
+        t_xnn = median_invoke_seconds(litert(path, reference=False), args.runs)
+        t_ref = median_invoke_seconds(litert(path, reference=True), args.runs)
+        ratios_xnn.append(t_ours / t_xnn)
+        ratios_ref.append(t_ours / t_ref)
+        names.append(path.stem)
+        print(
+            f"{path.stem:40s} {t_ours * 1e3:9.3f} {t_xnn * 1e3:10.3f} {t_ref * 1e3:9.3f} "
+            f"{t_ours / t_xnn:9.2f} {t_ours / t_ref:9.2f}"
+        )
+    if ratios_xnn:
+        geomean = lambda values: float(np.exp(np.mean(np.log(values))))  # noqa: E731
+        print("-" * len(header))
+        print(f"{'geometric mean of ratios':40s} {'':9s} {'':10s} {'':9s} {geomean(ratios_xnn):9.2f} {geomean(ratios_ref):9.2f}")
+        slower = [name for name, r in zip(names, ratios_ref) if r >= 1]
+        print(f"models slower than BUILTIN_REF: {', '.join(slower) if slower else 'none'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
