@@ -60,3 +60,21 @@ class SubgraphHandle:
     def run(self, inputs: Sequence["np.ndarray"]) -> list["np.ndarray"]:
         """Resize to the inputs' shapes if needed, invoke, and return copies of the outputs."""
         raise NotImplementedError
+
+
+class DelegateContext(Context):
+    """The context a delegate's ``prepare`` sees: the plan, and the means to replace parts of it."""
+
+    def preview_delegate_partitioning(self, nodes_to_replace: Sequence[int]) -> list[Any]:
+        """The partitions (``NodeSubset`` with ``delegated=True``) that replacing these nodes would give."""
+        raise NotImplementedError
+
+    def replace_node_subsets_with_delegate_kernels(
+        self, registration: "Registration", nodes_to_replace: Sequence[int], delegate: Any
+    ) -> None:
+        """Replace each independent subset of ``nodes_to_replace`` with one node running ``registration``."""
+        raise NotImplementedError
+
+    def record_decision(self, decision: Any) -> None:
+        """Record why a delegate took or left a node (``delegate_sdk.delegate.NodeDecision``)."""
+        raise NotImplementedError

@@ -4,6 +4,7 @@
 ``from ai_edge_litert.interpreter import Interpreter``.
 """
 
+from interpreter.delegation import DelegateError, DelegationReport, NodePlacement
 from interpreter.interpreter import Interpreter, SignatureRunner
 
-__all__ = ["Interpreter", "SignatureRunner"]
+__all__ = ["DelegateError", "DelegationReport", "Interpreter", "NodePlacement", "SignatureRunner"]

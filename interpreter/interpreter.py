@@ -7,13 +7,16 @@ Code written for ``ai_edge_litert.interpreter.Interpreter`` runs unchanged with
 from __future__ import annotations
 
 import os
+import warnings
 import weakref
 from typing import Any, Sequence
 
 import numpy as np
 
+from delegate_sdk.context import KernelError
 from delegate_sdk.op_resolver import OpResolver, resolve_model
 from delegate_sdk.tensor import Allocation, RuntimeTensor
+from interpreter.delegation import DelegationReport, NodePlacement, apply_delegate, placements
 from interpreter.subgraph import SharedState, SubgraphRuntime
 from schema.enums import TENSOR_TYPE_OF_NUMPY_DTYPE, tensor_type_name
 from schema.model import Model
@@ -78,6 +81,9 @@ class Interpreter:
             subgraph.init_nodes()
         self._views: list[weakref.ref] = []  # views handed out by tensor()
         self._delegates: list[Any] = []
+        self._reports: list[DelegationReport] = []
+        self._before_delegation: list[tuple] | None = None
+        self._num_model_nodes = [len(subgraph.operators) for subgraph in self._model.subgraphs]
         for delegate in experimental_delegates or ():
             self.modify_graph_with_delegate(delegate)
 
@@ -323,11 +329,83 @@ class Interpreter:
         }
 
     # -- delegates ---------------------------------------------------------------------------
-    def modify_graph_with_delegate(self, delegate: Any) -> Any:
-        """Apply a delegate (see ``delegate_sdk``); not available in this release yet."""
-        raise NotImplementedError(
-            "modify_graph_with_delegate is not supported yet in this release of litedelegate"
-        )
+    def modify_graph_with_delegate(self, delegate: Any) -> DelegationReport:
+        """Let ``delegate`` take the nodes it supports at their versions; returns the report.
+
+        Delegates apply in order: a later one sees the plan the earlier ones left. May be
+        called before or after ``allocate_tensors`` (an allocated interpreter is
+        re-allocated). If the delegate raises in its ``prepare``, the plan is left exactly
+        as it was and a ``RuntimeWarning`` names the delegate and the cause.
+
+        Raises:
+          DelegateError: the delegate supports only static shapes and the graph has
+            dynamic-sized tensors.
+        """
+        self._ensure_safe()
+        was_allocated = self._main.allocated
+        if self._before_delegation is None:
+            self._before_delegation = [subgraph.snapshot() for subgraph in self._subgraphs]
+        report = apply_delegate(self._subgraphs, self._num_model_nodes, delegate)
+        self._reports.append(report)
+        if report.error is None:
+            self._delegates.append(delegate)
+        if was_allocated:
+            self._main.allocate_tensors()
+        return report
+
+    @property
+    def delegation_report(self) -> DelegationReport | None:
+        """The report of the last delegate applied (None before any)."""
+        return self._reports[-1] if self._reports else None
+
+    @property
+    def delegation_reports(self) -> list[DelegationReport]:
+        """One report per delegate applied, in order."""
+        return list(self._reports)
+
+    def node_placements(self) -> list[NodePlacement]:
+        """Where every node of the model runs now (CPU or a delegate), with reasons."""
+        return placements(self._subgraphs, self._num_model_nodes)
+
+    def remove_all_delegates(self) -> None:
+        """Undo every delegate: the model runs on the CPU kernels alone again."""
+        self._ensure_safe()
+        if self._before_delegation is None:
+            return
+        was_allocated = self._main.allocated
+        for subgraph, snapshot in zip(self._subgraphs, self._before_delegation):
+            subgraph.restore(snapshot)
+        self._before_delegation = None
+        self._delegates.clear()
+        if was_allocated:
+            self._main.allocate_tensors()
+
+    def invoke_with_cpu_fallback(self) -> bool:
+        """Invoke; if a delegate kernel fails, remove all delegates and invoke on the CPU.
+
+        Like TFLite's ``InvokeWithCPUFallback``: the interpreter stays CPU-only afterwards.
+        Returns True when the delegated run succeeded, False when the CPU had to take over
+        (a ``RuntimeWarning`` says why).
+        """
+        try:
+            self.invoke()
+            return True
+        except KernelError as error:
+            if not self._delegates:
+                raise
+            saved = {t: self._main.tensors[t].data.copy() for t in self._main.inputs if self._main.tensors[t].data is not None}
+            warnings.warn(
+                f"invoke failed with delegation ({error}); removed all delegates and re-ran on the CPU",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            self.remove_all_delegates()
+            if not self._main.allocated:
+                self._main.allocate_tensors()
+            for index, value in saved.items():
+                self._main.tensors[index].data[...] = value
+            self.invoke()
+            return False
 
 
 class SignatureRunner:

@@ -6,7 +6,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from delegate_sdk.context import Context, KernelError, SubgraphHandle
+from delegate_sdk.context import DelegateContext, KernelError, SubgraphHandle
+from delegate_sdk.delegate import DelegateParams, NodeDecision
+from delegate_sdk.partition import NodeSubset, PlanNode, partition_graph_into_independent_node_subsets
 from delegate_sdk.node import Node
 from delegate_sdk.registration import Registration
 from delegate_sdk.tensor import Allocation, RuntimeTensor
@@ -24,7 +26,7 @@ class SharedState:
         self.preserve_all_tensors = preserve_all_tensors
 
 
-class SubgraphRuntime(Context, SubgraphHandle):
+class SubgraphRuntime(DelegateContext, SubgraphHandle):
     """A subgraph ready to run. Implements the kernel/delegate ``Context``."""
 
     def __init__(
@@ -59,6 +61,7 @@ class SubgraphRuntime(Context, SubgraphHandle):
         self.arena: np.ndarray | None = None
         self.arena_bytes = 0
         self._initialized: set[int] = set()
+        self.decisions: list[NodeDecision] = []  # what delegates said about each node
 
     # -- Context ----------------------------------------------------------------------------
     @property
@@ -83,7 +86,72 @@ class SubgraphRuntime(Context, SubgraphHandle):
         """'node 3 (DEPTHWISE_CONV_2D v2)', with the subgraph when it is not the main one."""
         registration = self.registrations[node_index]
         where = f"subgraph {self.index} " if self.index else ""
+        params = self.nodes[node_index].delegate_params
+        if params is not None:
+            return f"{where}delegate node {node_index} ({registration.op_name}, replacing nodes {list(params.nodes_to_replace)})"
         return f"{where}node {node_index} ({registration.op_name} v{registration.version})"
+
+    # -- DelegateContext ----------------------------------------------------------------------
+    def _plan_nodes(self) -> list[PlanNode]:
+        return [PlanNode(i, self.nodes[i].inputs, self.nodes[i].outputs) for i in self._execution_plan]
+
+    def preview_delegate_partitioning(self, nodes_to_replace: Sequence[int]) -> list[NodeSubset]:
+        self._check_plan_nodes(nodes_to_replace)
+        subsets = partition_graph_into_independent_node_subsets(self._plan_nodes(), nodes_to_replace, self.outputs)
+        return [subset for subset in subsets if subset.delegated]
+
+    def replace_node_subsets_with_delegate_kernels(
+        self, registration: Registration, nodes_to_replace: Sequence[int], delegate: Any
+    ) -> None:
+        self._check_plan_nodes(nodes_to_replace)
+        subsets = partition_graph_into_independent_node_subsets(self._plan_nodes(), nodes_to_replace, self.outputs)
+        plan: list[int] = []
+        for subset in subsets:
+            if not subset.delegated:
+                plan.extend(subset.nodes)
+                continue
+            node = Node(
+                index=len(self.nodes),
+                inputs=tuple(subset.input_tensors),
+                outputs=tuple(subset.output_tensors),
+                delegate=delegate,
+                delegate_params=DelegateParams(
+                    delegate, tuple(subset.nodes), tuple(subset.input_tensors), tuple(subset.output_tensors)
+                ),
+            )
+            self.nodes.append(node)
+            self.registrations.append(registration)
+            plan.append(node.index)
+        self._execution_plan = plan
+        self.allocated = False
+        self.init_nodes()
+
+    def record_decision(self, decision: NodeDecision) -> None:
+        self.decisions.append(decision)
+
+    def _check_plan_nodes(self, node_indices: Sequence[int]) -> None:
+        in_plan = set(self._execution_plan)
+        stray = [i for i in node_indices if i not in in_plan]
+        if stray:
+            raise ValueError(f"nodes {stray} are not in the execution plan of subgraph {self.index}")
+
+    def snapshot(self) -> tuple:
+        """What a failed delegation must restore."""
+        return (list(self._execution_plan), len(self.nodes), len(self.decisions), self.allocated)
+
+    def restore(self, snapshot: tuple) -> None:
+        plan, num_nodes, num_decisions, allocated = snapshot
+        for node_index in range(num_nodes, len(self.nodes)):
+            node, registration = self.nodes[node_index], self.registrations[node_index]
+            if node_index in self._initialized:
+                if registration.free is not None:
+                    registration.free(self, node)
+                self._initialized.discard(node_index)
+        del self.nodes[num_nodes:]
+        del self.registrations[num_nodes:]
+        del self.decisions[num_decisions:]
+        self._execution_plan = plan
+        self.allocated = False
 
     # -- lifecycle ----------------------------------------------------------------------------
     def init_nodes(self) -> None:
