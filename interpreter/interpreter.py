@@ -79,6 +79,7 @@ class Interpreter:
         self._shared.subgraphs = self._subgraphs
         for subgraph in self._subgraphs:
             subgraph.init_nodes()
+            subgraph.fold_constants()
         self._views: list[weakref.ref] = []  # views handed out by tensor()
         self._delegates: list[Any] = []
         self._reports: list[DelegationReport] = []
@@ -118,10 +119,10 @@ class Interpreter:
         self._main.invoke()
 
     def reset_all_variables(self) -> None:
-        """Reset every variable tensor of every subgraph, and drop resource variables."""
+        """Reset every variable tensor of every subgraph to zero (its zero point when
+        quantized). Resource variables (VAR_HANDLE) keep their values, as in LiteRT."""
         for subgraph in self._subgraphs:
             subgraph.reset_variables()
-        self._shared.resources.clear()
 
     # -- tensors ---------------------------------------------------------------------------
     def _subgraph(self, subgraph_index: int) -> SubgraphRuntime:

@@ -165,6 +165,21 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
                     node.user_data = registration.init(self, node)
             self._initialized.add(node_index)
 
+    def fold_constants(self) -> None:
+        """Prepare, now, the nodes whose inputs are all constant, so kernels that fold
+        (DEQUANTIZE of float16 weights, DENSIFY...) publish their outputs as constants
+        before delegates look at the graph. A failure here is left for
+        ``allocate_tensors`` to report."""
+        for node_index in self._execution_plan:
+            node, registration = self.nodes[node_index], self.registrations[node_index]
+            inputs = [self.tensors[t] for t in node.inputs if t >= 0]
+            if registration.prepare is None or not inputs or not all(t.is_constant for t in inputs):
+                continue
+            try:
+                registration.prepare(self, node)
+            except Exception:
+                continue
+
     def free_nodes(self) -> None:
         for node_index in list(self._initialized):
             node, registration = self.nodes[node_index], self.registrations[node_index]

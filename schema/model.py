@@ -410,7 +410,7 @@ class _ModelReader:
         self.check_index(buffer_index, max(self.num_buffers, 1), "buffer", where)
         raw = self.read_buffer(buffer_index, where)
         data = None
-        if raw is not None and raw.size > 0:
+        if raw is not None and (raw.size > 0 or sparsity is not None):
             data = self.constant_data(raw, tensor_type, shape, sparsity, where)
         return Tensor(
             index=index,

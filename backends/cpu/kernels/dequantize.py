@@ -1,0 +1,72 @@
+"""DEQUANTIZE: float16, or affine-quantized uint8/int8/int16, to float32.
+
+``output = scale * (q - zero_point)`` (per tensor, or per channel along
+``quantized_dimension``), and float16 widened exactly. TFLite's reference kernel
+computes ``scale * (q - zero_point)`` in float/double and rounds once to float32;
+here ``q - zero_point`` is exact in float32 (|q - zp| < 2**17) and the product is
+rounded once, so the results are bit-identical.
+
+TFLite runs every version with one kernel that looks only at the input's type
+(real models carry float16 DEQUANTIZE nodes stamped v2), so this kernel does too.
+A DEQUANTIZE of a constant (fp16 or int8 weights) is folded at prepare.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from backends.cpu.kernel import CpuKernel, register
+from schema.enums import BuiltinOperator, TensorType
+
+AFFINE_TYPES = (TensorType.UINT8, TensorType.INT8, TensorType.INT16)
+#: TFLite's per-channel path (PerChannelDequantizeImpl) takes uint8 and int8 only.
+PER_CHANNEL_TYPES = (TensorType.UINT8, TensorType.INT8)
+
+
+# v1: uint8 (per tensor; also per channel)
+# v2: int8 per tensor
+# v3: int16 and float16
+# v4: never stamped by op_version.cc (runtime table: 2.2.0); TFLite runs it with the
+#     same kernel, so it takes everything v1-v3 and v5 take
+# v5: int8 per channel
+# (v6 int4, v7 int2, v8 uint4: packed sub-byte types, not implemented)
+@register(BuiltinOperator.DEQUANTIZE, 1, 5)
+class Dequantize(CpuKernel):
+    """DEQUANTIZE v1-v5: uint8/int8/int16 (per tensor or per channel) and float16 to float32."""
+
+    def prepare(self) -> None:
+        self.require_num_inputs(1)
+        x, out = self.inputs[0], self.outputs[0]
+        self.require_types(x, TensorType.FLOAT16, *AFFINE_TYPES)
+        self.require_types(out, TensorType.FLOAT32, role="output")
+        out.resize(x.shape)
+        self.scale = self.zero_point = None
+        if x.type == TensorType.FLOAT16:
+            return
+        q = x.quantization
+        if q is None or not q.is_quantized:
+            raise self.unsupported(f"input {x.name!r} of type {x.type_name} has no quantization scale")
+        scale = np.asarray(q.scale, dtype=np.float32)
+        zero_point = np.asarray(q.zero_point, dtype=np.float32)
+        if q.is_per_channel:
+            axis = int(q.quantized_dimension)
+            if x.type not in PER_CHANNEL_TYPES:
+                raise self.unsupported(f"per-channel {x.type_name} input; per-channel dequantize takes UINT8 and INT8")
+            if not 0 <= axis < len(x.shape) or x.shape[axis] != scale.size:
+                raise self.unsupported(
+                    f"input {x.name!r} has {scale.size} scales along quantized_dimension {axis} "
+                    f"but shape {list(x.shape)}"
+                )
+            channel_shape = [1] * len(x.shape)
+            channel_shape[axis] = scale.size
+            self.scale, self.zero_point = scale.reshape(channel_shape), zero_point.reshape(channel_shape)
+        else:
+            self.scale, self.zero_point = np.float32(scale[0]), np.float32(zero_point[0])
+
+    def invoke(self) -> None:
+        x, out = self.inputs[0].data, self.outputs[0].data
+        if self.scale is None:
+            out[...] = x
+            return
+        np.subtract(x, self.zero_point, out=out, dtype=np.float32)  # exact
+        np.multiply(out, self.scale, out=out)  # one rounding, as TFLite
