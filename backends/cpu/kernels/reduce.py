@@ -1,0 +1,220 @@
+"""MEAN, SUM, REDUCE_PROD, REDUCE_MAX, REDUCE_MIN, REDUCE_ANY, REDUCE_ALL: reduce a tensor
+over the axes listed in a second (int32) tensor.
+
+Semantics of TFLite's reference kernels (``kernels/reduce.cc``, ``reference/reduce.h``):
+
+- axes may be negative (counted from the end) and repeated (duplicates are ignored);
+  an empty axis list reduces nothing; a scalar input is copied;
+- ``keep_dims`` keeps every reduced axis with extent 1;
+- the axis tensor need not be constant: then the output shape is only known at invoke
+  (a dynamic output, as in TFLite);
+- accumulation happens in the input type (float32 sums in float32, int32 sums wrap),
+  except MEAN of int32 which sums in int64; MEAN divides the sum by the number of
+  reduced elements (integer MEAN truncates toward zero, as C++ ``/`` does). TFLite adds
+  float32 values one by one; numpy (pairwise) and BLAS (blocked) add them in another
+  order, which changes results by float32 rounding only (well inside 1e-5 relative);
+- an empty input gives the reducer's initial value: 0 for SUM, 1 for PROD, the type's
+  lowest/highest finite value for MAX/MIN, false/true for ANY/ALL, NaN for a float MEAN
+  (0 for an integer MEAN);
+- MAX/MIN compare with ``in > current`` starting from the lowest finite value, so NaNs
+  are skipped (a slot of only NaN or -inf gives the lowest finite value). When every
+  axis is reduced TFLite starts from the first element instead, so a NaN there wins.
+
+Version 1 of each op is implemented for its non-quantized types; later versions (int8,
+int16) are quantized and not registered here.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from backends.cpu.kernel import CpuKernel, register
+from schema.enums import BuiltinOperator, TensorType, tensor_type_name
+
+B = BuiltinOperator
+T = TensorType
+
+#: Input types each op implements at version 1 (uint8 at v1 is quantized: not here).
+SUPPORTED_TYPES = {
+    B.MEAN: (T.FLOAT32, T.INT32, T.INT64),
+    B.SUM: (T.FLOAT32, T.INT32, T.INT64),
+    B.REDUCE_PROD: (T.FLOAT32, T.INT32, T.INT64),
+    B.REDUCE_MAX: (T.FLOAT32, T.INT32, T.INT64, T.BOOL),
+    B.REDUCE_MIN: (T.FLOAT32, T.INT32, T.INT64, T.BOOL),
+    B.REDUCE_ANY: (T.BOOL,),
+    B.REDUCE_ALL: (T.BOOL,),
+}
+
+
+def resolve_axes(axis_values: np.ndarray, rank: int) -> tuple[int, ...]:
+    """TFLite's ``ResolveAxis``: wrap negative axes, drop duplicates, keep the order."""
+    if rank == 0:
+        return ()  # a scalar: nothing to reduce, whatever the axis list says
+    resolved: list[int] = []
+    for value in np.asarray(axis_values).reshape(-1).tolist():
+        axis = value + rank if value < 0 else value
+        if not 0 <= axis < rank:
+            raise ValueError(f"axis {value} is out of range for an input of rank {rank}")
+        if axis not in resolved:
+            resolved.append(axis)
+    return tuple(resolved)
+
+
+def reduced_shape(shape: Sequence[int], axes: Sequence[int], keep_dims: bool) -> tuple[int, ...]:
+    if keep_dims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _lowest(dtype: np.dtype):
+    if dtype == np.bool_:
+        return False
+    return np.finfo(dtype).min if dtype.kind == "f" else np.iinfo(dtype).min
+
+
+def _highest(dtype: np.dtype):
+    if dtype == np.bool_:
+        return True
+    return np.finfo(dtype).max if dtype.kind == "f" else np.iinfo(dtype).max
+
+
+class _Plan:
+    """What one (input shape, axes, keep_dims) needs at invoke: built once per shape."""
+
+    def __init__(self, shape: tuple[int, ...], axes: tuple[int, ...], keep_dims: bool) -> None:
+        self.axes = axes
+        self.keep_dims = keep_dims
+        self.out_shape = reduced_shape(shape, axes, keep_dims)
+        self.count = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+        self.empty = int(np.prod(shape, dtype=np.int64)) == 0
+        # TFLite's IsReduceAllDims: every axis reduced (a scalar counts as that).
+        self.all_dims = len(axes) == len(shape)
+        # Reducing the trailing axes of a row-major array is a matrix-vector product with
+        # ones (BLAS: several times faster than numpy's reduction over a contiguous axis).
+        rank = len(shape)
+        self.trailing_sum = bool(axes) and sorted(axes) == list(range(rank - len(axes), rank))
+        if self.trailing_sum:
+            self.rows = int(np.prod(shape[: rank - len(axes)], dtype=np.int64))
+            self.ones = np.ones(self.count, dtype=np.float32)  # used by float SUM and MEAN
+
+
+@register(B.MEAN, 1, 1)  # v1: float32, int32, int64 (and quantized uint8, not here); v2 int8; v3 int16
+@register(B.SUM, 1, 1)  # v1: float32, int32, int64 (and quantized uint8, not here); v2 int8
+@register(B.REDUCE_PROD, 1, 1)  # v1: float32, int32, int64; v2 int8/int16
+@register(B.REDUCE_MAX, 1, 1)  # v1: float32, int32, int64, bool (and quantized uint8, not here); v2 int8; v3 int16
+@register(B.REDUCE_MIN, 1, 1)  # v1: float32, int32, int64, bool (and quantized uint8, not here); v2 int8; v3 int16
+@register(B.REDUCE_ANY, 1, 1)  # v1: bool (the only version)
+@register(B.REDUCE_ALL, 1, 1)  # v1: bool (the only version)
+class Reduce(CpuKernel):
+    """MEAN, SUM, REDUCE_PROD, REDUCE_MAX, REDUCE_MIN, REDUCE_ANY, REDUCE_ALL, version 1."""
+
+    def prepare(self) -> None:
+        self.require_num_inputs(2)
+        data, axis = self.inputs
+        allowed = SUPPORTED_TYPES[self.op]
+        if data is not None and data.type not in allowed and data.type in (T.UINT8, T.INT8, T.INT16):
+            raise self.unsupported(
+                f"input {data.name!r} has type {data.type_name}: quantized reductions are not "
+                f"implemented yet; this kernel supports {', '.join(tensor_type_name(t) for t in allowed)}"
+            )
+        self.require_types(data, *allowed)
+        self.require_types(axis, T.INT32, role="axis")
+        self.require_types(self.outputs[0], data.type, role="output")
+        self.keep_dims = bool(self.params.keep_dims) if self.params is not None else False
+        self.reducer = self._reducer()
+        if axis.is_constant or axis.num_elements == 0:
+            # An empty axis list is stored without a buffer (so it is not "constant").
+            values = axis.data if axis.num_elements else np.zeros(0, np.int32)
+            self.plan = _Plan(data.shape, resolve_axes(values, len(data.shape)), self.keep_dims)
+            self.outputs[0].resize(self.plan.out_shape)
+        else:
+            self.plan = None
+            self.outputs[0].set_dynamic()
+
+    def invoke(self) -> None:
+        x = self.inputs[0].data
+        if self.plan is not None:
+            self.reducer(x, self.plan, self.outputs[0].data)
+            return
+        plan = _Plan(x.shape, resolve_axes(self.inputs[1].data, x.ndim), self.keep_dims)
+        out = np.empty(plan.out_shape, dtype=x.dtype)
+        self.reducer(x, plan, out)
+        self.outputs[0].set_data(out)
+
+    # -- the reducers: each writes reduce(x over plan.axes) into out -------------------------
+    def _reducer(self) -> Callable[[np.ndarray, _Plan, np.ndarray], None]:
+        dtype = self.inputs[0].dtype
+        if self.op == B.MEAN:
+            return _mean_float if dtype.kind == "f" else _mean_integer
+        if self.op == B.SUM:
+            return _float_sum if dtype.kind == "f" else _ufunc_reducer(np.add)
+        if self.op == B.REDUCE_PROD:
+            return _ufunc_reducer(np.multiply)
+        if self.op == B.REDUCE_ANY:
+            return _ufunc_reducer(np.logical_or)
+        if self.op == B.REDUCE_ALL:
+            return _ufunc_reducer(np.logical_and)
+        is_max = self.op == B.REDUCE_MAX
+        if dtype.kind == "f":
+            return _nan_skipping_extreme(np.fmax if is_max else np.fmin, _lowest(dtype) if is_max else _highest(dtype))
+        return _extreme(np.maximum if is_max else np.minimum, _lowest(dtype) if is_max else _highest(dtype))
+
+
+def _ufunc_reducer(ufunc: np.ufunc) -> Callable[[np.ndarray, _Plan, np.ndarray], None]:
+    """Accumulate in the input's own type (int32 sums wrap as in C++)."""
+
+    def reduce(x: np.ndarray, plan: _Plan, out: np.ndarray) -> None:
+        ufunc.reduce(x, axis=plan.axes, dtype=x.dtype, keepdims=plan.keep_dims, out=out)
+
+    return reduce
+
+
+def _float_sum(x: np.ndarray, plan: _Plan, out: np.ndarray) -> None:
+    """float32 sum (in float32, as TFLite; the order of the additions may differ)."""
+    if plan.trailing_sum:
+        np.matmul(x.reshape(plan.rows, plan.count), plan.ones, out=out.reshape(plan.rows))
+    else:
+        np.add.reduce(x, axis=plan.axes, dtype=x.dtype, keepdims=plan.keep_dims, out=out)
+
+
+def _extreme(ufunc: np.ufunc, initial) -> Callable[[np.ndarray, _Plan, np.ndarray], None]:
+    def reduce(x: np.ndarray, plan: _Plan, out: np.ndarray) -> None:
+        ufunc.reduce(x, axis=plan.axes, keepdims=plan.keep_dims, initial=initial, out=out)
+
+    return reduce
+
+
+def _nan_skipping_extreme(ufunc: np.ufunc, initial) -> Callable[[np.ndarray, _Plan, np.ndarray], None]:
+    """Float MAX/MIN: fmax/fmin skip NaN like ``in > current`` does."""
+
+    def reduce(x: np.ndarray, plan: _Plan, out: np.ndarray) -> None:
+        if plan.all_dims and not plan.empty:
+            # TFLite's ReduceAllDims starts from x[0] (not from the lowest value):
+            # -inf survives, and a leading NaN is never replaced.
+            ufunc.reduce(x, axis=plan.axes, keepdims=plan.keep_dims, out=out)
+            if np.isnan(x.flat[0]):
+                out[...] = np.nan
+            return
+        ufunc.reduce(x, axis=plan.axes, keepdims=plan.keep_dims, initial=initial, out=out)
+
+    return reduce
+
+
+def _mean_float(x: np.ndarray, plan: _Plan, out: np.ndarray) -> None:
+    """float32 sum, then divide by the (float) number of reduced elements."""
+    if plan.empty:
+        out[...] = np.nan
+        return
+    _float_sum(x, plan, out)
+    np.divide(out, x.dtype.type(plan.count), out=out)
+
+
+def _mean_integer(x: np.ndarray, plan: _Plan, out: np.ndarray) -> None:
+    """int64 sum, then C++ integer division (truncation toward zero)."""
+    if plan.empty:
+        out[...] = 0  # TFLite writes numeric_limits<int>::quiet_NaN(), which is 0
+        return
+    total = np.add.reduce(x, axis=plan.axes, dtype=np.int64, keepdims=plan.keep_dims)
+    out[...] = (total - np.fmod(total, plan.count)) // plan.count

@@ -1,0 +1,123 @@
+"""SOFTMAX and LOG_SOFTMAX against ai-edge-litert."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from oracle import MODELS_DIR, assert_matches_litert
+
+from delegate_sdk.context import KernelError
+from interpreter import Interpreter
+from schema.builder import ModelBuilder, quantization
+from schema.enums import BuiltinOperator
+from schema.model import Model
+from schema.params import LogSoftmaxParams, SoftmaxParams
+
+B = BuiltinOperator
+
+
+def softmax_model(op, shape, beta=1.0, dtype=np.float32, version=None, **tensor_kwargs):
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    x = graph.add_input("x", shape, dtype, **tensor_kwargs)
+    y = graph.add_tensor("y", shape, dtype, **tensor_kwargs)
+    params = SoftmaxParams(beta=beta) if op == B.SOFTMAX else LogSoftmaxParams()
+    graph.add_operator(op, [x], [y], params, version=version)
+    graph.add_output(y)
+    builder.add_signature("serving_default", graph)
+    return builder.build()
+
+
+def stamped_version(model: bytes) -> int:
+    return Model.from_bytes(model).subgraphs[0].operators[0].version
+
+
+def uniform(shape, seed=0, low=-4.0, high=4.0):
+    return np.random.default_rng(seed).uniform(low, high, size=shape).astype(np.float32)
+
+
+# The exponential (and LOG_SOFTMAX's log) are computed by numpy's float32 SIMD routines
+# and by libm in LiteRT; both are within ~1 ulp, well inside the default 1e-5 tolerance.
+
+
+@pytest.mark.parametrize("shape", [[10], [3, 7], [2, 3, 5], [2, 2, 3, 4], [1, 2, 1, 2, 6]], ids=str)
+def test_softmax_over_the_last_axis_matches_litert(shape):
+    model = softmax_model(B.SOFTMAX, shape)
+    assert stamped_version(model) == 1
+    assert_matches_litert(model, [uniform(shape)])
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.5, 2.0, 25.0, -1.0])
+def test_softmax_scales_the_logits_by_beta(beta):
+    assert_matches_litert(softmax_model(B.SOFTMAX, [4, 9], beta=beta), [uniform([4, 9], seed=1)])
+
+
+def test_softmax_subtracts_the_row_max_so_large_logits_do_not_overflow():
+    x = uniform([3, 8], seed=2) + np.array([[0.0], [80.0], [1e4]], np.float32)
+    assert_matches_litert(softmax_model(B.SOFTMAX, [3, 8]), [x])
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # inf - inf: NaN rows, on purpose
+@pytest.mark.parametrize("op", [B.SOFTMAX, B.LOG_SOFTMAX], ids=lambda op: op.name)
+def test_non_finite_rows_match_litert(op):
+    inf = np.inf
+    x = np.array(
+        [[1.0, np.nan, 2.0, 0.0], [-inf, -inf, -inf, -inf], [inf, 1.0, 2.0, 3.0], [-inf, 1.0, -inf, 0.5]],
+        np.float32,
+    )
+    assert_matches_litert(softmax_model(op, [4, 4]), [x])
+
+
+@pytest.mark.parametrize("op", [B.SOFTMAX, B.LOG_SOFTMAX], ids=lambda op: op.name)
+def test_a_single_class_gives_one_or_zero(op):
+    assert_matches_litert(softmax_model(op, [5, 1]), [uniform([5, 1], seed=3)])
+
+
+@pytest.mark.parametrize("shape", [[10], [3, 7], [2, 3, 5], [2, 2, 3, 4]], ids=str)
+def test_log_softmax_over_the_last_axis_matches_litert(shape):
+    model = softmax_model(B.LOG_SOFTMAX, shape)
+    assert stamped_version(model) == 1
+    assert_matches_litert(model, [uniform(shape, seed=4)])
+
+
+def test_log_softmax_of_spread_logits_matches_litert():
+    x = uniform([3, 8], seed=5) * np.array([[1.0], [30.0], [1e3]], np.float32)
+    assert_matches_litert(softmax_model(B.LOG_SOFTMAX, [3, 8]), [x])
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    shape=st.lists(st.integers(1, 9), min_size=1, max_size=4),
+    op=st.sampled_from([B.SOFTMAX, B.LOG_SOFTMAX]),
+    beta=st.sampled_from([1.0, 0.3, 3.0]),
+    seed=st.integers(0, 2**16),
+)
+def test_softmax_property_matches_litert(shape, op, beta, seed):
+    assert_matches_litert(softmax_model(op, shape, beta=beta), [uniform(shape, seed)])
+
+
+def test_softmax_converter_model_matches_litert():
+    from backends.cpu.kernel import KERNELS, builtin_op_resolver
+
+    builtin_op_resolver()  # imports every kernel module
+    if not any(entry.op == B.FULLY_CONNECTED for entry in KERNELS):
+        pytest.skip("softmax_float32.tflite starts with FULLY_CONNECTED, whose CPU kernel is not registered yet")
+    assert_matches_litert(MODELS_DIR / "converter" / "softmax_float32.tflite")
+
+
+# -- bad nodes ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", [B.SOFTMAX, B.LOG_SOFTMAX], ids=lambda op: op.name)
+def test_quantized_uint8_input_is_refused_with_the_op_name(op):
+    model = softmax_model(op, [2, 4], dtype=np.uint8, quantization=quantization(1 / 256))
+    assert stamped_version(model) == 1
+    with pytest.raises(KernelError, match=f"{op.name}.*quantized"):
+        Interpreter(model_content=model).allocate_tensors()
+
+
+def test_scalar_softmax_input_is_refused_with_the_op_name():
+    with pytest.raises(KernelError, match="SOFTMAX.*at least one dimension"):
+        Interpreter(model_content=softmax_model(B.SOFTMAX, [])).allocate_tensors()
