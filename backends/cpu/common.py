@@ -9,37 +9,39 @@ import numpy as np
 from schema.enums import ActivationFunctionType, Padding
 
 
+def activation_range(activation: int) -> tuple[float | None, float | None]:
+    """(min, max) clamp of a fused activation in float kernels (TFLite's
+    ``CalculateActivationRange``): TANH and SIGN_BIT, like NONE, clamp nothing."""
+    if activation == ActivationFunctionType.RELU:
+        return 0.0, None
+    if activation == ActivationFunctionType.RELU6:
+        return 0.0, 6.0
+    if activation == ActivationFunctionType.RELU_N1_TO_1:
+        return -1.0, 1.0
+    if activation in (ActivationFunctionType.NONE, ActivationFunctionType.TANH, ActivationFunctionType.SIGN_BIT):
+        return None, None
+    raise ValueError(f"unknown fused activation {activation}")
+
+
 def apply_activation(values: np.ndarray, activation: int) -> np.ndarray:
     """Apply a fused activation in place (float kernels) and return ``values``.
 
     Matches TFLite's ``ActivationFunctionWithMinMax``: ``min(max(x, lo), hi)``.
     """
-    if activation == ActivationFunctionType.NONE:
-        return values
-    if activation == ActivationFunctionType.RELU:
-        np.maximum(values, 0, out=values)
-    elif activation == ActivationFunctionType.RELU6:
-        np.clip(values, 0, 6, out=values)
-    elif activation == ActivationFunctionType.RELU_N1_TO_1:
-        np.clip(values, -1, 1, out=values)
-    elif activation == ActivationFunctionType.TANH:
-        np.tanh(values, out=values)
-    else:
-        raise ValueError(f"fused activation {ActivationFunctionType(activation).name} is not supported")
+    low, high = activation_range(activation)
+    if low is not None and high is not None:
+        np.clip(values, low, high, out=values)
+    elif low is not None:
+        np.maximum(values, low, out=values)
     return values
 
 
 def check_activation(activation: int, op_name: str) -> None:
-    """Reject at prepare time a fused activation that ``apply_activation`` cannot do."""
-    supported = (
-        ActivationFunctionType.NONE,
-        ActivationFunctionType.RELU,
-        ActivationFunctionType.RELU6,
-        ActivationFunctionType.RELU_N1_TO_1,
-        ActivationFunctionType.TANH,
-    )
-    if activation not in supported:
-        raise ValueError(f"{op_name}: fused activation {ActivationFunctionType(activation).name} is not supported")
+    """Reject at prepare time a value that is not a fused activation."""
+    try:
+        activation_range(activation)
+    except ValueError:
+        raise ValueError(f"{op_name}: unknown fused activation {activation}") from None
 
 
 def effective_filter_size(filter_size: int, dilation: int) -> int:

@@ -1,0 +1,217 @@
+"""Helpers shared by the sliding-window kernels (convolutions and pools).
+
+Nothing here registers a kernel. The pieces:
+
+- ``WindowGeometry``: TFLite's output size and padding of a 2-D window op
+  (``ComputePaddingHeightWidth``: the extra pixel of an odd total goes after),
+  for NHWC inputs, with strides and dilations;
+- ``PaddedInput``: a padded copy of the input whose buffer is allocated once (in
+  prepare) and whose interior is refreshed at every invoke; its border keeps the
+  fill value (0 for sums, -inf for max);
+- ``WindowGeometry.clipped_taps``: for each filter tap, the block of output
+  positions where it falls inside the input and the strided block of input it reads
+  there (for tap loops that need no padded copy);
+- ``window_view``: all taps at once, as a read-only view
+  ``[N, OH, OW, KH, KW, C]`` (numpy's ``sliding_window_view``), for im2col;
+- ``activation_bounds`` / ``clamp``: the fused activation as these float kernels
+  apply it in TFLite.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from backends.cpu.common import compute_padding
+from schema.enums import ActivationFunctionType
+
+
+@dataclass(frozen=True)
+class WindowGeometry:
+    """Geometry of a 2-D window op on an NHWC input."""
+
+    batch: int
+    in_h: int
+    in_w: int
+    channels: int
+    filter_h: int
+    filter_w: int
+    stride_h: int
+    stride_w: int
+    dilation_h: int
+    dilation_w: int
+    out_h: int
+    out_w: int
+    pad_top: int
+    pad_bottom: int
+    pad_left: int
+    pad_right: int
+
+    @classmethod
+    def of(
+        cls,
+        input_shape,
+        filter_hw: tuple[int, int],
+        padding: int,
+        strides: tuple[int, int],
+        dilations: tuple[int, int] = (1, 1),
+    ) -> "WindowGeometry":
+        """Output size and padding (TFLite's rules) of a window over ``input_shape`` (NHWC)."""
+        batch, in_h, in_w, channels = (int(d) for d in input_shape)
+        (filter_h, filter_w), (stride_h, stride_w), (dilation_h, dilation_w) = filter_hw, strides, dilations
+        if min(stride_h, stride_w) <= 0:
+            raise ValueError(f"strides must be positive, got {[stride_h, stride_w]}")
+        if min(dilation_h, dilation_w) <= 0:
+            raise ValueError(f"dilations must be positive, got {[dilation_h, dilation_w]}")
+        rows = compute_padding(padding, in_h, filter_h, stride_h, dilation_h)
+        cols = compute_padding(padding, in_w, filter_w, stride_w, dilation_w)
+        if rows.out_size <= 0 or cols.out_size <= 0:
+            raise ValueError(
+                f"the window ({filter_h}x{filter_w}, dilation {dilation_h}x{dilation_w}) does not fit "
+                f"the {in_h}x{in_w} input: output would be {rows.out_size}x{cols.out_size}"
+            )
+        return cls(
+            batch, in_h, in_w, channels, filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w,
+            rows.out_size, cols.out_size, rows.before, rows.after, cols.before, cols.after,
+        )
+
+    @property
+    def is_padded(self) -> bool:
+        return bool(self.pad_top or self.pad_bottom or self.pad_left or self.pad_right)
+
+    @property
+    def padded_shape(self) -> tuple[int, int, int, int]:
+        return (
+            self.batch,
+            self.pad_top + self.in_h + self.pad_bottom,
+            self.pad_left + self.in_w + self.pad_right,
+            self.channels,
+        )
+
+    @property
+    def output_shape(self) -> tuple[int, int, int]:
+        """``(N, OH, OW)``: the caller appends the channel count."""
+        return (self.batch, self.out_h, self.out_w)
+
+    def clipped_taps(self) -> list[tuple[tuple[slice, ...], tuple[slice, ...]]]:
+        """For each filter tap (row-major order) that sees the input at all: the output
+        positions where it falls inside the input, and the input pixels it reads there.
+
+        Returns ``(output_index, input_index)`` pairs of slices for NHWC arrays: a window
+        op that combines taps can then work on the unpadded input.
+        """
+        plan = []
+        for ky in range(self.filter_h):
+            rows = _clipped_axis(ky * self.dilation_h - self.pad_top, self.stride_h, self.out_h, self.in_h)
+            for kx in range(self.filter_w):
+                cols = _clipped_axis(kx * self.dilation_w - self.pad_left, self.stride_w, self.out_w, self.in_w)
+                if rows is not None and cols is not None:
+                    (out_rows, in_rows), (out_cols, in_cols), every = rows, cols, slice(None)
+                    plan.append(((every, out_rows, out_cols, every), (every, in_rows, in_cols, every)))
+        return plan
+
+    def valid_counts(self) -> np.ndarray:
+        """``[OH, OW, 1]`` float32: how many taps of each window fall inside the input.
+
+        (TFLite's average and L2 pools divide by this count, not by the filter size.)
+        """
+        rows = _valid_taps(self.out_h, self.stride_h, self.pad_top, self.filter_h, self.dilation_h, self.in_h)
+        cols = _valid_taps(self.out_w, self.stride_w, self.pad_left, self.filter_w, self.dilation_w, self.in_w)
+        return (rows[:, None] * cols[None, :]).astype(np.float32)[:, :, None]
+
+
+def _valid_taps(
+    out_size: int, stride: int, pad_before: int, filter_size: int, dilation: int, in_size: int
+) -> np.ndarray:
+    """For each output position of one axis, the number of filter taps inside the input."""
+    positions = np.arange(out_size)[:, None] * stride - pad_before + np.arange(filter_size)[None, :] * dilation
+    return ((positions >= 0) & (positions < in_size)).sum(axis=1)
+
+
+def _clipped_axis(offset: int, stride: int, out_size: int, in_size: int) -> tuple[slice, slice] | None:
+    """Outputs ``o`` with ``0 <= o*stride + offset < in_size``, and the inputs they read."""
+    first = max(0, -(offset // stride))  # ceil(-offset / stride), at least 0
+    last = min(out_size - 1, (in_size - 1 - offset) // stride)
+    if first > last:
+        return None
+    start = first * stride + offset
+    return slice(first, last + 1), slice(start, start + (last - first) * stride + 1, stride)
+
+
+class PaddedInput:
+    """The input with its border, in a buffer allocated once and refreshed per invoke.
+
+    ``repeat`` > 1 also repeats every channel that many times (channel ``c`` becomes
+    channels ``c*repeat .. c*repeat + repeat-1``): the geometry then describes the
+    repeated input. A depthwise convolution with a depth multiplier uses it.
+    """
+
+    def __init__(self, geometry: WindowGeometry, dtype=np.float32, fill: float = 0.0, repeat: int = 1) -> None:
+        self.geometry = geometry
+        self.repeat = repeat
+        if geometry.is_padded or repeat > 1:
+            g = geometry
+            n, h, w, c = g.padded_shape
+            grouped = np.full((n, h, w, c // repeat, repeat), fill, dtype=dtype)  # [.., C, repeat]
+            self.buffer = grouped.reshape(g.padded_shape)  # a view: [.., C*repeat]
+            self.interior = grouped[:, g.pad_top : g.pad_top + g.in_h, g.pad_left : g.pad_left + g.in_w]
+            if repeat == 1:
+                self.interior = self.interior[..., 0]
+        else:
+            self.buffer = None
+            self.interior = None
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """The padded input for ``x`` (``x`` itself when there is nothing to do)."""
+        if self.buffer is None:
+            return x
+        self.interior[...] = x[..., None] if self.repeat > 1 else x
+        return self.buffer
+
+
+def window_view(geometry: WindowGeometry, padded: np.ndarray) -> np.ndarray:
+    """Every window of ``padded`` at once: a view ``[N, OH, OW, KH, KW, C]`` (no copy)."""
+    g = geometry
+    span_h = (g.filter_h - 1) * g.dilation_h + 1
+    span_w = (g.filter_w - 1) * g.dilation_w + 1
+    windows = sliding_window_view(padded, (span_h, span_w), axis=(1, 2))  # [N, H', W', C, span_h, span_w]
+    windows = windows[
+        :,
+        : (g.out_h - 1) * g.stride_h + 1 : g.stride_h,
+        : (g.out_w - 1) * g.stride_w + 1 : g.stride_w,
+        :,
+        :: g.dilation_h,
+        :: g.dilation_w,
+    ]
+    return windows.transpose(0, 1, 2, 4, 5, 3)
+
+
+def activation_bounds(activation: int) -> tuple[float, float] | None:
+    """The clamp ``[low, high]`` of a fused activation, or None for no clamp.
+
+    TFLite's float convolution, pooling and matmul kernels turn the fused activation
+    into a range (``CalculateActivationRange``): RELU, RELU6 and RELU_N1_TO_1 clamp;
+    every other value (TANH, SIGN_BIT) gives the full float range, i.e. is ignored
+    (LiteRT 2.3 checked: a CONV_2D with fused TANH returns values outside [-1, 1]).
+    FULLY_CONNECTED rejects those values instead; see its kernel.
+    """
+    if activation == ActivationFunctionType.RELU:
+        return (0.0, np.inf)
+    if activation == ActivationFunctionType.RELU6:
+        return (0.0, 6.0)
+    if activation == ActivationFunctionType.RELU_N1_TO_1:
+        return (-1.0, 1.0)
+    return None
+
+
+def clamp(values: np.ndarray, bounds: tuple[float, float] | None) -> None:
+    """Apply ``activation_bounds`` in place."""
+    if bounds is None:
+        return
+    low, high = bounds
+    if high == np.inf:
+        np.maximum(values, low, out=values)
+    else:
+        np.clip(values, low, high, out=values)

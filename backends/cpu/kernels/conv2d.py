@@ -1,0 +1,114 @@
+"""CONV_2D on float32: NHWC input, OHWI filter, optional bias, fused activation.
+
+    out[n, y, x, o] = bias[o] + sum_{ky, kx, i} in[n, y*sh + ky*dh - pad_top, x*sw + kx*dw - pad_left, g*I + i]
+                                               * filter[o, ky, kx, i]        with g = o // (O / groups)
+
+where ``groups = input channels / filter in-channels`` (1 for a plain convolution)
+and positions outside the input read 0 (TFLite's reference ``Conv``).
+
+How: im2col. The padded input (a buffer allocated at prepare, whose interior is
+refreshed at invoke) is viewed as all its windows ``[N, OH, OW, KH, KW, C]``
+(``sliding_window_view``), copied once into a column buffer, and multiplied by the
+filter, re-laid out at prepare as a ``[KH*KW*I, O]`` matrix, in one BLAS matmul per
+group. A 1x1 stride-1 convolution is a plain matmul of the input.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from backends.cpu.kernel import CpuKernel, register
+from backends.cpu.kernels._window import PaddedInput, WindowGeometry, activation_bounds, clamp, window_view
+from schema.enums import BuiltinOperator, TensorType
+
+
+# v1: float32 input, filter and bias (strides, SAME/VALID, dilation, fused activation).
+# v6: grouped convolution: input channels = groups x filter in-channels (float32 here).
+# Versions 2-5, 7 and 8 are hybrid or quantized (int8/int16/int4 filters): not here.
+@register(BuiltinOperator.CONV_2D, 1, 1)
+@register(BuiltinOperator.CONV_2D, 6, 6)
+class Conv2D(CpuKernel):
+    """CONV_2D versions 1 and 6 (float32, grouped convolution)."""
+
+    def prepare(self) -> None:
+        self.require_num_inputs(2, 3)
+        x, filters = self.inputs[0], self.inputs[1]
+        bias = self.inputs[2] if len(self.inputs) == 3 else None
+        output = self.outputs[0]
+        self.require_types(x, TensorType.FLOAT32, role="input")
+        self.require_types(filters, TensorType.FLOAT32, role="filter")
+        if bias is not None:
+            self.require_types(bias, TensorType.FLOAT32, role="bias")
+        self.require_types(output, TensorType.FLOAT32, role="output")
+        if len(x.shape) != 4 or len(filters.shape) != 4:
+            raise self.unsupported(
+                f"input and filter must be 4-D (NHWC, OHWI), got {list(x.shape)} and {list(filters.shape)}"
+            )
+        params = self.params
+        self.bounds = activation_bounds(params.fused_activation_function)
+
+        out_channels, kh, kw, group_in = filters.shape
+        in_channels = x.shape[3]
+        if group_in <= 0 or in_channels % group_in:
+            raise self.unsupported(
+                f"input channels ({in_channels}) must be a multiple of the filter's in-channels ({group_in})"
+            )
+        groups = in_channels // group_in
+        if out_channels % groups:
+            raise self.unsupported(
+                f"grouped convolution: output channels ({out_channels}) must be a multiple of groups ({groups})"
+            )
+        if bias is not None and bias.num_elements != out_channels:
+            raise self.unsupported(f"bias has {bias.num_elements} elements, expected {out_channels}")
+        try:
+            geometry = WindowGeometry.of(
+                x.shape, (kh, kw), params.padding, (params.stride_h, params.stride_w),
+                (params.dilation_h_factor, params.dilation_w_factor),
+            )
+        except ValueError as error:
+            raise self.unsupported(str(error)) from None
+        output.resize((*geometry.output_shape, out_channels))
+
+        self.geometry = geometry
+        self.groups = groups
+        self.group_out = out_channels // groups
+        self.rows = geometry.batch * geometry.out_h * geometry.out_w  # M of the matmul
+        self.depth = kh * kw * group_in  # K of the matmul
+        self.pointwise = kh == 1 and kw == 1 and geometry.stride_h == 1 and geometry.stride_w == 1
+        if not self.pointwise:
+            self.pad = PaddedInput(geometry)
+            # im2col buffer, group-major so each group's columns are one [M, K] matrix.
+            self.columns = np.empty((groups, *geometry.output_shape, kh, kw, group_in), np.float32)
+        if groups > 1:
+            self.group_results = np.empty((groups, self.rows, self.group_out), np.float32)
+        self.weights = self.weight_matrices(filters.data) if filters.is_constant else None
+
+    def weight_matrices(self, filters: np.ndarray) -> np.ndarray:
+        """OHWI filter -> ``[groups, KH*KW*I, O/groups]``, rows in the columns' (ky, kx, i) order."""
+        out_channels, kh, kw, group_in = filters.shape
+        per_group = filters.reshape(self.groups, self.group_out, kh, kw, group_in)
+        return np.ascontiguousarray(per_group.transpose(0, 2, 3, 4, 1)).reshape(self.groups, self.depth, self.group_out)
+
+    def im2col(self, x: np.ndarray) -> np.ndarray:
+        """The input's windows as ``[groups, M, K]`` (copied into the prepared buffer)."""
+        if self.pointwise:  # 1x1, stride 1: every pixel is its own window (no copy)
+            return x.reshape(self.rows, self.groups, self.depth).transpose(1, 0, 2)
+        windows = window_view(self.geometry, self.pad(x))  # [N, OH, OW, KH, KW, C]
+        n, oh, ow, kh, kw, _ = windows.shape
+        windows = windows.reshape(n, oh, ow, kh, kw, self.groups, -1)
+        np.copyto(self.columns, windows.transpose(5, 0, 1, 2, 3, 4, 6))
+        return self.columns.reshape(self.groups, self.rows, self.depth)
+
+    def invoke(self) -> None:
+        x = self.inputs[0].data
+        out = self.outputs[0].data
+        weights = self.weights if self.weights is not None else self.weight_matrices(self.inputs[1].data)
+        columns = self.im2col(x)
+        if self.groups == 1:
+            np.matmul(columns[0], weights[0], out=out.reshape(self.rows, -1))
+        else:
+            np.matmul(columns, weights, out=self.group_results)
+            out.reshape(self.rows, self.groups, self.group_out)[...] = self.group_results.transpose(1, 0, 2)
+        if len(self.inputs) == 3 and self.inputs[2] is not None:
+            np.add(out, self.inputs[2].data.reshape(-1), out=out)
+        clamp(out, self.bounds)

@@ -1,0 +1,121 @@
+"""AVERAGE_POOL_2D, MAX_POOL_2D and L2_POOL_2D (float32, version 1) against LiteRT's reference kernels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from delegate_sdk.context import KernelError
+from interpreter import Interpreter
+from oracle import MODELS_DIR, assert_matches_litert
+from schema.builder import ModelBuilder, quantization
+from schema.enums import ActivationFunctionType, BuiltinOperator, Padding
+from schema.model import Model
+from schema.params import Pool2DParams
+
+Act = ActivationFunctionType
+POOLS = [BuiltinOperator.AVERAGE_POOL_2D, BuiltinOperator.MAX_POOL_2D, BuiltinOperator.L2_POOL_2D]
+POOL_IDS = [op.name for op in POOLS]
+
+
+def pool_model(op, input_shape, params: Pool2DParams, *, version=None, dtype=np.float32, q=None) -> bytes:
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    x = graph.add_input("x", input_shape, dtype, quantization=q)
+    y = graph.add_tensor("y", [1], dtype, quantization=q)
+    graph.add_operator(op, [x], [y], params, version=version)
+    graph.add_output(y)
+    builder.add_signature("serving_default", graph)
+    return builder.build()
+
+
+def pool_params(filter_hw, stride=(1, 1), padding=Padding.VALID, activation=Act.NONE) -> Pool2DParams:
+    return Pool2DParams(
+        padding=padding,
+        stride_h=stride[0],
+        stride_w=stride[1],
+        filter_height=filter_hw[0],
+        filter_width=filter_hw[1],
+        fused_activation_function=activation,
+    )
+
+
+@pytest.mark.parametrize("op", POOLS, ids=POOL_IDS)
+@pytest.mark.parametrize("padding", [Padding.SAME, Padding.VALID], ids=["same", "valid"])
+@pytest.mark.parametrize(
+    "filter_hw, stride", [((2, 2), (2, 2)), ((3, 3), (2, 2)), ((3, 2), (1, 2)), ((1, 1), (2, 2))], ids=str
+)
+def test_pool_v1_matches_litert(op, padding, filter_hw, stride):
+    model = pool_model(op, [2, 9, 8, 3], pool_params(filter_hw, stride, padding))
+    assert Model.from_bytes(model).subgraphs[0].operators[0].version == 1
+    assert_matches_litert(model)
+
+
+@pytest.mark.parametrize("op", [BuiltinOperator.AVERAGE_POOL_2D, BuiltinOperator.L2_POOL_2D], ids=lambda op: op.name)
+def test_padded_windows_count_only_the_elements_inside_the_input(op):
+    # All ones: an average (or L2) over only the inside elements is exactly 1 everywhere,
+    # where dividing by the filter size would give less at the border.
+    model = pool_model(op, [1, 5, 5, 1], pool_params((3, 3), (1, 1), Padding.SAME))
+    outputs = assert_matches_litert(model, [np.ones([1, 5, 5, 1], np.float32)])
+    np.testing.assert_array_equal(outputs[0], np.ones([1, 5, 5, 1], np.float32))
+
+
+def test_max_pool_with_negative_inputs_ignores_the_padding():
+    model = pool_model(BuiltinOperator.MAX_POOL_2D, [1, 4, 4, 2], pool_params((3, 3), (2, 2), Padding.SAME))
+    outputs = assert_matches_litert(model, [np.full([1, 4, 4, 2], -5.0, np.float32)])
+    assert (outputs[0] == -5.0).all()
+
+
+@pytest.mark.parametrize("op", POOLS, ids=POOL_IDS)
+def test_global_pool_matches_litert(op):
+    # Filter as large as the input: the path that reduces all windows at once.
+    model = pool_model(op, [2, 7, 7, 16], pool_params((7, 7)))
+    assert_matches_litert(model)
+
+
+@pytest.mark.parametrize("op", POOLS, ids=POOL_IDS)
+def test_filter_larger_than_the_output_with_same_padding_matches_litert(op):
+    model = pool_model(op, [1, 3, 4, 2], pool_params((5, 5), (2, 2), Padding.SAME))
+    assert_matches_litert(model)
+
+
+@pytest.mark.parametrize("op", POOLS, ids=POOL_IDS)
+@pytest.mark.parametrize("activation", [Act.RELU, Act.RELU6, Act.RELU_N1_TO_1, Act.TANH], ids=lambda a: a.name)
+def test_pool_with_fused_activation_matches_litert(op, activation):
+    # TANH: TFLite's float kernels treat it as no clamp (CalculateActivationRange).
+    model = pool_model(op, [1, 6, 6, 2], pool_params((2, 2), (2, 2), Padding.VALID, activation))
+    x = np.random.default_rng(1).uniform(-8, 8, [1, 6, 6, 2]).astype(np.float32)
+    assert_matches_litert(model, [x])
+
+
+def test_converter_model_pool_matches_litert():
+    assert_matches_litert(MODELS_DIR / "converter" / "pool_float32.tflite")
+
+
+@pytest.mark.parametrize("op", POOLS, ids=POOL_IDS)
+def test_int8_pool_claiming_version_1_fails_naming_the_op(op):
+    model = pool_model(op, [1, 4, 4, 1], pool_params((2, 2)), version=1, dtype=np.int8, q=quantization(0.1, 0))
+    with pytest.raises(KernelError, match=f"{op.name}.*INT8"):
+        Interpreter(model_content=model).allocate_tensors()
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    op=st.sampled_from(POOLS),
+    batch=st.integers(1, 2),
+    height=st.integers(1, 12),
+    width=st.integers(1, 12),
+    channels=st.integers(1, 4),
+    filter_hw=st.tuples(st.integers(1, 5), st.integers(1, 5)),
+    stride=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    padding=st.sampled_from([Padding.SAME, Padding.VALID]),
+    activation=st.sampled_from([Act.NONE, Act.RELU, Act.RELU6, Act.RELU_N1_TO_1]),
+    seed=st.integers(0, 2**16),
+)
+def test_pool_property_matches_litert(op, batch, height, width, channels, filter_hw, stride, padding, activation, seed):
+    if padding == Padding.VALID and (filter_hw[0] > height or filter_hw[1] > width):
+        return  # no output: not a valid node
+    model = pool_model(op, [batch, height, width, channels], pool_params(filter_hw, stride, padding, activation))
+    assert_matches_litert(model, seed=seed)
