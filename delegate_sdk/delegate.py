@@ -69,6 +69,15 @@ class DelegateKernel:
         raise NotImplementedError
 
 
+class _Uncapped:
+    """A view of a delegate's support table without its caps (for the reason text)."""
+
+    def __init__(self, delegate: "SimpleDelegate") -> None:
+        self.support_table = delegate.support_table
+        self.version_caps: dict[int, int] = {}
+        self.excluded_ops: set[int] = set()
+
+
 @dataclass(frozen=True)
 class NodeDecision:
     """Why a delegate took or left a node (read by the delegation report)."""
@@ -86,7 +95,9 @@ class SimpleDelegate(Delegate):
       name: shown in reports and logs.
       support_table: ``{BuiltinOperator.ADD: 1, ...}``, the highest version of each op
         the kernels implement. A node of a higher version is rejected with the reason
-        ``"ADD v2: max version supported by NAME is 1"``.
+        ``"ADD v2: max version supported by NAME is 1"``. Where the versions in between
+        are not implemented (they exist only for other types), give the set instead:
+        ``{BuiltinOperator.CONV_2D: frozenset({1, 6})}``.
       kernel_class: a :class:`DelegateKernel` subclass, one instance per partition.
     and optionally override :meth:`node_rejection_reason` to reject nodes for other
     reasons (types, shapes, params).
@@ -97,7 +108,7 @@ class SimpleDelegate(Delegate):
     delegate) and ``excluded_ops``.
     """
 
-    support_table: Mapping[int, int] = {}
+    support_table: Mapping[int, int | frozenset[int]] = {}
     kernel_class: type[DelegateKernel] = DelegateKernel
 
     def __init__(
@@ -121,12 +132,17 @@ class SimpleDelegate(Delegate):
         return None
 
     # -- the SDK ----------------------------------------------------------------------------
+    def supported_versions(self, op: int) -> frozenset[int]:
+        """Every version of ``op`` this delegate takes, after caps and exclusions."""
+        entry = self.support_table.get(op, 0)
+        versions = frozenset(range(1, int(entry) + 1)) if isinstance(entry, int) else frozenset(entry)
+        if op in self.version_caps:
+            versions = frozenset(v for v in versions if v <= self.version_caps[op])
+        return frozenset() if op in self.excluded_ops else versions
+
     def max_supported_version(self, op: int) -> int:
         """The highest version of ``op`` this delegate takes (0 when it does not take ``op``)."""
-        maximum = int(self.support_table.get(op, 0))
-        if op in self.version_caps:
-            maximum = min(maximum, self.version_caps[op])
-        return 0 if op in self.excluded_ops else maximum
+        return max(self.supported_versions(op), default=0)
 
     def rejection_reason(self, context: "DelegateContext", node: "Node", registration: Registration) -> str | None:
         """The version check, then the author's predicate."""
@@ -136,10 +152,15 @@ class SimpleDelegate(Delegate):
             return f"{label}: excluded by the {self.name} options"
         if op not in self.support_table or op == BuiltinOperator.CUSTOM:
             return f"{label}: {self.name} does not support {registration.op_name}"
-        maximum = self.max_supported_version(op)
+        versions = self.supported_versions(op)
+        maximum = max(versions, default=0)
         if registration.version > maximum:
-            capped = " (capped by options)" if op in self.version_caps and self.version_caps[op] < self.support_table[op] else ""
+            table_max = max(SimpleDelegate.supported_versions(_Uncapped(self), op), default=0)
+            capped = " (capped by options)" if maximum < table_max else ""
             return f"{label}: max version supported by {self.name} is {maximum}{capped}"
+        if registration.version not in versions:
+            listed = ", ".join(map(str, sorted(versions)))
+            return f"{label}: {self.name} supports {registration.op_name} versions {listed} only"
         reason = self.node_rejection_reason(context, node, registration)
         return f"{label}: {reason}" if reason else None
 
@@ -198,5 +219,5 @@ class SimpleDelegate(Delegate):
         )
 
     def __repr__(self) -> str:
-        table = ", ".join(f"{builtin_operator_name(op)}<=v{self.max_supported_version(op)}" for op in self.support_table)
+        table = ", ".join(f"{builtin_operator_name(op)} v{sorted(self.supported_versions(op))}" for op in self.support_table)
         return f"{type(self).__name__}({self.name}: {table})"

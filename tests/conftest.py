@@ -35,7 +35,7 @@ def pytest_collection_modifyitems(config, items):
         return
     require = os.environ.get("REQUIRE_GPU") == "1"
     for item in items:
-        if "gpu" in item.keywords:
+        if item.get_closest_marker("gpu") is not None:
             if require:
                 item.add_marker(pytest.mark.xfail(reason="REQUIRE_GPU=1 but no CUDA device", strict=True, run=False))
             else:

@@ -1,0 +1,78 @@
+"""The base class of GPU-delegate ops: array-namespace (``xp``) code that runs the same
+on cupy (a device) and numpy (host emulation, and the tests)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+
+from delegate_sdk.node import Node
+from delegate_sdk.tensor import RuntimeTensor
+from schema.enums import TensorType
+
+FLOAT_TYPES = (TensorType.FLOAT32, TensorType.FLOAT16)
+MAX_RANK = 4
+
+
+class GpuOp:
+    """One node inside a GPU partition.
+
+    Subclasses set ``ops = {BuiltinOperator.X: max_version, ...}`` (exactly the versions
+    they implement), may extend :meth:`rejection_reason`, and implement :meth:`prepare`
+    (upload constants once, in the layout the op wants, with ``self.upload``) and
+    :meth:`run` (device arrays in, device arrays out).
+
+    Precision: arrays are stored in ``self.storage`` (float32, or float16 with the
+    ``float16`` precision option); ops compute in float32 (``self.compute_dtype``) and
+    store their results in ``self.storage``.
+    """
+
+    ops: ClassVar[dict[int, int]] = {}
+
+    def __init__(self, device: Any, node: Node, op: int, version: int, tensors: Sequence[RuntimeTensor], storage: Any = np.float32) -> None:
+        self.device = device
+        self.xp = device.xp
+        self.node = node
+        self.op = op
+        self.version = version
+        self.params = node.params
+        self.inputs: list[RuntimeTensor | None] = [tensors[i] if i >= 0 else None for i in node.inputs]
+        self.outputs: list[RuntimeTensor] = [tensors[i] for i in node.outputs]
+        self.storage = np.dtype(storage)
+        self.compute_dtype = np.dtype(np.float32)
+
+    # -- support ----------------------------------------------------------------------------
+    @classmethod
+    def rejection_reason(cls, node: Node, op: int, version: int, tensors: Sequence[RuntimeTensor]) -> str | None:
+        """Why this node cannot run on the GPU, or None. Default: float tensors of rank <= 4."""
+        for i in (*node.inputs, *node.outputs):
+            if i < 0:
+                continue
+            tensor = tensors[i]
+            if tensor.type not in FLOAT_TYPES:
+                return f"tensor {tensor.name!r} is {tensor.type_name}; only float32/float16 tensors are supported"
+            if len(tensor.shape) > MAX_RANK:
+                return f"tensor {tensor.name!r} has rank {len(tensor.shape)}; at most {MAX_RANK} is supported"
+        return None
+
+    @staticmethod
+    def require_constant(tensors: Sequence[RuntimeTensor], index: int, what: str) -> str | None:
+        """A reason when input tensor ``index`` is not a constant (weights the kernel lays out)."""
+        if index >= 0 and not tensors[index].is_constant:
+            return f"the {what} must be a constant tensor"
+        return None
+
+    # -- running --------------------------------------------------------------------------
+    def upload(self, array: np.ndarray, dtype: Any = None) -> Any:
+        """Copy a constant to the device once (at prepare), in ``dtype`` or the storage dtype."""
+        return self.device.upload(array, dtype=self.storage if dtype is None else dtype)
+
+    def prepare(self) -> None:
+        """Upload constants in the layout ``run`` wants. Default: nothing."""
+        return None
+
+    def run(self, args: Sequence[Any]) -> list[Any]:
+        """Compute the outputs. ``args[i]`` is the device array of input ``i`` (constants
+        included, already uploaded in storage dtype; None for an omitted optional input)."""
+        raise NotImplementedError

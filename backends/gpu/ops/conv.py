@@ -1,0 +1,403 @@
+"""CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED on the GPU (float32 math, ``xp`` only).
+
+Semantics are the CPU kernels' (``backends/cpu/kernels/conv2d.py``,
+``depthwise_conv2d.py``, ``fully_connected.py``), i.e. TFLite's reference kernels:
+NHWC input, OHWI conv filter, ``[1, KH, KW, C*M]`` depthwise filter (M from the shapes),
+``[units, depth]`` FC weights, optional bias, TFLite's SAME/VALID padding (the extra
+pixel of an odd total goes after), fused activation as a clamp (TANH not applied by
+conv/depthwise, rejected by FC as TFLite does).
+
+How:
+
+- CONV_2D: im2col from KH*KW strided slices of the padded input (``xp.stack``), then
+  one matmul with the filter laid out at prepare as ``[groups, KH*KW*I, O/groups]``;
+  a 1x1 stride-1 convolution is a matmul of the input itself.
+- DEPTHWISE_CONV_2D: a loop over the KH*KW taps accumulating ``slice * w[ky, kx]``
+  (the channels repeated M times first when the depth multiplier M > 1), in TFLite's
+  tap order.
+- FULLY_CONNECTED: one matmul with the weights transposed once at prepare.
+
+The window arithmetic (``WindowGeometry``, also used by the pools) is this module's own,
+on top of ``backends.cpu.common.compute_padding``, so the GPU ops do not depend on the
+CPU kernels' private helpers.
+
+Versions claimed (``ops``; a claim means *every* version up to it runs):
+
+- CONV_2D 1. v2-v5, v7, v8 are hybrid/int8/int16/int4. v6 (grouped convolution,
+  float32) is implemented below and tested, but claiming 6 would also claim v2-v5.
+- DEPTHWISE_CONV_2D 2 (v1 float32 with depth multiplier, v2 adds dilation). v3-v7 are
+  int8/hybrid/int16/int4.
+- FULLY_CONNECTED 1. v2 (shuffled int8 weights), v3 and v4 (hybrid, int8) are not
+  float; v5 (keep_num_dims) and v6 (no bias slot) are implemented below but cannot be
+  claimed without claiming v2-v4.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from backends.cpu.common import compute_padding
+from backends.gpu.ops.elementwise import (
+    Act,
+    FloatOp,
+    clamp,
+    clamp_bounds,
+    fused_activation,
+    fused_activation_reason,
+    input_tensor,
+)
+from schema.enums import BuiltinOperator, FullyConnectedOptionsWeightsFormat
+
+B = BuiltinOperator
+
+
+@dataclass(frozen=True)
+class WindowGeometry:
+    """A 2-D window (conv / pool) over an NHWC input: TFLite's output size and padding
+    (``ComputePaddingHeightWidth``: the extra pixel of an odd total goes after)."""
+
+    batch: int
+    in_h: int
+    in_w: int
+    channels: int
+    filter_h: int
+    filter_w: int
+    stride_h: int
+    stride_w: int
+    dilation_h: int
+    dilation_w: int
+    out_h: int
+    out_w: int
+    pad_top: int
+    pad_bottom: int
+    pad_left: int
+    pad_right: int
+
+    @classmethod
+    def of(cls, input_shape, filter_hw, padding: int, strides, dilations=(1, 1)) -> "WindowGeometry":
+        """Raises ValueError for a non-positive stride/dilation/filter or a window that does not fit."""
+        batch, in_h, in_w, channels = (int(d) for d in input_shape)
+        (filter_h, filter_w), (stride_h, stride_w), (dilation_h, dilation_w) = filter_hw, strides, dilations
+        for name, value in (("filter size", filter_h), ("filter size", filter_w), ("stride", stride_h),
+                            ("stride", stride_w), ("dilation", dilation_h), ("dilation", dilation_w)):
+            if value <= 0:
+                raise ValueError(f"{name} must be positive, got {value}")
+        rows = compute_padding(padding, in_h, filter_h, stride_h, dilation_h)
+        cols = compute_padding(padding, in_w, filter_w, stride_w, dilation_w)
+        if rows.out_size <= 0 or cols.out_size <= 0:
+            raise ValueError(
+                f"the window ({filter_h}x{filter_w}, dilation {dilation_h}x{dilation_w}) does not fit "
+                f"the {in_h}x{in_w} input: output would be {rows.out_size}x{cols.out_size}"
+            )
+        return cls(batch, in_h, in_w, channels, filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w,
+                   rows.out_size, cols.out_size, rows.before, rows.after, cols.before, cols.after)
+
+    @property
+    def is_padded(self) -> bool:
+        return bool(self.pad_top or self.pad_bottom or self.pad_left or self.pad_right)
+
+    def tap_slices(self, ky: int, kx: int) -> tuple[slice, ...]:
+        """What tap (ky, kx) reads of the *padded* input at every output position."""
+        top, left = ky * self.dilation_h, kx * self.dilation_w
+        return (
+            slice(None),
+            slice(top, top + (self.out_h - 1) * self.stride_h + 1, self.stride_h),
+            slice(left, left + (self.out_w - 1) * self.stride_w + 1, self.stride_w),
+            slice(None),
+        )
+
+    def clipped_taps(self) -> list[tuple[tuple[slice, ...], tuple[slice, ...]]]:
+        """For each tap (row-major) that sees the input at all: ``(output block, input
+        block)``, the output positions where it falls inside the *unpadded* input and the
+        strided input pixels it reads there."""
+        plan = []
+        every = slice(None)
+        for ky in range(self.filter_h):
+            rows = _clipped_axis(ky * self.dilation_h - self.pad_top, self.stride_h, self.out_h, self.in_h)
+            for kx in range(self.filter_w):
+                cols = _clipped_axis(kx * self.dilation_w - self.pad_left, self.stride_w, self.out_w, self.in_w)
+                if rows is not None and cols is not None:
+                    plan.append(((every, rows[0], cols[0], every), (every, rows[1], cols[1], every)))
+        return plan
+
+    def valid_counts(self) -> np.ndarray:
+        """``[OH, OW, 1]`` float32: how many taps of each window fall inside the input."""
+        rows = _valid_taps(self.out_h, self.stride_h, self.pad_top, self.filter_h, self.dilation_h, self.in_h)
+        cols = _valid_taps(self.out_w, self.stride_w, self.pad_left, self.filter_w, self.dilation_w, self.in_w)
+        return (rows[:, None] * cols[None, :]).astype(np.float32)[:, :, None]
+
+
+def _clipped_axis(offset: int, stride: int, out_size: int, in_size: int) -> tuple[slice, slice] | None:
+    """Outputs ``o`` with ``0 <= o*stride + offset < in_size``, and the inputs they read."""
+    first = max(0, -(offset // stride))  # ceil(-offset / stride), at least 0
+    last = min(out_size - 1, (in_size - 1 - offset) // stride)
+    if first > last:
+        return None
+    start = first * stride + offset
+    return slice(first, last + 1), slice(start, start + (last - first) * stride + 1, stride)
+
+
+def _valid_taps(out_size: int, stride: int, pad_before: int, filter_size: int, dilation: int, in_size: int) -> np.ndarray:
+    positions = np.arange(out_size)[:, None] * stride - pad_before + np.arange(filter_size)[None, :] * dilation
+    return ((positions >= 0) & (positions < in_size)).sum(axis=1)
+
+
+def padded(xp: Any, x: Any, geometry: WindowGeometry, fill: float = 0.0) -> Any:
+    """``x`` (NHWC) with the geometry's border (``x`` itself when there is none)."""
+    g = geometry
+    if not g.is_padded:
+        return x
+    shape = (x.shape[0], g.pad_top + g.in_h + g.pad_bottom, g.pad_left + g.in_w + g.pad_right, x.shape[3])
+    out = xp.full(shape, fill, dtype=x.dtype)
+    out[:, g.pad_top : g.pad_top + g.in_h, g.pad_left : g.pad_left + g.in_w, :] = x
+    return out
+
+
+def window_reason(input_shape, filter_hw, params, dilation=(1, 1)) -> tuple[WindowGeometry | None, str | None]:
+    """The window geometry of a conv/pool node, or why it cannot be computed."""
+    try:
+        geometry = WindowGeometry.of(
+            input_shape, filter_hw, params.padding, (params.stride_h, params.stride_w), dilation
+        )
+    except (ValueError, TypeError) as error:
+        return None, str(error)
+    return geometry, None
+
+
+def _conv_inputs_reason(node, tensors, filter_rank_4: bool = True) -> str | None:
+    if len(node.inputs) not in (2, 3) or node.inputs[0] < 0 or node.inputs[1] < 0:
+        return f"expected inputs (input, filter[, bias]), got {len(node.inputs)} inputs"
+    reason = FloatOp.require_constant(tensors, node.inputs[1], "filter")
+    if reason:
+        return reason + " (the GPU kernel lays the weights out once, at prepare)"
+    x, w = tensors[node.inputs[0]], tensors[node.inputs[1]]
+    if filter_rank_4 and (len(x.shape) != 4 or len(w.shape) != 4):
+        return f"input and filter must be 4-D, got {list(x.shape)} and {list(w.shape)}"
+    return None
+
+
+def _bias_reason(bias, count: int) -> str | None:
+    if bias is not None and bias.num_elements != count:
+        return f"bias has {bias.num_elements} elements, expected {count}"
+    return None
+
+
+class _WeightsOp(FloatOp):
+    """Shared: the optional bias (input 2), uploaded once when constant."""
+
+    def prepare_bias(self) -> None:
+        bias = self.inputs[2] if len(self.inputs) > 2 else None
+        self.has_bias = bias is not None
+        # The bias is added in the compute dtype: keep a constant one there.
+        self.bias = self.upload(bias.data.reshape(-1), self.compute_dtype) if bias is not None and bias.is_constant else None
+
+    def bias_value(self, args) -> Any:
+        if not self.has_bias:
+            return None
+        return self.bias if self.bias is not None else self.compute(args[2]).reshape(-1)
+
+
+# --------------------------------------------------------------------------------------
+# CONV_2D
+# --------------------------------------------------------------------------------------
+
+
+class Conv2D(_WeightsOp):
+    """CONV_2D version 1 (float32; strides, SAME/VALID, dilation, bias, fused activation).
+    Grouped convolution (v6) is implemented but not claimed (see the module docstring)."""
+
+    ops = {B.CONV_2D: frozenset({1, 6})}  # v6: grouped; v2-5, 7, 8 are hybrid/int8/int16/int4
+
+    @classmethod
+    def node_reason(cls, node, op, version, tensors):
+        reason = _conv_inputs_reason(node, tensors)
+        if reason:
+            return reason
+        x, w = tensors[node.inputs[0]], tensors[node.inputs[1]]
+        out_channels, kh, kw, group_in = w.shape
+        channels = x.shape[3]
+        if group_in <= 0 or channels % group_in:
+            return f"input channels ({channels}) must be a multiple of the filter's in-channels ({group_in})"
+        groups = channels // group_in
+        if out_channels % groups:
+            return f"grouped convolution: output channels ({out_channels}) must be a multiple of groups ({groups})"
+        params = node.params
+        _, reason = window_reason(x.shape, (kh, kw), params, (params.dilation_h_factor, params.dilation_w_factor))
+        return (
+            reason
+            or _bias_reason(input_tensor(node, tensors, 2), out_channels)
+            or fused_activation_reason(params)
+        )
+
+    def prepare(self) -> None:
+        x, filters = self.inputs[0], self.inputs[1]
+        params = self.params
+        out_channels, kh, kw, group_in = filters.shape
+        self.groups = x.shape[3] // group_in
+        self.group_out = out_channels // self.groups
+        self.geometry = WindowGeometry.of(
+            x.shape, (kh, kw), params.padding, (params.stride_h, params.stride_w),
+            (params.dilation_h_factor, params.dilation_w_factor),
+        )
+        self.taps = kh * kw
+        self.pointwise = self.taps == 1 and not self.geometry.is_padded and self.geometry.stride_h == 1 and self.geometry.stride_w == 1
+        # OHWI -> [groups, KH*KW*I, O/groups], rows in the columns' (ky, kx, i) order.
+        per_group = np.asarray(filters.data, np.float32).reshape(self.groups, self.group_out, kh, kw, group_in)
+        self.weights = self.upload(per_group.transpose(0, 2, 3, 4, 1).reshape(self.groups, self.taps * group_in, self.group_out))
+        self.prepare_bias()
+        self.bounds = clamp_bounds(fused_activation(params))
+
+    def columns(self, x: Any) -> Any:
+        """im2col: ``[M, KH*KW, C]`` with M = N*OH*OW."""
+        g = self.geometry
+        rows = g.batch * g.out_h * g.out_w
+        if self.pointwise:
+            return x.reshape(rows, 1, x.shape[3])
+        source = padded(self.xp, x, g)
+        taps = [source[g.tap_slices(ky, kx)] for ky in range(g.filter_h) for kx in range(g.filter_w)]
+        return self.xp.stack(taps, axis=3).reshape(rows, self.taps, x.shape[3])
+
+    def run(self, args):
+        xp, g = self.xp, self.geometry
+        columns = self.columns(self.compute(args[0]))
+        weights = self.compute(self.weights)
+        rows = columns.shape[0]
+        if self.groups == 1:
+            out = xp.matmul(columns.reshape(rows, -1), weights[0])
+        else:
+            per_group = columns.reshape(rows, self.taps, self.groups, -1).transpose(2, 0, 1, 3).reshape(self.groups, rows, -1)
+            out = xp.matmul(per_group, weights).transpose(1, 0, 2).reshape(rows, -1)
+        bias = self.bias_value(args)
+        if bias is not None:
+            out = out + bias
+        out = clamp(xp, out, self.bounds)
+        return [self.store(out.reshape(g.batch, g.out_h, g.out_w, -1))]
+
+
+# --------------------------------------------------------------------------------------
+# DEPTHWISE_CONV_2D
+# --------------------------------------------------------------------------------------
+
+
+class DepthwiseConv2D(_WeightsOp):
+    """DEPTHWISE_CONV_2D versions 1-2 (float32; depth multiplier from the shapes as
+    TFLite, strides, SAME/VALID, bias, fused activation; v2 adds dilation)."""
+
+    ops = {B.DEPTHWISE_CONV_2D: 2}
+
+    @classmethod
+    def node_reason(cls, node, op, version, tensors):
+        reason = _conv_inputs_reason(node, tensors)
+        if reason:
+            return reason
+        x, w = tensors[node.inputs[0]], tensors[node.inputs[1]]
+        if w.shape[0] != 1:
+            return f"filter must be [1, KH, KW, C*M], got {list(w.shape)}"
+        _, kh, kw, out_channels = w.shape
+        channels = x.shape[3]
+        if channels <= 0 or out_channels % channels:
+            return f"filter channels ({out_channels}) must be a multiple of the input channels ({channels})"
+        params = node.params
+        _, reason = window_reason(x.shape, (kh, kw), params, (params.dilation_h_factor, params.dilation_w_factor))
+        return (
+            reason
+            or _bias_reason(input_tensor(node, tensors, 2), out_channels)
+            or fused_activation_reason(params)
+        )
+
+    def prepare(self) -> None:
+        x, filters = self.inputs[0], self.inputs[1]
+        params = self.params
+        _, kh, kw, out_channels = filters.shape
+        self.multiplier = out_channels // x.shape[3]
+        # The geometry of the input with each channel repeated M times.
+        self.geometry = WindowGeometry.of(
+            (*x.shape[:3], out_channels), (kh, kw), params.padding, (params.stride_h, params.stride_w),
+            (params.dilation_h_factor, params.dilation_w_factor),
+        )
+        self.tap_weights = self.upload(np.asarray(filters.data, np.float32)[0])  # [KH, KW, C*M]
+        self.prepare_bias()
+        self.bounds = clamp_bounds(fused_activation(params))
+
+    def run(self, args):
+        xp, g = self.xp, self.geometry
+        x = self.compute(args[0])
+        if self.multiplier > 1:
+            x = xp.repeat(x, self.multiplier, axis=3)  # channel c -> c*M .. c*M + M-1
+        source = padded(xp, x, g)
+        weights = self.compute(self.tap_weights)
+        out = None
+        for ky in range(g.filter_h):
+            for kx in range(g.filter_w):
+                term = source[g.tap_slices(ky, kx)] * weights[ky, kx]
+                if out is None:
+                    out = term
+                else:
+                    out += term
+        bias = self.bias_value(args)
+        if bias is not None:
+            out += bias
+        return [self.store(clamp(xp, out, self.bounds))]
+
+
+# --------------------------------------------------------------------------------------
+# FULLY_CONNECTED
+# --------------------------------------------------------------------------------------
+
+FC_ACTIVATIONS = (Act.NONE, Act.RELU, Act.RELU_N1_TO_1, Act.RELU6)
+
+
+class FullyConnected(_WeightsOp):
+    """FULLY_CONNECTED version 1 (float32, DEFAULT weights, optional bias). keep_num_dims
+    (v5) and a node without a bias slot (v6) also run, but are not claimed."""
+
+    ops = {B.FULLY_CONNECTED: frozenset({1, 5, 6})}  # v5: keep_num_dims, v6: no bias slot; v2-4 quantized
+
+    @classmethod
+    def node_reason(cls, node, op, version, tensors):
+        if len(node.inputs) not in (2, 3) or node.inputs[0] < 0 or node.inputs[1] < 0:
+            return f"expected inputs (input, weights[, bias]), got {len(node.inputs)} inputs"
+        params = node.params
+        weights_format = int(getattr(params, "weights_format", 0) or 0)
+        if weights_format != FullyConnectedOptionsWeightsFormat.DEFAULT:
+            try:
+                name = FullyConnectedOptionsWeightsFormat(weights_format).name
+            except ValueError:
+                name = str(weights_format)
+            return f"weights_format {name} is not supported; only DEFAULT"
+        reason = FloatOp.require_constant(tensors, node.inputs[1], "weights")
+        if reason:
+            return reason + " (the GPU kernel transposes them once, at prepare)"
+        x, w = tensors[node.inputs[0]], tensors[node.inputs[1]]
+        if w.sparsity is not None:
+            return "sparse weights are not supported"
+        if len(w.shape) != 2:
+            return f"weights must be 2-D [units, depth], got {list(w.shape)}"
+        units, depth = w.shape
+        if depth <= 0 or x.num_elements % depth:
+            return f"input of shape {list(x.shape)} cannot be split into rows of depth {depth}"
+        if getattr(params, "keep_num_dims", False) and (not x.shape or x.shape[-1] != depth):
+            return f"keep_num_dims: the input's last axis ({list(x.shape)}) must be the depth {depth}"
+        # TFLite's FULLY_CONNECTED has no float TANH / SIGN_BIT (its Prepare fails).
+        return _bias_reason(input_tensor(node, tensors, 2), units) or fused_activation_reason(params, FC_ACTIVATIONS)
+
+    def prepare(self) -> None:
+        weights = np.asarray(self.inputs[1].data, np.float32)
+        self.units, self.depth = weights.shape
+        self.weights = self.upload(np.ascontiguousarray(weights.T))  # [depth, units]
+        self.prepare_bias()
+        self.bounds = clamp_bounds(fused_activation(self.params))
+        self.out_shape = tuple(self.outputs[0].shape)
+
+    def run(self, args):
+        xp = self.xp
+        x = self.compute(args[0]).reshape(-1, self.depth)
+        out = xp.matmul(x, self.compute(self.weights))
+        bias = self.bias_value(args)
+        if bias is not None:
+            out = out + bias
+        out = clamp(xp, out, self.bounds)
+        return [self.store(out.reshape(self.out_shape))]

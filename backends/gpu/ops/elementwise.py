@@ -1,0 +1,259 @@
+"""Elementwise ops on the GPU: ADD SUB MUL DIV (broadcasting, fused activation) and the
+activations LOGISTIC TANH RELU RELU6 LEAKY_RELU PRELU HARD_SWISH.
+
+Also the pieces every GPU op module shares: :class:`FloatOp` (the float32 tensor check
+with readable reasons, and the per-op hook ``node_reason``) and the fused activations.
+
+Semantics are the CPU kernels' (``backends/cpu/kernels/binary.py``, ``activations.py``,
+``relu.py``), i.e. TFLite's float kernels:
+
+- ADD/SUB/MUL/DIV end with ``min(max(r, lo), hi)`` (``CalculateActivationRange``): RELU
+  [0, FLT_MAX], RELU6 [0, 6], RELU_N1_TO_1 [-1, 1], NONE and TANH [-FLT_MAX, FLT_MAX]
+  (a fused TANH is *not* applied by these kernels; +-inf saturates to +-FLT_MAX).
+  SIGN_BIT is rejected. x / 0 gives +-inf (then +-FLT_MAX), 0 / 0 NaN.
+- LEAKY_RELU ``x > 0 ? x : alpha * x``; PRELU ``x >= 0 ? x : alpha * x`` with alpha
+  broadcast to x's shape (TFLite requires that it broadcasts *to* x); HARD_SWISH
+  ``x * min(6, max(0, x + 3)) / 6``; LOGISTIC ``1 / (1 + exp(-x))``.
+
+Every version claimed here is version 1: each of these ops' later versions is a
+quantized (int8/int16/int64/float16-tensor) version, or broadcasting above rank 4
+(SUB v3, DIV v2), which the rank limit of the delegate excludes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+
+from backends.cpu.common import broadcast_shape
+from backends.gpu.ops.base import MAX_RANK, GpuOp
+from delegate_sdk.node import Node
+from delegate_sdk.tensor import RuntimeTensor
+from schema.enums import ActivationFunctionType, BuiltinOperator, TensorType, builtin_operator_name
+
+Act = ActivationFunctionType
+B = BuiltinOperator
+
+FLT_MAX = float(np.finfo(np.float32).max)
+
+#: Fused activations the GPU ops take (SIGN_BIT is rejected).
+FUSED_ACTIVATIONS = (Act.NONE, Act.RELU, Act.RELU6, Act.RELU_N1_TO_1, Act.TANH)
+
+
+def activation_name(activation: int) -> str:
+    try:
+        return Act(activation).name
+    except ValueError:
+        return f"unknown ({activation})"
+
+
+def fused_activation(params: Any) -> int:
+    return int(getattr(params, "fused_activation_function", Act.NONE) or Act.NONE) if params is not None else int(Act.NONE)
+
+
+def fused_activation_reason(params: Any, allowed: Sequence[int] = FUSED_ACTIVATIONS) -> str | None:
+    """A reason when the node's fused activation is not one of ``allowed``."""
+    activation = fused_activation(params)
+    if activation not in allowed:
+        names = ", ".join(Act(a).name for a in allowed)
+        return f"fused activation {activation_name(activation)} is not supported (supported: {names})"
+    return None
+
+
+def clamp_bounds(activation: int) -> tuple[float, float] | None:
+    """The clamp of a fused activation as the float conv/pool/FC/concat kernels apply it
+    (TFLite's ``CalculateActivationRange``; NONE and TANH: no clamp at all, RELU: no
+    upper bound). A fused TANH is never applied by TFLite's float kernels."""
+    if activation == Act.RELU:
+        return (0.0, float("inf"))
+    if activation == Act.RELU6:
+        return (0.0, 6.0)
+    if activation == Act.RELU_N1_TO_1:
+        return (-1.0, 1.0)
+    return None
+
+
+def saturating_bounds(activation: int) -> tuple[float, float]:
+    """The clamp of the binary ops: ``ActivationFunctionWithMinMax`` over the float range,
+    so NONE/TANH clamp to +-FLT_MAX and RELU to [0, FLT_MAX] (+-inf saturates)."""
+    if activation == Act.RELU:
+        return (0.0, FLT_MAX)
+    return clamp_bounds(activation) or (-FLT_MAX, FLT_MAX)
+
+
+def clamp(xp: Any, values: Any, bounds: tuple[float, float] | None) -> Any:
+    """``min(max(values, low), high)`` (a new array), or ``values`` for no bounds."""
+    if bounds is None:
+        return values
+    low, high = bounds
+    if high == float("inf"):
+        return xp.maximum(values, low)
+    return xp.clip(values, low, high)
+
+
+def input_tensor(node: Node, tensors: Sequence[RuntimeTensor], position: int) -> RuntimeTensor | None:
+    """Input ``position`` of the node (None when absent or omitted)."""
+    if position >= len(node.inputs) or node.inputs[position] < 0:
+        return None
+    return tensors[node.inputs[position]]
+
+
+class FloatOp(GpuOp):
+    """A GPU op on float32 tensors. Subclasses list in ``index_inputs`` the input positions
+    that hold integers (paddings, axes, shapes, sizes: read on the host at prepare), and
+    add their own conditions in :meth:`node_reason`."""
+
+    ops: ClassVar[dict[int, int]] = {}
+    #: Input positions that are integer index tensors, not float data.
+    index_inputs: ClassVar[tuple[int, ...]] = ()
+    #: The type of the data tensors (DEQUANTIZE overrides this for its input).
+    data_type: ClassVar[int] = TensorType.FLOAT32
+
+    @classmethod
+    def rejection_reason(cls, node: Node, op: int, version: int, tensors: Sequence[RuntimeTensor]) -> str | None:
+        checked = [(f"input {p}", i, cls.input_type(p)) for p, i in enumerate(node.inputs) if p not in cls.index_inputs]
+        checked += [(f"output {p}", i, TensorType.FLOAT32) for p, i in enumerate(node.outputs)]
+        for role, index, expected in checked:
+            if index < 0:
+                continue
+            tensor = tensors[index]
+            if tensor.type != expected:
+                expected_name = TensorType(expected).name
+                return (
+                    f"{role} {tensor.name!r} is {tensor.type_name}; the GPU delegate runs "
+                    f"{builtin_operator_name(op)} on {expected_name} tensors only"
+                )
+            if len(tensor.shape) > MAX_RANK:
+                return f"{role} {tensor.name!r} has rank {len(tensor.shape)}; at most {MAX_RANK} is supported"
+            if tensor.is_dynamic:
+                return f"{role} {tensor.name!r} has a shape known only at run time (dynamic tensor)"
+        return cls.node_reason(node, op, version, tensors)
+
+    @classmethod
+    def input_type(cls, position: int) -> int:
+        return cls.data_type
+
+    @classmethod
+    def node_reason(cls, node: Node, op: int, version: int, tensors: Sequence[RuntimeTensor]) -> str | None:
+        """Per-op conditions (after the type and rank checks). Default: none."""
+        return None
+
+    # -- helpers for run ------------------------------------------------------------------
+    def compute(self, array: Any) -> Any:
+        """``array`` in the compute dtype (no copy when it already is)."""
+        return array.astype(self.compute_dtype, copy=False)
+
+    def store(self, array: Any) -> Any:
+        """``array`` in the storage dtype (no copy when it already is)."""
+        return array.astype(self.storage, copy=False)
+
+    def quiet(self):
+        """numpy warns on overflow / division by zero where a GPU silently gives inf/NaN."""
+        return np.errstate(all="ignore") if self.xp is np else contextlib.nullcontext()
+
+
+# --------------------------------------------------------------------------------------
+# ADD SUB MUL DIV
+# --------------------------------------------------------------------------------------
+
+
+class Binary(FloatOp):
+    """ADD, SUB, MUL, DIV version 1: float32, numpy broadcasting up to rank 4, fused
+    activation as a clamp (TANH not applied, as TFLite's float kernels)."""
+
+    ops = {B.ADD: 1, B.SUB: 1, B.MUL: 1, B.DIV: 1}
+
+    @classmethod
+    def node_reason(cls, node, op, version, tensors):
+        if len(node.inputs) != 2 or min(node.inputs) < 0:
+            return f"expected 2 inputs, got {len(node.inputs)}"
+        x, y = (tensors[i] for i in node.inputs)
+        try:
+            shape = broadcast_shape(x.shape, y.shape)
+        except ValueError as error:
+            return str(error)
+        if len(shape) > MAX_RANK:
+            return f"broadcasting {list(x.shape)} with {list(y.shape)} has rank {len(shape)}; at most {MAX_RANK} is supported"
+        return fused_activation_reason(node.params)
+
+    def prepare(self) -> None:
+        xp = self.xp
+        self.function = {B.ADD: xp.add, B.SUB: xp.subtract, B.MUL: xp.multiply, B.DIV: xp.true_divide}[self.op]
+        self.bounds = saturating_bounds(fused_activation(self.params))
+
+    def run(self, args):
+        with self.quiet():
+            result = self.function(self.compute(args[0]), self.compute(args[1]))
+            result = clamp(self.xp, result, self.bounds)
+        return [self.store(result)]
+
+
+# --------------------------------------------------------------------------------------
+# Activations
+# --------------------------------------------------------------------------------------
+
+
+class Activation(FloatOp):
+    """LOGISTIC, TANH, RELU, RELU6, LEAKY_RELU, HARD_SWISH version 1 (float32)."""
+
+    ops = {B.LOGISTIC: 1, B.TANH: 1, B.RELU: 1, B.RELU6: 1, B.LEAKY_RELU: 1, B.HARD_SWISH: 1}
+
+    @classmethod
+    def node_reason(cls, node, op, version, tensors):
+        if len(node.inputs) != 1 or node.inputs[0] < 0:
+            return f"expected 1 input, got {len(node.inputs)}"
+        return None
+
+    def prepare(self) -> None:
+        self.alpha = np.float32(getattr(self.params, "alpha", 0.0) or 0.0) if self.op == B.LEAKY_RELU else None
+
+    def run(self, args):
+        xp, op = self.xp, self.op
+        x = self.compute(args[0])
+        with self.quiet():
+            if op == B.LOGISTIC:
+                out = 1 / (1 + xp.exp(-x))  # exp(-x) = inf for x < -88 gives 0, as in TFLite
+            elif op == B.TANH:
+                out = xp.tanh(x)
+            elif op == B.RELU:
+                out = xp.maximum(x, 0)
+            elif op == B.RELU6:
+                out = xp.clip(x, 0, 6)
+            elif op == B.LEAKY_RELU:
+                out = xp.where(x > 0, x, x * self.alpha)
+            else:  # HARD_SWISH, in the CPU kernel's order: relu6(x + 3) * x / 6
+                out = xp.clip(x + 3, 0, 6) * x / 6
+        return [self.store(out)]
+
+
+class Prelu(FloatOp):
+    """PRELU version 1 (float32): ``x >= 0 ? x : alpha * x``, alpha (constant or not)
+    broadcast to x's shape."""
+
+    ops = {B.PRELU: 1}
+
+    @classmethod
+    def node_reason(cls, node, op, version, tensors):
+        if len(node.inputs) != 2 or min(node.inputs) < 0:
+            return f"expected 2 inputs (x, alpha), got {len(node.inputs)}"
+        x, alpha = (tensors[i] for i in node.inputs)
+        try:
+            shape = broadcast_shape(x.shape, alpha.shape)
+        except ValueError as error:
+            return str(error)
+        if shape != tuple(x.shape):
+            return f"alpha {list(alpha.shape)} must broadcast to the input's shape {list(x.shape)} (TFLite requires it)"
+        return None
+
+    def prepare(self) -> None:
+        alpha = self.inputs[1]
+        self.alpha = self.upload(alpha.data, self.compute_dtype) if alpha.is_constant else None
+
+    def run(self, args):
+        x = self.compute(args[0])
+        alpha = self.alpha if self.alpha is not None else self.compute(args[1])
+        with self.quiet():
+            out = self.xp.where(x >= 0, x, x * alpha)
+        return [self.store(out)]
