@@ -285,10 +285,10 @@ class ReferenceDelegate(SimpleDelegate):
 
     kernel_class = ReferenceDelegateKernel
 
-    def __init__(self, support_table: Mapping[int, int], name: str = "ReferenceDelegate",
+    def __init__(self, support_table: Mapping[int, int | frozenset[int]], name: str = "ReferenceDelegate",
                  only_nodes: Sequence[int] | None = None, **options: Any) -> None:
         super().__init__(**options)
-        self.support_table = {int(op): int(v) for op, v in support_table.items()}
+        self.support_table = {int(op): v if isinstance(v, int) else frozenset(v) for op, v in support_table.items()}
         self.name = name
         self.only_nodes = set(only_nodes) if only_nodes is not None else None
 
