@@ -1,0 +1,325 @@
+"""The hand-written CUDA kernels of the GPU delegate: which ``.cu`` files ship, how to read
+them, how each kernel is launched, and a thin launcher for real devices.
+
+The same sources are compiled three ways: by CuPy (``cupy.RawModule``) on a machine with
+a GPU; by NVRTC alone in CI (``nvrtc.check_all_sources``, no device needed); and by g++
+through the host shim (``host.py``), which runs them on the CPU for the tests. The
+argument lists below are shared by the CuPy launcher and the host shim, so the host tests
+also check what a GPU launch would pass.
+
+Every source compiles with no ``#include`` at all: the NVRTC of the pip wheel ships no
+CUDA headers (so no ``cuda_fp16.h``: float16 travels as its bit pattern, see the .cu).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, Sequence
+
+import numpy as np
+
+from backends.cpu.common import compute_padding
+from schema.enums import ActivationFunctionType, Padding
+
+#: The ``.cu`` files shipped as package data (pyproject: ``"*" = ["*.cu", ...]``).
+SOURCES: tuple[str, ...] = ("depthwise_conv2d.cu", "bias_activation.cu")
+
+#: Options the delegate passes to ``cupy.RawModule``. The standard is explicit so that CuPy
+#: does not pick its own default (CuPy 14 adds ``--std=c++17`` when none is given, older
+#: releases ``--std=c++11``); ``nvrtc.py`` adds what CuPy adds on top of these.
+CUPY_OPTIONS: tuple[str, ...] = ("--std=c++17",)
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """One ``extern "C" __global__`` function: its source file and name."""
+
+    source: str
+    name: str
+
+
+#: Every kernel, by name.
+KERNELS: dict[str, KernelInfo] = {
+    "depthwise_conv2d_f32": KernelInfo("depthwise_conv2d.cu", "depthwise_conv2d_f32"),
+    "depthwise_conv2d_f16": KernelInfo("depthwise_conv2d.cu", "depthwise_conv2d_f16"),
+    "bias_activation_f32": KernelInfo("bias_activation.cu", "bias_activation_f32"),
+    "bias_activation_f16": KernelInfo("bias_activation.cu", "bias_activation_f16"),
+}
+
+
+def kernels_in(source: str) -> list[str]:
+    """Names of the kernels defined in the ``.cu`` file ``source``."""
+    return [info.name for info in KERNELS.values() if info.source == source]
+
+
+def read_source(name: str) -> str:
+    """The text of the shipped ``.cu`` file ``name`` (e.g. ``"depthwise_conv2d.cu"``)."""
+    if name not in SOURCES:
+        raise ValueError(f"unknown CUDA source {name!r}; the shipped sources are {list(SOURCES)}")
+    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+
+
+# -- fused activations ------------------------------------------------------------------------
+
+FLT_MAX = float(np.finfo(np.float32).max)
+
+
+def activation_range(activation: int) -> tuple[float, float]:
+    """The clamp ``(act_min, act_max)`` of a fused activation, as TFLite's
+    ``CalculateActivationRange`` for float kernels: RELU, RELU6 and RELU_N1_TO_1 clamp;
+    NONE (and TANH / SIGN_BIT, which these float kernels ignore) give -FLT_MAX..FLT_MAX.
+    The bounds are kernel arguments because NVRTC has neither FLT_MAX nor INFINITY."""
+    activation = ActivationFunctionType(activation)
+    if activation == ActivationFunctionType.RELU:
+        return 0.0, FLT_MAX
+    if activation == ActivationFunctionType.RELU6:
+        return 0.0, 6.0
+    if activation == ActivationFunctionType.RELU_N1_TO_1:
+        return -1.0, 1.0
+    return -FLT_MAX, FLT_MAX
+
+
+# -- launch configurations ---------------------------------------------------------------------
+
+BLOCK = 256
+DEPTHWISE_BLOCK = BLOCK
+_MAX_GRID_X = 2**31 - 1
+
+
+def elementwise_launch_config(total: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """``(grid, block)`` for one thread per element: 1-D blocks of 256 threads, the last
+    block partial (the kernels check their index)."""
+    total = int(total)
+    if total <= 0:
+        raise ValueError("nothing to launch for an empty output")
+    blocks = -(-total // BLOCK)
+    if blocks > _MAX_GRID_X:
+        raise ValueError(f"{total} elements need {blocks} blocks, more than a grid holds")
+    return (blocks, 1, 1), (BLOCK, 1, 1)
+
+
+def depthwise_launch_config(out_shape: Sequence[int]) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """``(grid, block)`` for the depthwise kernels: one thread per output element."""
+    total = math.prod(int(d) for d in out_shape)
+    if total <= 0:
+        raise ValueError(f"nothing to launch for the empty output shape {list(out_shape)}")
+    return elementwise_launch_config(total)
+
+
+def _storage_kernel(prefix: str, storage: Any) -> str:
+    storage = np.dtype(storage)
+    if storage == np.float32:
+        return f"{prefix}_f32"
+    if storage == np.float16:
+        return f"{prefix}_f16"
+    raise TypeError(f"the {prefix} CUDA kernels store float32 or float16, not {storage}")
+
+
+# -- DEPTHWISE_CONV_2D --------------------------------------------------------------------------
+
+def _pair(value: int | Sequence[int], what: str) -> tuple[int, int]:
+    pair = (int(value), int(value)) if np.ndim(value) == 0 else tuple(int(v) for v in value)
+    if len(pair) != 2 or min(pair) <= 0:
+        raise ValueError(f"{what} must be a positive int or (h, w) pair, got {value!r}")
+    return pair  # type: ignore[return-value]
+
+
+def _padding(padding: int | str) -> Padding:
+    return Padding[padding.upper()] if isinstance(padding, str) else Padding(padding)
+
+
+@dataclass(frozen=True)
+class DepthwiseGeometry:
+    """The integer arguments of the depthwise kernels, computed on the host with TFLite's
+    padding rule (``backends.cpu.common.compute_padding``, as the CPU kernel does)."""
+
+    batches: int
+    in_h: int
+    in_w: int
+    in_channels: int
+    out_h: int
+    out_w: int
+    multiplier: int
+    filter_h: int
+    filter_w: int
+    stride_h: int
+    stride_w: int
+    dilation_h: int
+    dilation_w: int
+    pad_top: int
+    pad_left: int
+
+    @classmethod
+    def of(
+        cls,
+        input_shape: Sequence[int],
+        filter_shape: Sequence[int],
+        stride: int | Sequence[int],
+        dilation: int | Sequence[int],
+        padding: int | str,
+        multiplier: int | None = None,
+    ) -> "DepthwiseGeometry":
+        """From an NHWC input shape and a ``[1, KH, KW, C*M]`` filter shape. ``multiplier``
+        is checked against the shapes when given (TFLite takes it from the shapes)."""
+        if len(input_shape) != 4 or len(filter_shape) != 4 or filter_shape[0] != 1:
+            raise ValueError(
+                f"input must be [N, H, W, C] and filter [1, KH, KW, C*M], got {list(input_shape)} and {list(filter_shape)}"
+            )
+        batches, in_h, in_w, in_channels = (int(d) for d in input_shape)
+        _, filter_h, filter_w, out_channels = (int(d) for d in filter_shape)
+        if in_channels <= 0 or out_channels % in_channels:
+            raise ValueError(f"filter channels ({out_channels}) must be a multiple of the input channels ({in_channels})")
+        if multiplier is not None and out_channels != in_channels * int(multiplier):
+            raise ValueError(
+                f"depth multiplier {multiplier} does not match the shapes: {in_channels} input channels, "
+                f"{out_channels} filter channels"
+            )
+        (stride_h, stride_w), (dilation_h, dilation_w) = _pair(stride, "stride"), _pair(dilation, "dilation")
+        padding = _padding(padding)
+        rows = compute_padding(padding, in_h, filter_h, stride_h, dilation_h)
+        cols = compute_padding(padding, in_w, filter_w, stride_w, dilation_w)
+        if rows.out_size <= 0 or cols.out_size <= 0:
+            raise ValueError(
+                f"the {filter_h}x{filter_w} filter with dilation {dilation_h}x{dilation_w} does not fit the "
+                f"{in_h}x{in_w} input with {padding.name} padding"
+            )
+        return cls(
+            batches, in_h, in_w, in_channels, rows.out_size, cols.out_size, out_channels // in_channels,
+            filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w, rows.before, cols.before,
+        )
+
+    @property
+    def out_channels(self) -> int:
+        return self.in_channels * self.multiplier
+
+    @property
+    def out_shape(self) -> tuple[int, int, int, int]:
+        return (self.batches, self.out_h, self.out_w, self.out_channels)
+
+    def scalar_args(self) -> tuple[np.int32, ...]:
+        """The int parameters of the kernels, in their order."""
+        return tuple(
+            np.int32(v)
+            for v in (
+                self.batches, self.in_h, self.in_w, self.in_channels, self.out_h, self.out_w, self.multiplier,
+                self.filter_h, self.filter_w, self.stride_h, self.stride_w, self.dilation_h, self.dilation_w,
+                self.pad_top, self.pad_left,
+            )
+        )
+
+
+def depthwise_kernel_name(storage: Any) -> str:
+    """The kernel for a storage dtype: float32 or float16."""
+    return _storage_kernel("depthwise_conv2d", storage)
+
+
+def depthwise_args(x: Any, w: Any, b: Any, out: Any, geometry: DepthwiseGeometry, activation: int, null: Any) -> tuple:
+    """The argument tuple of a depthwise kernel launch, in parameter order. ``null`` is what
+    the caller passes for an absent bias (a null pointer)."""
+    act_min, act_max = activation_range(activation)
+    return (x, w, null if b is None else b, out, *geometry.scalar_args(), np.float32(act_min), np.float32(act_max))
+
+
+class DepthwiseConv2DCuda:
+    """DEPTHWISE_CONV_2D (versions 1-2) on a CUDA device through CuPy: cupy arrays in and
+    out, NHWC, stored as ``storage`` (float32 or float16), computed in float32.
+
+    The module is compiled (``cupy.RawModule``) at the first call, on the current device.
+    """
+
+    def __init__(
+        self,
+        stride: int | Sequence[int] = 1,
+        dilation: int | Sequence[int] = 1,
+        padding: int | str = Padding.SAME,
+        activation: int = ActivationFunctionType.NONE,
+        storage: Any = np.float32,
+    ) -> None:
+        self.stride = _pair(stride, "stride")
+        self.dilation = _pair(dilation, "dilation")
+        self.padding = _padding(padding)
+        self.activation = ActivationFunctionType(activation)
+        self.storage = np.dtype(storage)
+        self.kernel_name = depthwise_kernel_name(self.storage)
+        self._kernel = None
+
+    def _function(self):
+        if self._kernel is None:
+            import cupy
+
+            module = cupy.RawModule(code=read_source("depthwise_conv2d.cu"), options=CUPY_OPTIONS)
+            self._kernel = module.get_function(self.kernel_name)
+        return self._kernel
+
+    def __call__(self, x: Any, w: Any, b: Any = None, out: Any = None) -> Any:
+        import cupy
+
+        geometry = DepthwiseGeometry.of(x.shape, w.shape, self.stride, self.dilation, self.padding)
+        arrays = [x, w] + ([] if b is None else [b])
+        for array in arrays:
+            if array.dtype != self.storage:
+                raise TypeError(f"expected {self.storage} arrays, got {array.dtype}")
+        if b is not None and b.size != geometry.out_channels:
+            raise ValueError(f"bias has {b.size} elements, expected {geometry.out_channels}")
+        x, w = cupy.ascontiguousarray(x), cupy.ascontiguousarray(w)
+        b = None if b is None else cupy.ascontiguousarray(b)
+        if out is None:
+            out = cupy.empty(geometry.out_shape, dtype=self.storage)
+        elif out.shape != geometry.out_shape or out.dtype != self.storage or not out.flags.c_contiguous:
+            raise ValueError(f"out must be a C-contiguous {self.storage} array of shape {geometry.out_shape}")
+        if out.size == 0:
+            return out
+        grid, block = depthwise_launch_config(geometry.out_shape)
+        # An absent bias is a null pointer passed by value: 8 zero bytes.
+        args = depthwise_args(x, w, b, out, geometry, self.activation, null=np.uint64(0))
+        self._function()(grid, block, args)
+        return out
+
+
+# -- fused bias + activation epilogue -------------------------------------------------------------
+
+def bias_activation_kernel_name(storage: Any) -> str:
+    return _storage_kernel("bias_activation", storage)
+
+
+def bias_activation_args(values: Any, bias: Any, activation: int, null: Any) -> tuple:
+    """Arguments of a bias_activation launch on ``values`` (last axis = channels), in place."""
+    channels = int(values.shape[-1]) if values.ndim else 1
+    if bias is not None and int(bias.size) != channels:
+        raise ValueError(f"bias has {bias.size} elements, expected {channels} (the last axis)")
+    act_min, act_max = activation_range(activation)
+    return (values, null if bias is None else bias, np.int64(values.size), np.int32(channels),
+            np.float32(act_min), np.float32(act_max))
+
+
+class BiasActivationCuda:
+    """In place on a C-contiguous cupy array ``values[..., C]``: add ``bias[C]`` (optional),
+    then clamp to the fused activation's range, in one kernel."""
+
+    def __init__(self, activation: int = ActivationFunctionType.NONE, storage: Any = np.float32) -> None:
+        self.activation = ActivationFunctionType(activation)
+        self.storage = np.dtype(storage)
+        self.kernel_name = bias_activation_kernel_name(self.storage)
+        self._kernel = None
+
+    def __call__(self, values: Any, bias: Any = None) -> Any:
+        if values.dtype != self.storage or not values.flags.c_contiguous:
+            raise ValueError(f"values must be a C-contiguous {self.storage} array")
+        if bias is not None and bias.dtype != self.storage:
+            raise TypeError(f"expected a {self.storage} bias, got {bias.dtype}")
+        if values.size == 0:
+            return values
+        if self._kernel is None:
+            import cupy
+
+            module = cupy.RawModule(code=read_source("bias_activation.cu"), options=CUPY_OPTIONS)
+            self._kernel = module.get_function(self.kernel_name)
+        if bias is not None:
+            import cupy
+
+            bias = cupy.ascontiguousarray(bias)
+        grid, block = elementwise_launch_config(values.size)
+        self._kernel(grid, block, bias_activation_args(values, bias, self.activation, null=np.uint64(0)))
+        return values
