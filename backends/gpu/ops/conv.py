@@ -321,8 +321,25 @@ class DepthwiseConv2D(_WeightsOp):
         self.tap_weights = self.upload(np.asarray(filters.data, np.float32)[0])  # [KH, KW, C*M]
         self.prepare_bias()
         self.bounds = clamp_bounds(fused_activation(params))
+        self.cuda_kernel = None
+        if not self.device.is_host:
+            # On a device: the hand-written direct NHWC kernel (cuda/depthwise_conv2d.cu)
+            # with its fused bias + activation epilogue.
+            from backends.gpu.cuda.sources import DepthwiseConv2DCuda
+
+            self.cuda_kernel = DepthwiseConv2DCuda(
+                stride=(params.stride_h, params.stride_w),
+                dilation=(params.dilation_h_factor, params.dilation_w_factor),
+                padding=params.padding,
+                activation=params.fused_activation_function,
+                storage=self.storage,
+            )
+            self.cuda_filter = self.upload(np.asarray(filters.data))  # TFLite's [1, KH, KW, C*M]
 
     def run(self, args):
+        if self.cuda_kernel is not None:
+            bias = args[2] if len(args) > 2 else None
+            return [self.cuda_kernel(args[0], self.cuda_filter, bias)]
         xp, g = self.xp, self.geometry
         x = self.compute(args[0])
         if self.multiplier > 1:
