@@ -1,0 +1,364 @@
+"""Elementwise binary ops with numpy broadcasting: ADD, SUB, MUL, DIV, SQUARED_DIFFERENCE,
+MAXIMUM, MINIMUM, POW, FLOOR_DIV, FLOOR_MOD.
+
+Facts from TFLite's kernels (``tensorflow/lite/kernels/{add,sub,mul,div,...}.cc`` and
+``internal/reference/*.h``) that numpy does not give by itself:
+
+- ADD, SUB, MUL, DIV end with ``min(max(r, lo), hi)`` where (lo, hi) comes from the fused
+  activation (``CalculateActivationRange``): RELU [0, max], RELU6 [0, 6], RELU_N1_TO_1
+  [-1, 1], and every other value (NONE, TANH, SIGN_BIT) [lowest, max] of the type. So a
+  fused TANH is *not* applied, and float results of +-inf saturate to +-FLT_MAX.
+- Integer DIV truncates toward zero (C++ ``/``) and fails on a zero divisor; float DIV
+  by zero gives +-inf, which the clamp above turns into +-FLT_MAX.
+- FLOOR_DIV is ``floor(double(x) / double(y))`` for every type and fails on any zero
+  divisor, float included. FLOOR_MOD is ``r = fmod(x, y); r + y if r != 0 and
+  sign(r) != sign(y)``; it fails on a zero divisor for integers only.
+- MAXIMUM is ``x > y ? x : y`` and MINIMUM ``x < y ? x : y``: when one side is NaN the
+  result is y (numpy's maximum would return the NaN of x).
+- POW on int32 fails on a negative exponent.
+- Integer results wrap on overflow, as numpy's do.
+
+Broadcasting is numpy's; TFLite's kernels cap the rank (4-D to 6-D depending on the op),
+a superset here. Quantized tensors (scale/zero point) are not implemented yet.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from backends.cpu.common import broadcast_shape
+from backends.cpu.kernel import CpuKernel, register
+from schema.enums import ActivationFunctionType, BuiltinOperator, TensorType
+
+T = TensorType
+B = BuiltinOperator
+Act = ActivationFunctionType
+
+FLT_MAX = float(np.finfo(np.float32).max)
+
+
+def is_quantized(tensor) -> bool:
+    """The tensor carries quantization scales (an int8/uint8/int16 tensor of a quantized model)."""
+    q = tensor.quantization
+    return q is not None and q.scale is not None and len(q.scale) > 0
+
+
+def activation_range(activation: int, dtype: np.dtype) -> tuple:
+    """TFLite's ``CalculateActivationRange<T>``: the (lo, hi) clamp of a fused activation."""
+    dtype = np.dtype(dtype)
+    info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
+    if activation == Act.RELU:
+        lo, hi = 0, info.max
+    elif activation == Act.RELU6:
+        lo, hi = 0, 6
+    elif activation == Act.RELU_N1_TO_1:
+        lo, hi = -1, 1
+    else:  # NONE, and TANH / SIGN_BIT, which these kernels do not apply
+        lo, hi = info.min, info.max
+    if dtype.kind == "f":
+        return float(lo), float(hi)
+    # C++ assigns the literal to T: -1 wraps for an unsigned type (uint32 RELU_N1_TO_1).
+    return tuple(np.array([lo, hi], dtype=np.int64).astype(dtype).tolist())
+
+
+def all_finite(values: np.ndarray) -> bool:
+    """No NaN or +-inf in ``values``. One BLAS dot: a sum of squares is finite only if every
+    element is (a finite overflow also reads as "not finite", which only costs a clamp)."""
+    flat = values.reshape(-1)
+    return math.isfinite(np.dot(flat, flat))
+
+
+def has_nan(values: np.ndarray) -> bool:
+    """Some element of float ``values`` is NaN (a sum of squares is NaN only then)."""
+    flat = values.reshape(-1)
+    return math.isnan(np.dot(flat, flat))
+
+
+class ActivationClamp:
+    """``min(max(r, lo), hi)`` in place, as TFLite's ``ActivationFunctionWithMinMax``."""
+
+    def __init__(self, activation: int, dtype: np.dtype) -> None:
+        self.dtype = np.dtype(dtype)
+        self.lo, self.hi = activation_range(activation, self.dtype)
+        if self.dtype.kind == "f":
+            self.needed = True  # even NONE saturates +-inf
+        else:
+            info = np.iinfo(self.dtype)
+            self.needed = (self.lo, self.hi) != (info.min, info.max)
+
+    def __call__(self, out: np.ndarray) -> None:
+        if self.dtype.kind != "f":
+            np.clip(out, self.lo, self.hi, out=out)
+        elif self.hi == FLT_MAX:
+            # NONE or RELU: the top of the range only changes +inf; skip that pass
+            # unless some element is not finite.
+            if self.lo != -FLT_MAX:
+                np.maximum(out, self.lo, out=out)
+            if not all_finite(out):
+                np.clip(out, self.lo, self.hi, out=out)
+        else:
+            np.clip(out, self.lo, self.hi, out=out)
+
+
+class BinaryKernel(CpuKernel):
+    """Shared prepare: two inputs and an output of one type, output shape by broadcasting."""
+
+    #: Tensor types the kernel takes (non-quantized), set by each subclass.
+    types: tuple[int, ...] = ()
+
+    def prepare(self) -> None:
+        self.require_num_inputs(2)
+        x, y = self.inputs
+        out = self.outputs[0]
+        self.require_types(x, *self.types, role="input 1")
+        self.require_types(y, *self.types, role="input 2")
+        if x.type != y.type:
+            raise self.unsupported(f"inputs have types {x.type_name} and {y.type_name}; both must be the same type")
+        if out.type != x.type:
+            raise self.unsupported(f"output has type {out.type_name}; it must be the input type {x.type_name}")
+        for tensor in (x, y, out):
+            if is_quantized(tensor):
+                raise self.unsupported(
+                    f"tensor {tensor.name!r} is quantized ({tensor.type_name} with scales); "
+                    "quantized kernels are not implemented yet, only plain (non-quantized) values"
+                )
+        out.resize(broadcast_shape(x.shape, y.shape))
+        self.dtype = out.dtype
+
+    def fused_activation(self) -> ActivationClamp | None:
+        """The clamp of ``params.fused_activation_function``, or None when it changes nothing."""
+        activation = getattr(self.params, "fused_activation_function", Act.NONE) if self.params is not None else Act.NONE
+        clamp = ActivationClamp(activation, self.dtype)
+        return clamp if clamp.needed else None
+
+    def check_nonzero_divisor(self) -> None:
+        """Fail when input 2 has a zero (TFLite checks every element before dividing)."""
+        if not np.all(self.inputs[1].data):
+            raise ZeroDivisionError(f"{self.op_name}: division by zero (input 2 {self.inputs[1].name!r} has a zero element)")
+
+
+# v1: float32, int32 (and quantized uint8, not here); v2 int8; v3 quantized int16 (general scales)
+@register(B.ADD, 1, 1)
+# v4: int64; v5: plain (not quantized) int16
+@register(B.ADD, 4, 5)
+class Add(BinaryKernel):
+    """ADD v1, v4, v5: float32, int32, int64, plain int16; fused activation as a clamp."""
+
+    types = (T.FLOAT32, T.INT32, T.INT64, T.INT16)
+
+    def prepare(self) -> None:
+        super().prepare()
+        self.clamp = self.fused_activation()
+
+    def invoke(self) -> None:
+        out = self.outputs[0].data
+        np.add(self.inputs[0].data, self.inputs[1].data, out=out)
+        if self.clamp is not None:
+            self.clamp(out)
+
+
+# v1: float32, int32 (and quantized uint8, not here); v2 int8
+@register(B.SUB, 1, 1)
+# v3: broadcasting of more than 4 dimensions; v4: int64 (v5 is quantized int16)
+@register(B.SUB, 3, 4)
+class Sub(BinaryKernel):
+    """SUB v1, v3, v4: float32, int32, int64, any broadcast rank; fused activation as a clamp."""
+
+    types = (T.FLOAT32, T.INT32, T.INT64)
+
+    def prepare(self) -> None:
+        super().prepare()
+        self.clamp = self.fused_activation()
+
+    def invoke(self) -> None:
+        out = self.outputs[0].data
+        np.subtract(self.inputs[0].data, self.inputs[1].data, out=out)
+        if self.clamp is not None:
+            self.clamp(out)
+
+
+# v1: float32, int32 (and quantized uint8, not here); v2-v4 quantized int8/int16
+@register(B.MUL, 1, 1)
+# v5: int64; v6: complex64; v7: plain (not quantized) int16, uint32
+@register(B.MUL, 5, 7)
+class Mul(BinaryKernel):
+    """MUL v1, v5-v7: float32, int32, int64, complex64, plain int16, uint32."""
+
+    types = (T.FLOAT32, T.INT32, T.INT64, T.COMPLEX64, T.INT16, T.UINT32)
+
+    def prepare(self) -> None:
+        super().prepare()
+        if self.dtype.kind == "c":
+            activation = getattr(self.params, "fused_activation_function", Act.NONE) if self.params is not None else Act.NONE
+            if activation != Act.NONE:
+                raise self.unsupported(f"fused activation {Act(activation).name} is not allowed for COMPLEX64 inputs")
+            self.clamp = None
+        else:
+            self.clamp = self.fused_activation()
+
+    def invoke(self) -> None:
+        x, y, out = self.inputs[0].data, self.inputs[1].data, self.outputs[0].data
+        if self.dtype.kind == "c":
+            self.complex_multiply(x, y, out)
+            return
+        np.multiply(x, y, out=out)
+        if self.clamp is not None:
+            self.clamp(out)
+
+    @staticmethod
+    def complex_multiply(x: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:
+        """(a + bi)(c + di) = (ac - bd) + (ad + bc)i, each product rounded to float32 on its
+        own, as std::complex does (numpy's complex multiply fuses, differing in the last bit)."""
+        a, b, c, d = x.real, x.imag, y.real, y.imag
+        np.multiply(a, c, out=out.real)
+        out.real -= b * d
+        np.multiply(a, d, out=out.imag)
+        out.imag += b * c
+
+
+@register(B.DIV, 1, 2)  # v1: float32, int32 (and quantized uint8, not here); v2: broadcasting of more than 4 dimensions
+class Div(BinaryKernel):
+    """DIV v1-v2: float32 (x/0 saturates to +-FLT_MAX), int32 (truncating, fails on /0)."""
+
+    types = (T.FLOAT32, T.INT32)
+
+    def prepare(self) -> None:
+        super().prepare()
+        self.clamp = self.fused_activation()
+        self.integer = self.dtype.kind == "i"
+        # A constant divisor is checked once, here.
+        self.check_divisor = self.integer and not self.inputs[1].is_constant
+        if self.integer and self.inputs[1].is_constant:
+            self.check_nonzero_divisor()
+
+    def invoke(self) -> None:
+        x, y, out = self.inputs[0].data, self.inputs[1].data, self.outputs[0].data
+        if self.integer:
+            if self.check_divisor:
+                self.check_nonzero_divisor()
+            # C++ integer division truncates toward zero. The float64 quotient of two int32
+            # never rounds across an integer, so its truncation is exact.
+            np.copyto(out, np.trunc(np.true_divide(x, y)), casting="unsafe")
+        else:
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                np.divide(x, y, out=out)
+        if self.clamp is not None:
+            self.clamp(out)
+
+
+@register(B.SQUARED_DIFFERENCE, 1, 1)  # v1: float32, int32; v2 int8 (quantized)
+class SquaredDifference(BinaryKernel):
+    """SQUARED_DIFFERENCE v1: (x - y)^2 on float32, int32."""
+
+    types = (T.FLOAT32, T.INT32)
+
+    def invoke(self) -> None:
+        out = self.outputs[0].data
+        np.subtract(self.inputs[0].data, self.inputs[1].data, out=out)
+        np.multiply(out, out, out=out)
+
+
+# v1: float32, int32, int64 (and uint8, not here); v2 int8
+@register(B.MAXIMUM, 1, 1)
+@register(B.MINIMUM, 1, 1)
+# v3: broadcasting of more than 4 dimensions (v4 is int16)
+@register(B.MAXIMUM, 3, 3)
+@register(B.MINIMUM, 3, 3)
+class MaximumMinimum(BinaryKernel):
+    """MAXIMUM, MINIMUM v1 and v3: float32, int32, int64, ``x > y ? x : y`` (resp. <)."""
+
+    types = (T.FLOAT32, T.INT32, T.INT64)
+
+    def prepare(self) -> None:
+        super().prepare()
+        self.ufunc = np.maximum if self.op == B.MAXIMUM else np.minimum
+        self.is_float = self.dtype.kind == "f"
+
+    def invoke(self) -> None:
+        x, y, out = self.inputs[0].data, self.inputs[1].data, self.outputs[0].data
+        self.ufunc(x, y, out=out)
+        # numpy returns the NaN of either side; TFLite returns y whenever x is NaN.
+        if self.is_float and has_nan(out):
+            np.copyto(out, y, where=np.isnan(x))
+
+
+@register(B.POW, 1, 1)  # v1: float32, int32
+class Pow(BinaryKernel):
+    """POW v1: float32, int32 (fails on a negative int32 exponent)."""
+
+    types = (T.FLOAT32, T.INT32)
+
+    def prepare(self) -> None:
+        super().prepare()
+        self.integer = self.dtype.kind == "i"
+        self.check_exponent = self.integer and not self.inputs[1].is_constant
+        if self.integer and self.inputs[1].is_constant:
+            self.check_nonnegative_exponent()
+
+    def check_nonnegative_exponent(self) -> None:
+        if np.any(self.inputs[1].data < 0):
+            raise ValueError(f"POW: negative exponents are not supported for INT32 (input 2 {self.inputs[1].name!r})")
+
+    def invoke(self) -> None:
+        x, y, out = self.inputs[0].data, self.inputs[1].data, self.outputs[0].data
+        if self.integer:
+            if self.check_exponent:
+                self.check_nonnegative_exponent()
+            np.power(x, y, out=out)
+        else:
+            with np.errstate(all="ignore"):
+                np.power(x, y, out=out)
+
+
+@register(B.FLOOR_DIV, 1, 3)  # v1: int32; v2: float32; v3: int16, int8 (plain integers)
+class FloorDiv(BinaryKernel):
+    """FLOOR_DIV v1-v3: floor(x / y) on int32, float32, int16, int8; fails on any zero divisor."""
+
+    types = (T.INT32, T.FLOAT32, T.INT16, T.INT8)
+
+    def prepare(self) -> None:
+        super().prepare()
+        self.is_float = self.dtype.kind == "f"
+        self.check_divisor = not self.inputs[1].is_constant
+        if self.inputs[1].is_constant:
+            self.check_nonzero_divisor()
+
+    def invoke(self) -> None:
+        x, y, out = self.inputs[0].data, self.inputs[1].data, self.outputs[0].data
+        if self.check_divisor:
+            self.check_nonzero_divisor()
+        if self.is_float:
+            # TFLite divides in double, floors, then converts back to float.
+            np.floor(np.true_divide(x, y, dtype=np.float64), out=out, casting="same_kind")
+        else:
+            # For integers numpy's floor division equals floor of the double quotient.
+            np.floor_divide(x, y, out=out)
+
+
+@register(B.FLOOR_MOD, 1, 2)  # v1: int32, int64, float32; v2: int16, int8 (plain integers)
+class FloorMod(BinaryKernel):
+    """FLOOR_MOD v1-v2: the remainder with the sign of y; int32, int64, float32, int16, int8."""
+
+    types = (T.INT32, T.INT64, T.FLOAT32, T.INT16, T.INT8)
+
+    def prepare(self) -> None:
+        super().prepare()
+        self.is_float = self.dtype.kind == "f"
+        self.check_divisor = not self.is_float and not self.inputs[1].is_constant
+        if not self.is_float and self.inputs[1].is_constant:
+            self.check_nonzero_divisor()
+
+    def invoke(self) -> None:
+        x, y, out = self.inputs[0].data, self.inputs[1].data, self.outputs[0].data
+        if not self.is_float:
+            if self.check_divisor:
+                self.check_nonzero_divisor()
+            np.remainder(x, y, out=out)
+            return
+        with np.errstate(invalid="ignore", divide="ignore"):
+            # numpy's float remainder is fmod plus y when the signs differ, as TFLite's,
+            # except that a zero result takes the sign of y; TFLite keeps fmod's (x's).
+            np.remainder(x, y, out=out)
+            np.copysign(out, x, out=out, where=out == 0)

@@ -1,0 +1,248 @@
+"""Parity of comparisons, logical ops and SELECT (backends/cpu/kernels/comparison.py) with LiteRT."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from delegate_sdk.context import KernelError
+from delegate_sdk.op_resolver import UnsupportedOperatorError
+from interpreter import Interpreter
+from oracle import assert_matches_litert, run_ours
+from schema.builder import ModelBuilder, quantization
+from schema.enums import BuiltinOperator as B
+from schema.enums import TensorType as T
+from schema.enums import numpy_dtype
+from schema.model import Model
+
+ORDERING = [B.LESS, B.LESS_EQUAL, B.GREATER, B.GREATER_EQUAL]
+
+
+def name(value) -> str:
+    """Test id of an enum member or a numpy type."""
+    return getattr(value, "name", None) or np.dtype(value).name
+
+
+def as_dtype(dtype) -> np.dtype:
+    return numpy_dtype(dtype) if isinstance(dtype, int) and not isinstance(dtype, bool) else np.dtype(dtype)
+
+
+def single_op_model(op, inputs, output_dtype, version=None, output_shape=None, quant=None) -> bytes:
+    """A one-node model. ``inputs``: (shape, dtype) for a graph input, or an array for a constant."""
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    indices, shapes = [], []
+    for i, spec in enumerate(inputs):
+        if isinstance(spec, np.ndarray):
+            indices.append(graph.add_constant(f"c{i}", spec))
+            shapes.append(spec.shape)
+        else:
+            shape, dtype = spec
+            indices.append(graph.add_input(f"x{i}", shape, dtype, quantization=quant))
+            shapes.append(tuple(shape))
+    if output_shape is None:
+        output_shape = np.broadcast_shapes(*shapes)
+    y = graph.add_tensor("y", output_shape, output_dtype)
+    graph.add_operator(op, indices, [y], version=version)
+    graph.add_output(y)
+    builder.add_signature("serving_default", graph)
+    return builder.build()
+
+
+def stamped_version(model: bytes) -> int:
+    return Model.from_bytes(model).subgraphs[0].operators[0].version
+
+
+def tie_prone_values(shape, dtype, rng):
+    """Values from a small set, so that equal pairs are common; floats include NaN and inf."""
+    dtype = as_dtype(dtype)
+    if dtype == np.bool_:
+        return rng.integers(0, 2, size=shape).astype(np.bool_)
+    if dtype.kind == "f":
+        pool = np.array([-1.5, 0.0, -0.0, 1.5, 2.0, np.nan, np.inf, -np.inf], dtype)
+        return rng.choice(pool, size=shape)
+    return rng.integers(-3, 4, size=shape).astype(dtype)
+
+
+# (op, dtype, version TFLite stamps)
+COMPARISON_CASES = [
+    *[(op, dtype, 1) for op in ORDERING for dtype in (np.float32, np.int32, np.int64)],
+    (B.LESS, np.int16, 3),
+    (B.GREATER_EQUAL, np.int16, 3),
+    (B.LESS_EQUAL, np.int16, 1),
+    (B.GREATER, np.int16, 1),
+    *[(op, dtype, 1) for op in (B.EQUAL, B.NOT_EQUAL) for dtype in (np.bool_, np.float32, np.int32, np.int64)],
+    (B.EQUAL, np.int16, 5),
+]
+
+
+@pytest.mark.parametrize(
+    "op, dtype, version", COMPARISON_CASES, ids=[f"{c[0].name}-v{c[2]}-{name(c[1])}" for c in COMPARISON_CASES]
+)
+def test_comparison_version_matches_litert(op, dtype, version):
+    model = single_op_model(op, [([3, 1, 4], dtype), ([2, 4], dtype)], T.BOOL)
+    assert stamped_version(model) == version
+    rng = np.random.default_rng(version)
+    assert_matches_litert(model, [tie_prone_values([3, 1, 4], dtype, rng), tie_prone_values([2, 4], dtype, rng)])
+
+
+@pytest.mark.parametrize("op", [B.EQUAL, B.NOT_EQUAL], ids=name)
+def test_string_equality_v3_matches_litert(op):
+    # Strings are constants here: the interpreter's arena cannot hold STRING activations.
+    x = np.array([b"a", b"bc", b"", b"zz", b"\xff\x00"], dtype=object)
+    y = np.array([b"a", b"b", b"", b"zz ", b"\xff\x00"], dtype=object)
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    mask = graph.add_input("mask", [5], np.bool_)
+    compared = graph.add_tensor("compared", [5], T.BOOL)
+    graph.add_operator(op, [graph.add_constant("x", x), graph.add_constant("y", y)], [compared])
+    out = graph.add_tensor("out", [5], T.BOOL)
+    graph.add_operator(B.LOGICAL_AND, [compared, mask], [out])
+    graph.add_output(out)
+    builder.add_signature("serving_default", graph)
+    model = builder.build()
+    assert stamped_version(model) == 3
+    assert_matches_litert(model, [np.ones(5, np.bool_)])
+
+
+@pytest.mark.parametrize("op", [B.LOGICAL_AND, B.LOGICAL_OR], ids=name)
+def test_logical_binary_with_broadcasting_matches_litert(op):
+    model = single_op_model(op, [([2, 3, 4], T.BOOL), ([3, 1], T.BOOL)], T.BOOL)
+    assert stamped_version(model) == 1
+    assert_matches_litert(model)
+
+
+def test_logical_not_matches_litert():
+    model = single_op_model(B.LOGICAL_NOT, [([2, 5], T.BOOL)], T.BOOL)
+    assert stamped_version(model) == 1
+    assert_matches_litert(model)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.int64, np.bool_, np.int16], ids=name)
+def test_select_v1_elementwise_matches_litert(dtype):
+    model = single_op_model(B.SELECT, [([2, 3], T.BOOL), ([2, 3], dtype), ([2, 3], dtype)], as_dtype(dtype))
+    assert stamped_version(model) == 1
+    assert_matches_litert(model)
+
+
+@pytest.mark.parametrize("condition_shape", [[], [3]], ids=["scalar", "one-per-row"])
+def test_select_v1_low_rank_condition_matches_litert(condition_shape):
+    model = single_op_model(
+        B.SELECT, [(condition_shape, T.BOOL), ([3, 2, 4], T.FLOAT32), ([3, 2, 4], T.FLOAT32)], T.FLOAT32, output_shape=[3, 2, 4]
+    )
+    assert stamped_version(model) == 1
+    for seed in range(3):
+        assert_matches_litert(model, seed=seed)
+
+
+def test_select_v1_single_elements_keep_the_declared_output_shape_like_litert():
+    model = single_op_model(
+        B.SELECT, [([1], T.BOOL), ([1, 1], T.FLOAT32), ([], T.FLOAT32)], T.FLOAT32, output_shape=[1]
+    )
+    for flag in (True, False):
+        ours = assert_matches_litert(model, [np.array([flag]), np.array([[2.5]], np.float32), np.array(-1.0, np.float32)])
+        assert ours[0].shape == (1,)
+
+
+def test_select_v3_five_dimensional_matches_litert():
+    shape = [2, 1, 3, 2, 2]
+    model = single_op_model(B.SELECT, [(shape, T.BOOL), (shape, T.FLOAT32), (shape, T.FLOAT32)], T.FLOAT32)
+    assert stamped_version(model) == 3
+    assert_matches_litert(model)
+
+
+@pytest.mark.parametrize("op", [B.SELECT, B.SELECT_V2], ids=name)
+def test_select_uint32_values_match_litert(op):
+    # TFLite's rule tests the condition (input 0, always BOOL) for UINT32, so it never
+    # stamps these versions by itself: SELECT v4 / SELECT_V2 v2 are given explicitly.
+    version = 4 if op == B.SELECT else 2
+    model = single_op_model(op, [([4], T.BOOL), ([4], T.UINT32), ([4], T.UINT32)], T.UINT32, version=version)
+    assert_matches_litert(model)
+
+
+def test_select_v2_broadcasts_all_three_inputs_like_litert():
+    model = single_op_model(B.SELECT_V2, [([2, 1, 4], T.BOOL), ([3, 1], T.FLOAT32), ([1, 4], T.FLOAT32)], T.FLOAT32)
+    assert stamped_version(model) == 1
+    for seed in range(3):
+        assert_matches_litert(model, seed=seed)
+
+
+# -- nodes outside what the kernels implement fail clearly ---------------------------------
+
+
+def test_quantized_int8_less_fails_naming_the_op():
+    model = single_op_model(B.LESS, [([3], T.INT8), ([3], T.INT8)], T.BOOL, version=1, quant=quantization(0.1))
+    with pytest.raises(KernelError, match="LESS v1.*INT8"):
+        Interpreter(model_content=model).allocate_tensors()
+
+
+def test_quantized_int16_equal_fails_naming_the_op():
+    model = single_op_model(B.EQUAL, [([3], T.INT16), ([3], T.INT16)], T.BOOL, quant=quantization(0.1))
+    with pytest.raises(KernelError, match="EQUAL v5.*quantized"):
+        Interpreter(model_content=model).allocate_tensors()
+
+
+def test_bool_ordering_comparison_fails_naming_the_op():
+    model = single_op_model(B.GREATER, [([3], T.BOOL), ([3], T.BOOL)], T.BOOL)
+    with pytest.raises(KernelError, match="GREATER v1.*BOOL"):
+        Interpreter(model_content=model).allocate_tensors()
+
+
+def test_select_v1_condition_that_does_not_fit_fails_naming_the_op():
+    model = single_op_model(B.SELECT, [([3], T.BOOL), ([2, 3], T.FLOAT32), ([2, 3], T.FLOAT32)], T.FLOAT32, output_shape=[2, 3])
+    with pytest.raises(KernelError, match="SELECT v1.*condition shape"):
+        Interpreter(model_content=model).allocate_tensors()
+
+
+def test_select_v2_with_non_bool_condition_fails_naming_the_op():
+    model = single_op_model(B.SELECT_V2, [([3], T.INT32), ([3], T.FLOAT32), ([3], T.FLOAT32)], T.FLOAT32)
+    with pytest.raises(KernelError, match="SELECT_V2 v1.*condition"):
+        Interpreter(model_content=model).allocate_tensors()
+
+
+def test_not_equal_int16_v4_is_refused_with_the_supported_versions():
+    # TFLite's NOT_EQUAL kernel leaves the output unwritten for non-quantized int16, so v4
+    # (int16) is not registered here: the resolver refuses the node instead.
+    model = single_op_model(B.NOT_EQUAL, [([3], T.INT16), ([3], T.INT16)], T.BOOL)
+    assert stamped_version(model) == 4
+    with pytest.raises(UnsupportedOperatorError, match="NOT_EQUAL version 4.*versions 1, 3"):
+        Interpreter(model_content=model).allocate_tensors()
+
+
+# -- property tests against LiteRT -------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", [*ORDERING, B.EQUAL, B.NOT_EQUAL], ids=name)
+@settings(max_examples=15, deadline=None)
+@given(
+    shapes=hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=4, min_side=1, max_side=4),
+    dtype=st.sampled_from([np.float32, np.int32, np.int64]),
+    seed=st.integers(0, 2**16),
+)
+def test_comparisons_on_random_broadcast_shapes_match_litert(op, shapes, dtype, seed):
+    shape_x, shape_y = shapes.input_shapes
+    model = single_op_model(op, [(shape_x, dtype), (shape_y, dtype)], T.BOOL)
+    rng = np.random.default_rng(seed)
+    assert_matches_litert(model, [tie_prone_values(shape_x, dtype, rng), tie_prone_values(shape_y, dtype, rng)])
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    shapes=hnp.mutually_broadcastable_shapes(num_shapes=3, max_dims=4, min_side=1, max_side=4),
+    dtype=st.sampled_from([np.float32, np.int32, np.int64, np.bool_]),
+    seed=st.integers(0, 2**16),
+)
+def test_select_v2_on_random_broadcast_shapes_matches_litert(shapes, dtype, seed):
+    shape_c, shape_x, shape_y = shapes.input_shapes
+    # TFLite keeps the declared output shape when every tensor has one element.
+    output_shape = shapes.result_shape
+    model = single_op_model(B.SELECT_V2, [(shape_c, T.BOOL), (shape_x, dtype), (shape_y, dtype)], as_dtype(dtype), output_shape=output_shape)
+    rng = np.random.default_rng(seed)
+    inputs = [tie_prone_values(shape_c, np.bool_, rng), tie_prone_values(shape_x, dtype, rng), tie_prone_values(shape_y, dtype, rng)]
+    ours = run_ours(model, inputs)
+    assert_matches_litert(model, inputs)
+    assert ours[0].shape == tuple(output_shape)
+
