@@ -239,6 +239,11 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
         for t in self.inputs:
             if self.tensors[t].allocation in (Allocation.NONE, Allocation.ARENA):
                 arena_tensors.add(t)
+        # Strings are Python objects: they get arrays of their own, outside the byte arena.
+        for t in [t for t in arena_tensors if self.tensors[t].dtype == np.object_]:
+            arena_tensors.discard(t)
+            self.tensors[t].allocation = Allocation.ARENA
+            self.tensors[t].data = np.empty(self.tensors[t].shape, dtype=object)
         for t in arena_tensors:
             self.tensors[t].allocation = Allocation.ARENA
         for t in dynamic:

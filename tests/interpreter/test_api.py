@@ -248,3 +248,23 @@ def test_model_path_and_content_are_mutually_exclusive():
 def test_num_threads_must_be_a_positive_int():
     with pytest.raises(ValueError, match="num_threads should >= 1"):
         Interpreter(model_content=chain_model(), num_threads=0)
+
+
+def test_string_inputs_live_outside_the_byte_arena_and_match_litert():
+    from oracle import run_litert
+
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    x = graph.add_input("x", [3], np.object_)
+    y = graph.add_input("y", [3], np.object_)
+    out = graph.add_tensor("out", [3], np.bool_)
+    graph.add_operator(BuiltinOperator.EQUAL, [x, y], [out])
+    graph.add_output(out)
+    model = builder.build()
+    values = [np.array([b"a", b"b", b"c"], dtype=object), np.array([b"a", b"x", b"c"], dtype=object)]
+    interpreter = Interpreter(model_content=model)
+    interpreter.allocate_tensors()
+    for index, value in zip((x, y), values):
+        interpreter.set_tensor(index, value)
+    interpreter.invoke()
+    np.testing.assert_array_equal(interpreter.get_tensor(out), run_litert(model, values)[0])
