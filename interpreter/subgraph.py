@@ -188,7 +188,13 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
         self._initialized.clear()
 
     def allocate_tensors(self) -> None:
-        """Prepare every node in plan order (propagating shapes), plan the arena, allocate."""
+        """Prepare every node in plan order (propagating shapes), plan the arena, allocate.
+
+        A no-op when nothing changed since the last allocation (as in TFLite): a resize or
+        a delegate marks the subgraph unallocated.
+        """
+        if self.allocated:
+            return
         self.init_nodes()
         for tensor in self.tensors:
             # Start from a clean slate: shapes may have changed, so prepare-time
