@@ -1,0 +1,266 @@
+"""CONCATENATION, PACK, UNPACK, SPLIT, SPLIT_V: join tensors along an axis or cut one apart."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from backends.cpu.common import apply_activation, check_activation
+from backends.cpu.kernel import CpuKernel, register
+from backends.cpu.kernels.reshape import (
+    INDEX_TYPES,
+    inputs_pending,
+    int_values,
+    normalize_axis,
+    quantization_params,
+    require_int16_zero_point_0,
+    require_same_quantization,
+)
+from schema.enums import ActivationFunctionType, BuiltinOperator, TensorType
+
+T = TensorType
+
+
+# --------------------------------------------------------------------------------------
+# CONCATENATION
+# --------------------------------------------------------------------------------------
+
+CONCAT_TYPES = (T.FLOAT32, T.UINT8, T.INT8, T.INT16, T.INT32, T.INT64, T.BOOL, T.UINT32)
+
+
+# v1: float32, uint8, int32, int64, bool; v2: int8; v3: int16; v4: uint32. (v5 is int4.)
+@register(BuiltinOperator.CONCATENATION, 1, 4)
+class Concatenation(CpuKernel):
+    """CONCATENATION v1-v4: join along ``axis`` (negative counts from the end), then the
+    fused activation (float32 only)."""
+
+    def prepare(self) -> None:
+        if inputs_pending(self):
+            return
+        inputs, out = self.inputs, self.outputs[0]
+        first = inputs[0]
+        self.require_types(first, *CONCAT_TYPES)
+        for t in inputs[1:]:
+            self.require_types(t, first.type)
+        self.require_types(out, first.type, role="output")
+        self.activation = self.params.fused_activation_function
+        if self.activation != ActivationFunctionType.NONE:
+            # TFLite's kernel rejects any fused activation; the schema's meaning
+            # (activation of the joined tensor) is implemented here for float32.
+            if first.type != T.FLOAT32:
+                raise self.unsupported("a fused activation needs float32 tensors")
+            check_activation(self.activation, self.op_name)
+        rank = len(first.shape)
+        if rank == 0:
+            if not all(t.is_constant for t in inputs) or self.params.axis != 0:
+                raise self.unsupported("scalars can only be concatenated when they are constants (axis 0)")
+            self.axis = None
+            out.resize([len(inputs)])
+            return
+        self.axis = normalize_axis(self, self.params.axis, rank)
+        total = 0
+        for t in inputs:
+            others = [d for i, d in enumerate(t.shape) if i != self.axis]
+            if len(t.shape) != rank or others != [d for i, d in enumerate(first.shape) if i != self.axis]:
+                raise self.unsupported(
+                    f"input shapes {[list(t.shape) for t in inputs]} differ outside axis {self.axis}"
+                )
+            total += t.shape[self.axis]
+        if first.type == T.INT8:
+            for t in inputs:
+                require_same_quantization(self, t, out)
+        if first.type == T.INT16:
+            require_int16_zero_point_0(self, *inputs, out)
+        if first.type == T.UINT8 and any(quantization_params(t) != quantization_params(out) for t in inputs):
+            raise self.unsupported(
+                "uint8 inputs whose scale/zero point differ from the output's need requantizing, "
+                "which is not supported"
+            )
+        out.resize([total if i == self.axis else d for i, d in enumerate(first.shape)])
+
+    def invoke(self) -> None:
+        out = self.outputs[0].data
+        if self.axis is None:
+            out[...] = [t.data for t in self.inputs]
+            return
+        np.concatenate([t.data for t in self.inputs], axis=self.axis, out=out)
+        apply_activation(out, self.activation)
+
+
+# --------------------------------------------------------------------------------------
+# PACK / UNPACK
+# --------------------------------------------------------------------------------------
+
+PACK_TYPES = (T.FLOAT32, T.INT32, T.UINT8, T.UINT32, T.INT8, T.INT16, T.INT64)
+UNPACK_TYPES = (T.FLOAT32, T.INT32, T.UINT8, T.INT8, T.INT16, T.BOOL, T.FLOAT16)
+
+
+# v1: float32, int32, int64, uint8; v2: int8; v3: int16; v4: uint32.
+@register(BuiltinOperator.PACK, 1, 4)
+class Pack(CpuKernel):
+    """PACK v1-v4: stack ``values_count`` same-shaped tensors along a new axis."""
+
+    def prepare(self) -> None:
+        if inputs_pending(self):
+            return
+        inputs, out = self.inputs, self.outputs[0]
+        if len(inputs) != self.params.values_count:
+            raise self.unsupported(f"values_count is {self.params.values_count} but the node has {len(inputs)} inputs")
+        first = inputs[0]
+        self.require_types(first, *PACK_TYPES)
+        for t in inputs[1:]:
+            self.require_types(t, first.type)
+            if t.shape != first.shape:
+                raise self.unsupported(f"input shapes {[list(t.shape) for t in inputs]} differ")
+        self.require_types(out, first.type, role="output")
+        for t in inputs:
+            require_same_quantization(self, t, out)
+        self.axis = normalize_axis(self, self.params.axis, len(first.shape) + 1)
+        shape = list(first.shape)
+        shape.insert(self.axis, len(inputs))
+        out.resize(shape)
+
+    def invoke(self) -> None:
+        np.stack([t.data for t in self.inputs], axis=self.axis, out=self.outputs[0].data)
+
+
+# v1: float32, int32; v2: int8, uint8; v3: bool; v4: int16; v5: float16 (its other type,
+# bfloat16, is not supported).
+@register(BuiltinOperator.UNPACK, 1, 5)
+class Unpack(CpuKernel):
+    """UNPACK v1-v5: split along ``axis`` into ``num`` tensors of one rank less."""
+
+    def prepare(self) -> None:
+        if inputs_pending(self):
+            return
+        x = self.inputs[0]
+        if x.type == T.BFLOAT16:
+            raise self.unsupported("bfloat16 input is not supported (float16, float32, integer and bool are)")
+        self.require_types(x, *UNPACK_TYPES)
+        if x.num_elements == 0:
+            raise self.unsupported("the input is empty")
+        self.axis = normalize_axis(self, self.params.axis, len(x.shape))
+        if self.params.num != x.shape[self.axis] or len(self.outputs) != self.params.num:
+            raise self.unsupported(
+                f"num is {self.params.num}, the node has {len(self.outputs)} outputs and the input "
+                f"has {x.shape[self.axis]} along axis {self.axis}; all three must be equal"
+            )
+        shape = [d for i, d in enumerate(x.shape) if i != self.axis]
+        for out in self.outputs:
+            self.require_types(out, x.type, role="output")
+            require_same_quantization(self, x, out)
+            out.resize(shape)
+
+    def invoke(self) -> None:
+        x = np.moveaxis(self.inputs[0].data, self.axis, 0)
+        for part, out in zip(x, self.outputs):
+            np.copyto(out.data, part)
+
+
+# --------------------------------------------------------------------------------------
+# SPLIT / SPLIT_V
+# --------------------------------------------------------------------------------------
+
+SPLIT_TYPES = (T.FLOAT32, T.UINT8, T.INT8, T.INT16, T.INT32, T.INT64)
+
+
+class _SplitBase(CpuKernel):
+    """Cut ``input`` along ``axis`` into pieces of the given sizes (static or at invoke)."""
+
+    data_index: int
+
+    def sizes_and_axis(self) -> tuple[list[int], int]:
+        raise NotImplementedError
+
+    def plan(self) -> tuple[list[int], int]:
+        x = self.inputs[self.data_index]
+        sizes, axis = self.sizes_and_axis()
+        offsets = np.cumsum([0, *sizes])
+        self.slices = [
+            (slice(None),) * axis + (slice(int(a), int(b)),) for a, b in zip(offsets[:-1], offsets[1:])
+        ]
+        return [[s if i == axis else d for i, d in enumerate(x.shape)] for s in sizes], axis
+
+    def prepare_outputs(self, sizes_known: bool) -> None:
+        x = self.inputs[self.data_index]
+        self.require_types(x, *SPLIT_TYPES)
+        for out in self.outputs:
+            self.require_types(out, x.type, role="output")
+        if len(self.outputs) != self.params.num_splits:
+            raise self.unsupported(
+                f"num_splits is {self.params.num_splits} but the node has {len(self.outputs)} outputs"
+            )
+        self.sizes_from_values = not sizes_known
+        if self.sizes_from_values:
+            for out in self.outputs:
+                out.set_dynamic()
+            return
+        shapes, _ = self.plan()
+        for out, shape in zip(self.outputs, shapes):
+            out.resize(shape)
+
+    def invoke(self) -> None:
+        x = self.inputs[self.data_index].data
+        if self.sizes_from_values:
+            self.plan()
+            for out, index in zip(self.outputs, self.slices):
+                out.set_data(x[index].copy())
+        else:
+            for out, index in zip(self.outputs, self.slices):
+                np.copyto(out.data, x[index])
+
+
+# v1: float32, uint8, int64; v2: int8; v3: int32; v4: int16.
+@register(BuiltinOperator.SPLIT, 1, 4)
+class Split(_SplitBase):
+    """SPLIT v1-v4: ``num_splits`` equal pieces; the axis is input 0, the data input 1."""
+
+    data_index = 1
+
+    def prepare(self) -> None:
+        if inputs_pending(self):
+            return
+        self.require_types(self.inputs[0], T.INT32, role="axis")
+        self.prepare_outputs(self.inputs[0].is_constant)
+
+    def sizes_and_axis(self) -> tuple[list[int], int]:
+        x = self.inputs[1]
+        axis = normalize_axis(self, int_values(self.inputs[0])[0], len(x.shape))
+        n = self.params.num_splits
+        if n == 0 or x.shape[axis] % n:
+            raise self.unsupported(f"cannot split {x.shape[axis]} elements of axis {axis} into {n} equal pieces")
+        return [x.shape[axis] // n] * n, axis
+
+
+# v1: float32, uint8, int16, int32, int64; v2: int8.
+@register(BuiltinOperator.SPLIT_V, 1, 2)
+class SplitV(_SplitBase):
+    """SPLIT_V v1-v2: pieces of ``size_splits`` (one -1 takes the rest) along ``axis``."""
+
+    data_index = 0
+
+    def prepare(self) -> None:
+        if inputs_pending(self):
+            return
+        sizes, axis = self.inputs[1], self.inputs[2]
+        self.require_types(sizes, *INDEX_TYPES, role="size_splits")
+        self.require_types(axis, T.INT32, role="axis")
+        if len(sizes.shape) != 1 or sizes.shape[0] != len(self.outputs):
+            raise self.unsupported(f"size_splits has shape {list(sizes.shape)}; it must be [{len(self.outputs)}]")
+        self.prepare_outputs(sizes.is_constant and axis.is_constant)
+
+    def sizes_and_axis(self) -> tuple[list[int], int]:
+        x = self.inputs[0]
+        axis = normalize_axis(self, int_values(self.inputs[2])[0], len(x.shape))
+        sizes = int_values(self.inputs[1])
+        if sizes.count(-1) > 1:
+            raise self.unsupported(f"size_splits {sizes} has more than one -1")
+        known = sum(s for s in sizes if s != -1)
+        if -1 in sizes:
+            if known > x.shape[axis]:
+                raise self.unsupported(f"size_splits {sizes} add up to more than {x.shape[axis]}")
+            sizes[sizes.index(-1)] = x.shape[axis] - known
+        elif known != x.shape[axis]:
+            raise self.unsupported(f"size_splits {sizes} must add up to {x.shape[axis]} (axis {axis})")
+        if any(s < 0 for s in sizes):
+            raise self.unsupported(f"size_splits {sizes} has a negative size")
+        return sizes, axis

@@ -1,0 +1,154 @@
+"""PAD, PADV2 (constant padding) and MIRROR_PAD (REFLECT / SYMMETRIC).
+
+Both write the input into the middle of the output and then fill only the borders,
+one axis at a time (no padded temporary).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from backends.cpu.kernel import CpuKernel, register
+from backends.cpu.kernels.reshape import (
+    INDEX_TYPES,
+    MOVABLE_TYPES,
+    QUANTIZED_TYPES,
+    inputs_pending,
+    int_values,
+    quantization_params,
+    require_int16_zero_point_0,
+    require_same_quantization,
+)
+from schema.enums import BuiltinOperator, MirrorPadMode, TensorType
+
+T = TensorType
+PADDING_TYPES = (T.INT32, T.INT64, T.INT8, T.INT16, T.BOOL)
+
+
+def read_paddings(kernel: CpuKernel, paddings, rank: int) -> list[tuple[int, int]]:
+    if paddings.shape != (rank, 2):
+        raise kernel.unsupported(f"paddings has shape {list(paddings.shape)}; it must be [{rank}, 2]")
+    values = np.asarray(paddings.data).astype(np.int64).reshape(rank, 2)
+    if (values < 0).any():
+        raise kernel.unsupported(f"paddings {values.tolist()} has a negative entry")
+    return [(int(a), int(b)) for a, b in values]
+
+
+def along(axis: int, index: slice) -> tuple[slice, ...]:
+    return (slice(None),) * axis + (index,)
+
+
+class _PadBase(CpuKernel):
+    """Shared plan: output shape, where the input goes, and the border slabs."""
+
+    def plan(self, shape, pads) -> list[int]:
+        self.pads = pads
+        self.inner = tuple(slice(a, a + d) for d, (a, _) in zip(shape, pads))
+        return [d + a + b for d, (a, b) in zip(shape, pads)]
+
+    def output(self) -> np.ndarray:
+        """The output array; for a dynamic output, (re)plan from the current paddings."""
+        x, out = self.inputs[0], self.outputs[0]
+        if self.from_values:
+            shape = self.plan(x.data.shape, read_paddings(self, self.inputs[1], x.data.ndim))
+            out.set_data(np.empty(shape, x.dtype))
+        return out.data
+
+
+# v1: float32, int32, int64, uint8 up to 4-D; v2: int8; v3: int16; v4: 5-D; v5: bool.
+@register(BuiltinOperator.PAD, 1, 5)
+@register(BuiltinOperator.PADV2, 1, 5)
+class Pad(_PadBase):
+    """PAD and PADV2 v1-v5: constant padding (0, the quantized zero, or PADV2's value)."""
+
+    def prepare(self) -> None:
+        if inputs_pending(self):
+            return
+        x, paddings = self.inputs[0], self.inputs[1]
+        value = self.inputs[2] if len(self.inputs) > 2 else None
+        out = self.outputs[0]
+        self.require_types(x, *MOVABLE_TYPES)
+        self.require_types(paddings, *PADDING_TYPES, role="paddings")
+        self.require_types(out, x.type, role="output")
+        if value is not None:
+            self.require_types(value, x.type, role="constant value")
+            if value.num_elements != 1:
+                raise self.unsupported(f"the constant value must be a single value, it has shape {list(value.shape)}")
+        # Quantized tensors pad with the quantized zero; a given value must share the scale.
+        quantized = x.type == T.UINT8 or (x.type in QUANTIZED_TYPES and quantization_params(x) != (0.0, 0))
+        if quantized and value is not None:
+            require_same_quantization(self, value, out)
+        self.default_value = quantization_params(out)[1] if quantized and value is None else 0
+        low, high = (np.iinfo(x.dtype).min, np.iinfo(x.dtype).max) if x.dtype.kind in "iu" else (0, 0)
+        if not low <= self.default_value <= high:
+            raise self.unsupported(f"the output zero point {self.default_value} is outside the {x.type_name} range")
+        self.from_values = not paddings.is_constant or len(x.shape) == 0
+        if self.from_values:
+            out.set_dynamic()
+            return
+        out.resize(self.plan(x.shape, read_paddings(self, paddings, len(x.shape))))
+
+    def invoke(self) -> None:
+        x = self.inputs[0].data
+        out = self.output()
+        given = self.inputs[2] if len(self.inputs) > 2 else None
+        value = given.data.reshape(()) if given is not None else self.default_value
+        for axis, (before, after) in enumerate(self.pads):
+            if before:
+                out[along(axis, slice(0, before))] = value
+            if after:
+                out[along(axis, slice(out.shape[axis] - after, None))] = value
+        out[self.inner] = x
+
+
+# v1: float32, int32, int64, uint8; v2: int8; v3: int16.
+@register(BuiltinOperator.MIRROR_PAD, 1, 3)
+class MirrorPad(_PadBase):
+    """MIRROR_PAD v1-v3: REFLECT (edge not repeated) or SYMMETRIC (edge repeated) padding."""
+
+    def prepare(self) -> None:
+        if inputs_pending(self):
+            return
+        x, paddings, out = self.inputs[0], self.inputs[1], self.outputs[0]
+        self.require_types(x, *MOVABLE_TYPES)
+        self.require_types(paddings, *INDEX_TYPES, role="paddings")
+        self.require_types(out, x.type, role="output")
+        if x.type in QUANTIZED_TYPES:
+            require_same_quantization(self, x, out)
+            require_int16_zero_point_0(self, x, out)
+        # REFLECT skips the edge element (offset 1), SYMMETRIC repeats it (offset 0).
+        self.edge = 1 if self.params.mode == MirrorPadMode.REFLECT else 0
+        self.from_values = not paddings.is_constant
+        if self.from_values:
+            out.set_dynamic()
+            return
+        out.resize(self.plan(x.shape, self.checked(read_paddings(self, paddings, len(x.shape)), x.shape)))
+
+    def checked(self, pads, shape):
+        for axis, ((before, after), size) in enumerate(zip(pads, shape)):
+            if max(before, after) > size - self.edge:
+                mode = "REFLECT" if self.edge else "SYMMETRIC"
+                raise self.unsupported(
+                    f"{mode} padding {[before, after]} of axis {axis} is larger than {size - self.edge} (size {size})"
+                )
+        return pads
+
+    def invoke(self) -> None:
+        x = self.inputs[0].data
+        if self.from_values:
+            self.checked(read_paddings(self, self.inputs[1], x.ndim), x.shape)
+        out = self.output()
+        out[self.inner] = x
+        edge = self.edge
+        for axis, ((before, after), size) in enumerate(zip(self.pads, x.shape)):
+            # Left border position p mirrors output position 2*before - 1 + edge - p.
+            if before:
+                first = 2 * before - 1 + edge
+                out[along(axis, slice(0, before))] = out[along(axis, slice(first, first - before, -1))]
+            # Right border position before+size+q mirrors before+size-1-edge-q.
+            if after:
+                first = before + size - 1 - edge
+                stop = first - after
+                out[along(axis, slice(before + size, None))] = out[
+                    along(axis, slice(first, stop if stop >= 0 else None, -1))
+                ]

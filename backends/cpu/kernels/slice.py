@@ -1,0 +1,296 @@
+"""SLICE and STRIDED_SLICE.
+
+STRIDED_SLICE follows TFLite's ``strided_slice.cc`` (``BuildStridedSliceParams``: the
+ellipsis and new-axis masks are folded into an "effective" input shape with begin/end
+masks) and ``reference/strided_slice.h`` (``StartForAxis`` / ``EndForAxis``: negative
+indices count from the end, then clamp to ``[0, size]`` for positive strides and
+``[-1, size - 1]`` for negative ones; ``offset`` makes ``end`` relative to ``begin``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from backends.cpu.kernel import CpuKernel, register
+from backends.cpu.kernels.reshape import INDEX_TYPES, MOVABLE_TYPES, inputs_pending, int_values
+from schema.enums import BuiltinOperator, TensorType
+
+SLICE_TYPES = (*MOVABLE_TYPES, TensorType.UINT32)
+
+
+# --------------------------------------------------------------------------------------
+# SLICE
+# --------------------------------------------------------------------------------------
+
+
+# v1: float32, int32, int64, uint8, bool up to 4-D; v2: int8. (v3 is string.)
+@register(BuiltinOperator.SLICE, 1, 2)
+# v4: int16; v5: more than 4 dimensions; v6: uint32. (v7 is int4.)
+@register(BuiltinOperator.SLICE, 4, 6)
+class Slice(CpuKernel):
+    """SLICE v1-v2, v4-v6: ``size`` elements from ``begin`` along each axis (-1: to the end)."""
+
+    def prepare(self) -> None:
+        if inputs_pending(self):
+            return
+        x, begin, size = self.inputs
+        self.require_types(x, *SLICE_TYPES)
+        self.require_types(begin, *INDEX_TYPES, role="begin")
+        self.require_types(size, begin.type, role="size")
+        self.require_types(self.outputs[0], x.type, role="output")
+        for t, role in ((begin, "begin"), (size, "size")):
+            if t.shape != (len(x.shape),):
+                raise self.unsupported(f"{role} has shape {list(t.shape)}; it must be [{len(x.shape)}]")
+        self.from_values = not (begin.is_constant and size.is_constant)
+        if self.from_values:
+            self.outputs[0].set_dynamic()
+            return
+        self.index, shape = self.plan(x.shape)
+        self.outputs[0].resize(shape)
+
+    def plan(self, shape: tuple[int, ...]) -> tuple[tuple[slice, ...], list[int]]:
+        begins, sizes = int_values(self.inputs[1]), int_values(self.inputs[2])
+        index, out_shape = [], []
+        for axis, (dim, b, s) in enumerate(zip(shape, begins, sizes)):
+            if b < 0 or b > dim:
+                raise self.unsupported(f"begin {begins} is out of range for input shape {list(shape)} (axis {axis})")
+            if s == -1:
+                s = dim - b
+            elif s < 0 or b + s > dim:
+                raise self.unsupported(f"begin {begins} and size {sizes} do not fit input shape {list(shape)}")
+            index.append(slice(b, b + s))
+            out_shape.append(s)
+        return tuple(index), out_shape
+
+    def invoke(self) -> None:
+        x, out = self.inputs[0].data, self.outputs[0]
+        if self.from_values:
+            index, _ = self.plan(x.shape)
+            out.set_data(x[index].copy())
+        else:
+            np.copyto(out.data, x[self.index])
+
+
+# --------------------------------------------------------------------------------------
+# STRIDED_SLICE
+# --------------------------------------------------------------------------------------
+
+
+def _bit(mask: int, i: int) -> bool:
+    return bool(mask & (1 << i))
+
+
+@dataclass
+class _Effective:
+    """The node's begin/end/strides over the effective input shape (TFLite's op_params)."""
+
+    shape: list[int]  # input shape with the new axes inserted
+    begin: list[int]
+    end: list[int]
+    strides: list[int]
+    original_axis: list[int | None]  # index into the begin/end tensors, None for added axes
+    begin_mask: int = 0
+    end_mask: int = 0
+    shrink_mask: int = 0
+
+
+def effective_params(input_shape, begin, end, strides, params) -> _Effective:
+    """TFLite's ``BuildStridedSliceParams``: expand the ellipsis, insert new axes."""
+    begin_count = len(begin)
+    input_dims = len(input_shape)
+    ellipsis_mask, new_axis_mask = params.ellipsis_mask, params.new_axis_mask
+    num_add_axis = sum(1 for i in range(begin_count) if not _bit(ellipsis_mask, i) and _bit(new_axis_mask, i))
+    dims = input_dims + num_add_axis
+
+    effective_ellipsis, effective_new_axis = 0, 0
+    ellipsis_start, expanded_ellipsis = dims, 0
+    i = 0
+    while i < dims:
+        if _bit(ellipsis_mask, i):
+            ellipsis_start = i
+            ellipsis_end = max(i + 1, min(i + 1 + num_add_axis + input_dims - begin_count, dims))
+            expanded_ellipsis = ellipsis_end - ellipsis_start - 1
+            while i < ellipsis_end:
+                effective_ellipsis |= 1 << i
+                i += 1
+            continue
+        if _bit(new_axis_mask, i - expanded_ellipsis):
+            effective_new_axis |= 1 << i
+        i += 1
+
+    e = _Effective(shape=[0] * dims, begin=[0] * dims, end=[0] * dims, strides=[1] * dims, original_axis=[None] * dims)
+    added_ellipsis, added_axes = 0, 0
+    for i in range(dims):
+        if _bit(effective_ellipsis, i):
+            added_ellipsis = max(0, i - ellipsis_start)
+            e.begin_mask |= 1 << i
+            e.end_mask |= 1 << i
+            e.shape[i] = input_shape[i - added_axes]
+        elif _bit(effective_new_axis, i):
+            e.end[i] = 1
+            e.shape[i] = 1
+            added_axes += 1
+        elif i >= begin_count + expanded_ellipsis:
+            e.begin_mask |= 1 << i
+            e.end_mask |= 1 << i
+            e.shape[i] = input_shape[i - added_axes]
+        else:
+            original = i - added_ellipsis
+            e.original_axis[i] = original
+            e.begin[i], e.end[i], e.strides[i] = begin[original], end[original], strides[original]
+            if _bit(params.begin_mask, original):
+                e.begin_mask |= 1 << i
+            if _bit(params.end_mask, original):
+                e.end_mask |= 1 << i
+            if _bit(params.shrink_axis_mask, original):
+                e.shrink_mask |= 1 << i
+            e.shape[i] = input_shape[i - added_axes]
+    return e
+
+
+def _clamp(value: int, low: int, high: int) -> int:
+    return max(low, min(value, high))
+
+
+def start_for_axis(e: _Effective, axis: int) -> int:
+    size, stride = e.shape[axis], e.strides[axis]
+    start = e.begin[axis]
+    if start < 0:
+        start += size
+    start = _clamp(start, 0, size) if stride > 0 else _clamp(start, -1, size - 1)
+    if _bit(e.begin_mask, axis):
+        start = 0 if stride > 0 else size - 1
+    return start
+
+
+def end_for_axis(e: _Effective, axis: int, start: int, offset: bool) -> int:
+    size, stride = e.shape[axis], e.strides[axis]
+    if _bit(e.shrink_mask, axis):
+        return start if start >= size else start + 1
+    end = e.end[axis] + (start if offset else 0)
+    if end < 0:
+        end += size
+    end = _clamp(end, 0, size) if stride > 0 else _clamp(end, -1, size - 1)
+    if _bit(e.end_mask, axis):
+        end = size if stride > 0 else -1
+    return end
+
+
+def _extent(start: int, stop: int, stride: int) -> int:
+    """Iterations of ``for (i = start; stride > 0 ? i < stop : i > stop; i += stride)``."""
+    span = stop - start
+    if (span < 0) != (stride < 0) or span == 0:
+        return 0
+    return (span - 1) // stride + 1 if stride > 0 else (span + 1) // stride + 1
+
+
+def declared_offset_shape(e: _Effective) -> list[int | None]:
+    """Output extents TFLite declares in offset mode (from ``end`` alone); None where it
+    depends on ``begin``. TFLite writes garbage when the slice does not have that extent."""
+    shape = []
+    for axis in range(len(e.shape)):
+        stride = e.strides[axis]
+        if _bit(e.shrink_mask, axis):
+            continue
+        if e.original_axis[axis] is None or _bit(e.begin_mask, axis) and _bit(e.end_mask, axis):
+            start = start_for_axis(e, axis)
+            shape.append(_extent(start, end_for_axis(e, axis, start, True), stride))
+        elif _bit(e.end_mask, axis):
+            shape.append(None)
+        else:
+            shape.append(_extent(0, e.end[axis], stride))
+    return shape
+
+
+# v1: float32, int32, int64, uint8 up to 4-D; v2: int8; v3: bool; v4: 5-D. (v5 is string.)
+@register(BuiltinOperator.STRIDED_SLICE, 1, 4)
+# v6: ellipsis_mask / new_axis_mask; v7: uint32; v8: the ``offset`` param (end = begin + end).
+@register(BuiltinOperator.STRIDED_SLICE, 6, 8)
+class StridedSlice(CpuKernel):
+    """STRIDED_SLICE v1-v4, v6-v8: begin/end/strides with begin, end, ellipsis, new-axis
+    and shrink-axis masks, and ``offset``."""
+
+    def prepare(self) -> None:
+        if inputs_pending(self):
+            return
+        x, begin, end, strides = self.inputs
+        self.require_types(x, *SLICE_TYPES)
+        for t, role in ((begin, "begin"), (end, "end"), (strides, "strides")):
+            self.require_types(t, TensorType.INT32, role=role)
+            if len(t.shape) != 1:
+                raise self.unsupported(f"{role} must be a vector, it has shape {list(t.shape)}")
+        if begin.shape != end.shape:
+            raise self.unsupported(f"begin {list(begin.shape)} and end {list(end.shape)} differ in length")
+        if begin.shape[0] > 31:
+            raise self.unsupported("at most 31 indices are supported")
+        self.require_types(self.outputs[0], x.type, role="output")
+        self.offset = bool(self.params.offset)
+        out = self.outputs[0]
+        self.static_plan = None
+        self.declared_shape = None
+        if strides.is_constant and begin.is_constant and end.is_constant:
+            self.static_plan = self.plan(x.shape)
+            out.resize(self.static_plan[2])
+        elif strides.is_constant and end.is_constant and self.offset:
+            # TFLite knows the shape from ``end`` alone: the size of each slice.
+            e = effective_params(x.shape, [0] * begin.shape[0], int_values(end), int_values(strides), self.params)
+            self.check_strides(e)
+            declared = declared_offset_shape(e)
+            if None in declared:
+                out.set_dynamic()
+            else:
+                self.declared_shape = declared
+                out.resize(declared)
+        else:
+            out.set_dynamic()
+
+    def check_strides(self, e: _Effective) -> None:
+        if 0 in e.strides:
+            raise self.unsupported(f"strides {e.strides} contain 0")
+
+    def plan(self, shape) -> tuple[list[int], tuple[slice, ...], list[int]]:
+        """(effective input shape, numpy index, output shape) for the current values."""
+        _, begin, end, strides = self.inputs
+        e = effective_params(shape, int_values(begin), int_values(end), int_values(strides), self.params)
+        self.check_strides(e)
+        index, out_shape = [], []
+        for axis in range(len(e.shape)):
+            stride = e.strides[axis]
+            start = start_for_axis(e, axis)
+            stop = end_for_axis(e, axis, start, self.offset)
+            count = _extent(start, stop, stride)
+            # A Python slice with these bounds (-1 as a stop means "before index 0").
+            index.append(slice(start, start + count * stride if start + count * stride >= 0 else None, stride)
+                         if count else slice(0, 0))
+            if _bit(e.shrink_mask, axis):
+                if count != 1:
+                    raise self.unsupported(
+                        f"shrink axis {axis}: index {e.begin[axis]} is out of range for size {e.shape[axis]}"
+                    )
+            else:
+                out_shape.append(count)
+        if self.offset:
+            declared = declared_offset_shape(e)
+            kept = [a for a in range(len(e.shape)) if not _bit(e.shrink_mask, a)]
+            for axis, want, got in zip(kept, declared, out_shape):
+                if want is not None and want != got:
+                    raise self.unsupported(
+                        f"offset slice along axis {axis} asks for {want} elements but only {got} remain "
+                        f"(begin {e.begin[axis]}, size {e.end[axis]}, input size {e.shape[axis]})"
+                    )
+        return e.shape, tuple(index), out_shape
+
+    def invoke(self) -> None:
+        x, out = self.inputs[0].data, self.outputs[0]
+        if self.static_plan is not None:
+            shape, index, _ = self.static_plan
+            np.copyto(out.data, x.reshape(shape)[index].reshape(out.data.shape))
+            return
+        shape, index, out_shape = self.plan(x.shape)
+        value = x.reshape(shape)[index].reshape(out_shape)
+        if self.declared_shape is not None:
+            np.copyto(out.data, value)
+        else:
+            out.set_data(value.copy())
