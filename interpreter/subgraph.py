@@ -207,11 +207,23 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
             if tensor.allocation is Allocation.NONE:
                 tensor.allocation = Allocation.ARENA
         self._allocate_variables()
+        # Prepare in plan order. A node that reads a dynamic tensor cannot know its shapes
+        # yet: like TFLite, it is not prepared now but before each invoke, and its outputs
+        # are dynamic too.
+        dynamic: set[int] = set()
+        self._reprepare: set[int] = set()
         for node_index in self._execution_plan:
             node, registration = self.nodes[node_index], self.registrations[node_index]
+            if any(t in dynamic for t in node.inputs if t >= 0):
+                self._reprepare.add(node_index)
+                for t in node.outputs:
+                    self.tensors[t].set_dynamic()
+                    dynamic.add(t)
+                continue
             if registration.prepare is not None:
                 with self._blame(node_index, "prepare"):
                     registration.prepare(self, node)
+            dynamic.update(t for t in node.outputs if self.tensors[t].allocation is Allocation.DYNAMIC)
         self._allocate_arena()
         self._build_steps()
         self.allocated = True
@@ -267,16 +279,8 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
             tensor.data = make_views(self.arena, placement.offset, tensor.shape, tensor.dtype)
 
     def _dynamic_tensors(self, live: Sequence[int]) -> set[int]:
-        """Outputs whose shape is only known at invoke: marked dynamic by a kernel, or
-        produced by a node that reads a dynamic tensor (that node is re-prepared)."""
-        dynamic = {t.index for t in self.tensors if t.allocation is Allocation.DYNAMIC}
-        self._reprepare: set[int] = set()
-        for node_index in live:
-            node = self.nodes[node_index]
-            if any(t in dynamic for t in node.inputs if t >= 0):
-                self._reprepare.add(node_index)
-                dynamic.update(t for t in node.outputs if self.tensors[t].allocation is not Allocation.PERSISTENT)
-        return dynamic
+        """Outputs whose shape is only known at invoke (marked during prepare)."""
+        return {t.index for t in self.tensors if t.allocation is Allocation.DYNAMIC}
 
     def _build_steps(self) -> None:
         steps = []
@@ -327,8 +331,9 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
             if tuple(np.shape(value)) != tensor.shape:
                 tensor.shape = tuple(np.shape(value))
                 resized = True
-        if resized or not self.allocated:
-            self.allocate_tensors()
+        if resized:
+            self.allocated = False
+        self.allocate_tensors()
         for tensor_index, value in zip(self.inputs, inputs):
             self.tensors[tensor_index].data[...] = value
         self.invoke()

@@ -268,3 +268,24 @@ def test_string_inputs_live_outside_the_byte_arena_and_match_litert():
         interpreter.set_tensor(index, value)
     interpreter.invoke()
     np.testing.assert_array_equal(interpreter.get_tensor(out), run_litert(model, values)[0])
+
+
+def test_nodes_downstream_of_a_dynamic_shape_are_prepared_at_invoke():
+    from oracle import run_litert, run_ours
+    from schema.params import AddParams, ReshapeParams
+
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    x = graph.add_input("x", [2, 6])
+    shape = graph.add_input("shape", [2], np.int32)  # a shape known only at invoke
+    y = graph.add_tensor("y", [3, 4])
+    graph.add_operator(BuiltinOperator.RESHAPE, [x, shape], [y], ReshapeParams())
+    z = graph.add_tensor("z", [3, 4])
+    graph.add_operator(BuiltinOperator.ADD, [y, y], [z], AddParams())
+    w = graph.add_tensor("w", [12])
+    graph.add_operator(BuiltinOperator.RESHAPE, [z, graph.add_constant("flat", np.array([-1], np.int32))], [w], ReshapeParams())
+    graph.add_output(w)
+    model = builder.build()
+    for new_shape in ([4, 3], [6, 2]):
+        inputs = [np.arange(12, dtype=np.float32).reshape(2, 6), np.array(new_shape, np.int32)]
+        np.testing.assert_array_equal(run_ours(model, inputs)[0], run_litert(model, inputs)[0])
