@@ -108,3 +108,27 @@ def assert_signature_matches_litert(model, inputs: Mapping[str, np.ndarray], rto
     assert sorted(ours) == sorted(expected)
     for name in expected:
         assert_outputs_equal([ours[name]], [expected[name]], rtol, atol)
+
+
+def first_divergent_node(model, inputs: Sequence[np.ndarray], rtol: float = 0.0, atol: float = 0.0):
+    """The first node (in plan order) whose outputs differ from LiteRT's, or None.
+
+    Both runtimes keep every intermediate tensor (``experimental_preserve_all_tensors``).
+    Returns ``(node_index, op_name, tensor_name, max_abs_difference)``.
+    """
+    from ai_edge_litert.interpreter import Interpreter as LiteRTInterpreter
+    from ai_edge_litert.interpreter import OpResolverType
+
+    kwargs = {"model_content": bytes(model)} if isinstance(model, (bytes, bytearray)) else {"model_path": str(model)}
+    theirs = LiteRTInterpreter(experimental_op_resolver_type=OpResolverType.BUILTIN_REF, experimental_preserve_all_tensors=True, **kwargs)
+    ours = Interpreter(experimental_preserve_all_tensors=True, **kwargs)
+    run_interpreter(theirs, inputs)
+    run_interpreter(ours, inputs)
+    for op in ours.get_ops_details():
+        for tensor_index in op["outputs"]:
+            got, want = ours.get_tensor(int(tensor_index)), theirs.get_tensor(int(tensor_index))
+            if got.shape != want.shape or not np.allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol):
+                difference = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)))) if got.shape == want.shape else float("inf")
+                name = ours.get_tensor_details()[int(tensor_index)]["name"]
+                return op["index"], op["op_name"], name, difference
+    return None

@@ -53,6 +53,13 @@ class CpuKernel:
         self.inputs: list[RuntimeTensor | None] = [context.tensors[i] if i >= 0 else None for i in node.inputs]
         self.outputs: list[RuntimeTensor] = [context.tensors[i] for i in node.outputs]
 
+    @classmethod
+    def accepts(cls, context: Context, node: Node) -> bool:
+        """Whether this class runs ``node``, when several classes register the same
+        (op, version) (e.g. a float kernel and a quantized one at version 1, where uint8
+        lives). Classes that override it are asked first; the default accepts all."""
+        return True
+
     def prepare(self) -> None:
         raise NotImplementedError(f"{type(self).__name__}.prepare")
 
@@ -110,12 +117,17 @@ def register(op: int, min_version: int = 1, max_version: int = 1) -> Callable[[t
     return decorate
 
 
-def registration_for(op: int, kernel_class: type[CpuKernel]) -> Registration:
-    """A ``Registration`` whose init/prepare/invoke drive ``kernel_class``."""
+def registration_for(op: int, kernel_classes: list[type[CpuKernel]]) -> Registration:
+    """A ``Registration`` whose init/prepare/invoke drive the first of ``kernel_classes``
+    that accepts the node (the ones overriding ``accepts`` are asked first)."""
+    specific = [k for k in kernel_classes if k.accepts.__func__ is not CpuKernel.accepts.__func__]
+    general = [k for k in kernel_classes if k not in specific]
+    candidates = specific + general
 
     def init(context: Context, node: Node) -> CpuKernel:
         version = context.get_node_and_registration(node.index)[1].version
-        return kernel_class(context, node, op, version)
+        chosen = next((k for k in candidates if k.accepts(context, node)), candidates[0])
+        return chosen(context, node, op, version)
 
     def prepare(context: Context, node: Node) -> None:
         kernel: CpuKernel = node.user_data
@@ -155,7 +167,13 @@ def _import_kernel_modules() -> None:
 def builtin_op_resolver() -> MutableOpResolver:
     """A resolver with every CPU kernel of this package (TFLite's ``BuiltinOpResolver``)."""
     _import_kernel_modules()
-    resolver = MutableOpResolver("litedelegate CPU builtins")
+    classes: dict[tuple[int, int], list[type[CpuKernel]]] = {}
     for entry in KERNELS:
-        resolver.add_builtin(entry.op, registration_for(entry.op, entry.kernel_class), entry.min_version, entry.max_version)
+        for version in range(entry.min_version, entry.max_version + 1):
+            found = classes.setdefault((entry.op, version), [])
+            if entry.kernel_class not in found:
+                found.append(entry.kernel_class)
+    resolver = MutableOpResolver("litedelegate CPU builtins")
+    for (op, version), kernel_classes in sorted(classes.items()):
+        resolver.add_builtin(op, registration_for(op, kernel_classes), version, version)
     return resolver
