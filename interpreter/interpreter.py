@@ -118,6 +118,24 @@ class Interpreter:
         self._ensure_safe()
         self._main.invoke()
 
+    def invoke_profiled(self) -> list[dict[str, Any]]:
+        """Invoke once and return the time of every plan step of the main subgraph:
+        ``[{'index', 'op_name', 'version', 'seconds', 'delegate', 'replaces'}]``."""
+        self._ensure_safe()
+        profile = []
+        for node_index, seconds in self._main.invoke_profiled():
+            node, registration = self._main.get_node_and_registration(node_index)
+            params = node.delegate_params
+            profile.append({
+                "index": node_index,
+                "op_name": registration.op_name,
+                "version": registration.version,
+                "seconds": seconds,
+                "delegate": registration.name or None,
+                "replaces": list(params.nodes_to_replace) if params is not None else [node_index],
+            })
+        return profile
+
     def reset_all_variables(self) -> None:
         """Reset every variable tensor of every subgraph to zero (its zero point when
         quantized). Resource variables (VAR_HANDLE) keep their values, as in LiteRT."""

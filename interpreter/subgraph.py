@@ -321,6 +321,27 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
         except Exception as error:
             raise KernelError(f"{self.describe_node(node_index)} failed: {type(error).__name__}: {error}") from error
 
+    def invoke_profiled(self) -> list[tuple[int, float]]:
+        """Run the plan once, timing every step: [(plan node index, seconds)].
+
+        A delegate node is one step (its whole partition)."""
+        import time
+
+        if not self.allocated:
+            raise RuntimeError("Invoke called on model that is not ready.")
+        timings = []
+        node_index = -1
+        try:
+            for node_index, step in self._steps:
+                start = time.perf_counter()
+                step()
+                timings.append((node_index, time.perf_counter() - start))
+        except KernelError:
+            raise
+        except Exception as error:
+            raise KernelError(f"{self.describe_node(node_index)} failed: {type(error).__name__}: {error}") from error
+        return timings
+
     # -- SubgraphHandle (for control-flow kernels) ------------------------------------------
     def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         if len(inputs) != len(self.inputs):
