@@ -289,3 +289,25 @@ def test_nodes_downstream_of_a_dynamic_shape_are_prepared_at_invoke():
     for new_shape in ([4, 3], [6, 2]):
         inputs = [np.arange(12, dtype=np.float32).reshape(2, 6), np.array(new_shape, np.int32)]
         np.testing.assert_array_equal(run_ours(model, inputs)[0], run_litert(model, inputs)[0])
+
+
+def test_an_interpreter_with_a_resolver_capped_at_depthwise_v1_refuses_dilated_files(models_dir):
+    from backends.cpu import builtin_op_resolver
+    from delegate_sdk.op_resolver import UnsupportedOperatorError
+
+    old = builtin_op_resolver().capped({BuiltinOperator.DEPTHWISE_CONV_2D: 1})
+    Interpreter(model_path=models_dir / "converter" / "dwconv_dil1_float32.tflite", op_resolver=old).allocate_tensors()
+    with pytest.raises(UnsupportedOperatorError) as caught:
+        Interpreter(model_path=models_dir / "converter" / "dwconv_dil2_float32.tflite", op_resolver=old)
+    message = str(caught.value)
+    assert "2 node(s)" in message
+    assert "node 0: DEPTHWISE_CONV_2D version 2: this runtime supports DEPTHWISE_CONV_2D versions 1; litedelegate 0.1.0 added it" in message
+
+
+def test_a_resolver_as_of_tflite_1_11_refuses_what_1_12_added(models_dir):
+    from backends.cpu import builtin_op_resolver
+    from delegate_sdk.op_resolver import UnsupportedOperatorError
+
+    with pytest.raises(UnsupportedOperatorError, match="DEPTHWISE_CONV_2D version 2"):
+        Interpreter(model_path=models_dir / "converter" / "dwconv_dil2_float32.tflite",
+                    op_resolver=builtin_op_resolver().as_of_release("1.11.0", runtime="tflite"))
