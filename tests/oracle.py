@@ -110,7 +110,7 @@ def assert_signature_matches_litert(model, inputs: Mapping[str, np.ndarray], rto
         assert_outputs_equal([ours[name]], [expected[name]], rtol, atol)
 
 
-def first_divergent_node(model, inputs: Sequence[np.ndarray], rtol: float = 0.0, atol: float = 0.0):
+def first_divergent_node(model, inputs: Sequence[np.ndarray], rtol: float = 0.0, atol: float = 0.0, **interpreter_kwargs):
     """The first node (in plan order) whose outputs differ from LiteRT's, or None.
 
     Both runtimes keep every intermediate tensor (``experimental_preserve_all_tensors``).
@@ -121,7 +121,7 @@ def first_divergent_node(model, inputs: Sequence[np.ndarray], rtol: float = 0.0,
 
     kwargs = {"model_content": bytes(model)} if isinstance(model, (bytes, bytearray)) else {"model_path": str(model)}
     theirs = LiteRTInterpreter(experimental_op_resolver_type=OpResolverType.BUILTIN_REF, experimental_preserve_all_tensors=True, **kwargs)
-    ours = Interpreter(experimental_preserve_all_tensors=True, **kwargs)
+    ours = Interpreter(experimental_preserve_all_tensors=True, **kwargs, **interpreter_kwargs)
     run_interpreter(theirs, inputs)
     run_interpreter(ours, inputs)
     for op in ours.get_ops_details():

@@ -7,6 +7,11 @@ TFLite's reference kernels do. TFLite has two rounding schemes (``TFLITE_SINGLE_
 or not); :data:`SINGLE_ROUNDING` says which one the official runtime we match uses, a fact
 established by the tests, not assumed.
 
+Not every reference kernel rescales this way: in the LiteRT we match, the reference
+FULLY_CONNECTED (uint8/int8/int16, per tensor and per channel) rescales in double,
+``round(double(acc) * (double(s_in) * s_w / s_out))`` (see :func:`round_half_away`),
+and never calls ``MultiplyByQuantizedMultiplier``.
+
 All functions take Python ints or numpy integer arrays (per-channel multipliers
 broadcast) and compute in int64, where the intermediate products fit.
 """
@@ -26,24 +31,45 @@ INT32_MIN = -(1 << 31)
 INT32_MAX = (1 << 31) - 1
 
 #: Whether TFLite's ``MultiplyByQuantizedMultiplier`` uses single rounding in the
-#: runtime we match (ai-edge-litert's reference kernels); established by
-#: tests/cpu/test_quantization.py against the wheel.
+#: runtime we match (ai-edge-litert 2.3.0's reference kernels). It does not: the wheel
+#: is built without ``TFLITE_SINGLE_ROUNDING``, so it uses gemmlowp's double rounding
+#: (``SaturatingRoundingDoublingHighMul`` then ``RoundingDivideByPOT``); established by
+#: tests/cpu/test_quantization.py (an int8 -> int8 QUANTIZE whose results differ
+#: between the two schemes).
 SINGLE_ROUNDING = False
 
 
-def quantize_multiplier(real_multiplier: float) -> tuple[int, int]:
+def _c_round(value: float) -> int:
+    """C's ``std::round`` on a double: halves away from zero (exact, no ``x + 0.5`` error)."""
+    whole = math.trunc(value)
+    if abs(value - whole) >= 0.5:  # value - trunc(value) is exact in binary floating point
+        whole += 1 if value > 0 else -1
+    return int(whole)
+
+
+_round_half_away = _c_round  # former name, kept for callers
+
+
+def quantize_multiplier(real_multiplier: float, *, single_rounding: bool | None = None) -> tuple[int, int]:
     """(quantized_multiplier, shift) with ``real ~= quantized * 2**(shift - 31)``
-    (TFLite's ``QuantizeMultiplier``; shift > 0 means a left shift)."""
+    (TFLite's ``QuantizeMultiplier``; shift > 0 means a left shift).
+
+    ``real_multiplier`` is a double (compute it with Python floats in TFLite's order);
+    ``single_rounding`` defaults to :data:`SINGLE_ROUNDING`.
+    """
+    if single_rounding is None:
+        single_rounding = SINGLE_ROUNDING
+    real_multiplier = float(real_multiplier)
     if real_multiplier == 0.0:
         return 0, 0
     fraction, shift = math.frexp(real_multiplier)
-    fixed = _round_half_away(fraction * (1 << 31))
+    fixed = _c_round(fraction * (1 << 31))
     if fixed == (1 << 31):
         fixed //= 2
         shift += 1
     if shift < -31:
         return 0, 0
-    if SINGLE_ROUNDING and shift > 30:
+    if single_rounding and shift > 30:
         return (1 << 31) - 1, 30
     return int(fixed), int(shift)
 
@@ -54,58 +80,141 @@ def quantize_multipliers(real_multipliers: np.ndarray) -> tuple[np.ndarray, np.n
     return np.array([p[0] for p in pairs], np.int64), np.array([p[1] for p in pairs], np.int64)
 
 
-def _round_half_away(value: float) -> int:
-    """C's ``std::round``: halves away from zero."""
-    return int(math.floor(abs(value) + 0.5)) * (1 if value >= 0 else -1)
+def saturating_rounding_doubling_high_mul(a: IntArray, b: IntArray) -> np.ndarray:
+    """gemmlowp's ``SaturatingRoundingDoublingHighMul`` on int32 values held in int64.
 
-
-def saturating_rounding_doubling_high_mul(a: IntArray, b: IntArray) -> IntArray:
-    """gemmlowp's ``SaturatingRoundingDoublingHighMul`` on int32 values held in int64."""
+    gemmlowp adds a nudge of ``2**30`` (``1 - 2**30`` for a negative product) and
+    divides by ``2**31`` truncating toward zero; for a negative product that is the
+    same as ``(a*b + 2**30) >> 31`` (a floor), so one shift serves both signs. The one
+    overflow, ``INT32_MIN * INT32_MIN``, saturates to ``INT32_MAX``.
+    """
     a = np.asarray(a, np.int64)
     b = np.asarray(b, np.int64)
-    product = a * b
-    nudge = np.where(product >= 0, np.int64(1 << 30), np.int64(1 - (1 << 30)))
-    total = product + nudge
-    high = np.where(total >= 0, total >> 31, -((-total) >> 31))  # C division: toward zero
-    overflow = (a == INT32_MIN) & (b == INT32_MIN)
-    return np.where(overflow, np.int64(INT32_MAX), high)
+    high = a * b
+    high += 1 << 30
+    high >>= 31
+    small, large = (a, b) if a.size <= b.size else (b, a)
+    if small.size and small.min() == INT32_MIN and large.size and large.min() == INT32_MIN:
+        high = np.where((a == INT32_MIN) & (b == INT32_MIN), np.int64(INT32_MAX), high)
+    return high
 
 
-def rounding_divide_by_pot(x: IntArray, exponent: IntArray) -> IntArray:
-    """gemmlowp's ``RoundingDivideByPOT``: x / 2**exponent, rounding halves away from zero."""
+def rounding_divide_by_pot(x: IntArray, exponent: IntArray) -> np.ndarray:
+    """gemmlowp's ``RoundingDivideByPOT``: x / 2**exponent, rounding halves away from zero.
+
+    gemmlowp adds one when the remainder exceeds ``(mask >> 1) + (x < 0)``; that is
+    ``(x + half - (x < 0)) >> exponent`` with ``half = 2**exponent / 2`` (and no nudge
+    at all for exponent 0).
+    """
     x = np.asarray(x, np.int64)
     exponent = np.asarray(exponent, np.int64)
-    mask = (np.int64(1) << exponent) - 1
-    remainder = x & mask
-    threshold = (mask >> 1) + (x < 0)
-    return (x >> exponent) + (remainder > threshold)
+    half = (np.int64(1) << exponent) >> 1
+    if exponent.ndim == 0:
+        if exponent == 0:
+            return x.copy()
+        return (x + (half - (x < 0))) >> exponent
+    negative = (x < 0) & (half > 0)
+    return (x + (half - negative)) >> exponent
 
 
-def multiply_by_quantized_multiplier(x: IntArray, multiplier: IntArray, shift: IntArray) -> np.ndarray:
-    """TFLite's ``MultiplyByQuantizedMultiplier(x, multiplier, shift)`` elementwise.
+def _wrap_int32(x: np.ndarray) -> np.ndarray:
+    """Two's-complement wrap of int64 values to int32 (what C's int32 arithmetic does)."""
+    return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
 
-    ``multiplier``/``shift`` may be scalars or per-channel arrays broadcast against ``x``.
+
+def multiply_by_quantized_multiplier(
+    x: IntArray, multiplier: IntArray, shift: IntArray, *, single_rounding: bool | None = None
+) -> np.ndarray:
+    """TFLite's ``MultiplyByQuantizedMultiplier(int32 x, multiplier, shift)`` elementwise.
+
+    ``x`` holds int32 values (e.g. accumulators); ``multiplier``/``shift`` may be
+    scalars or per-channel arrays broadcast against ``x``. ``single_rounding`` defaults
+    to :data:`SINGLE_ROUNDING` (the scheme of the runtime we match).
     """
+    if single_rounding is None:
+        single_rounding = SINGLE_ROUNDING
     x = np.asarray(x, np.int64)
     multiplier = np.asarray(multiplier, np.int64)
     shift = np.asarray(shift, np.int64)
-    if SINGLE_ROUNDING:
+    if single_rounding:
         total_shift = 31 - shift
         rounding = np.int64(1) << (total_shift - 1)
         return (x * multiplier + rounding) >> total_shift
-    left_shift = np.maximum(shift, 0)
+    if np.any(shift > 0):
+        # x * (1 << left_shift) in int32: wraps on overflow as the compiled C does.
+        x = _wrap_int32(x << np.maximum(shift, 0))
     right_shift = np.maximum(-shift, 0)
-    return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x << left_shift, multiplier), right_shift)
+    return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x, multiplier), right_shift)
+
+
+def multiply_by_quantized_multiplier_int64(x: IntArray, multiplier: IntArray, shift: IntArray) -> np.ndarray:
+    """TFLite's ``MultiplyByQuantizedMultiplier(int64 x, multiplier, shift)`` (the
+    overload of the 16x8 kernels, with int64 accumulators; the same in both rounding
+    schemes): the multiplier is reduced to 16 bits, ``(multiplier + 2**15) >> 16``
+    (``0x7FFF`` from ``0x7FFF0000`` up), then ``(x * reduced + 2**(14 - shift)) >>
+    (15 - shift)``, truncated to int32. ``x`` must lie in ``[-2**47, 2**47)``."""
+    x = np.asarray(x, np.int64)
+    multiplier = np.asarray(multiplier, np.int64)
+    shift = np.asarray(shift, np.int64)
+    reduced = np.where(multiplier < 0x7FFF0000, (multiplier + (1 << 15)) >> 16, np.int64(0x7FFF))
+    total_shift = 15 - shift
+    return _wrap_int32((x * reduced + (np.int64(1) << (total_shift - 1))) >> total_shift)
+
+
+def round_half_away(values: np.ndarray, out: np.ndarray | None = None, scratch: np.ndarray | None = None) -> np.ndarray:
+    """C's ``round``/``roundf`` elementwise on a float array (halves away from zero),
+    in the array's own float type.
+
+    ``np.rint`` (fast, but halves to even) and then a fix of the ties only: with
+    ``d = x - rint(x)`` (exact), a tie ``d = +0.5`` at ``rint(x) >= 0`` goes up one and
+    ``d = -0.5`` at ``rint(x) <= 0`` down one; the fix runs only when some ``|d|`` is
+    0.5. ``out`` and ``scratch`` are optional preallocated arrays of the shape and type
+    of ``values`` for a hot path (``out`` may be ``values``; ``scratch`` must be
+    distinct from both).
+    """
+    values = np.asarray(values)
+    if scratch is None:
+        scratch = np.empty_like(values)
+    rounded = np.rint(values, out=scratch)
+    with np.errstate(invalid="ignore"):  # inf - inf: NaN, ignored below
+        difference = np.subtract(values, rounded, out=out)  # exact, in [-0.5, 0.5]
+    if difference.size:
+        high, low = difference.max(), difference.min()
+        if not (high < 0.5 and low > -0.5):  # ties (or inf/NaN: left as rint gives them)
+            _fix_ties(rounded, difference)
+    difference[...] = rounded
+    return difference
+
+
+def _fix_ties(rounded: np.ndarray, difference: np.ndarray) -> None:
+    """Move the halves that ``rint`` sent to even away from zero (at the few tie indices)."""
+    if not (rounded.flags.c_contiguous and difference.flags.c_contiguous):
+        rounded += (difference == 0.5) & (rounded >= 0)
+        rounded -= (difference == -0.5) & (rounded <= 0)
+        return
+    flat_rounded, flat_difference = rounded.reshape(-1), difference.reshape(-1)
+    for half, step in ((0.5, 1), (-0.5, -1)):
+        ties = np.flatnonzero(flat_difference == half)
+        if ties.size:
+            values = flat_rounded[ties]
+            flat_rounded[ties] = values + step * ((values >= 0) if step > 0 else (values <= 0))
 
 
 def activation_range_quantized(activation: int, scale: float, zero_point: int, dtype: np.dtype) -> tuple[int, int]:
     """(min, max) of a fused activation in the quantized domain of the output
-    (TFLite's ``CalculateActivationRangeQuantized``)."""
+    (TFLite's ``CalculateActivationRangeQuantized``: ``zero_point +
+    roundf(f / scale)`` in float32, clamped to the type's range)."""
     info = np.iinfo(dtype)
     low, high = int(info.min), int(info.max)
+    scale32 = np.float32(scale)
 
     def quantize(value: float) -> int:
-        return zero_point + _round_half_away(value / scale)
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            q = float(np.float32(value) / scale32)  # float / float in C: float32
+        if not math.isfinite(q) or not INT32_MIN <= _c_round(q) <= INT32_MAX:
+            # static_cast<int32_t> of an out-of-range float: x86 gives INT32_MIN.
+            return int(zero_point) + INT32_MIN
+        return int(zero_point) + _c_round(q)
 
     if activation == ActivationFunctionType.RELU:
         return max(low, quantize(0.0)), high
@@ -139,3 +248,17 @@ def is_quantized(tensor) -> bool:
         and tensor.quantization is not None
         and tensor.quantization.is_quantized
     )
+
+
+def legacy_params(tensor) -> tuple[float, int]:
+    """(scale, zero_point) as TFLite's ``tensor->params`` holds them: the single scale and
+    zero point of a per-tensor quantization, (0.0, 0) otherwise (per-channel or none)."""
+    q = getattr(tensor, "quantization", None)
+    if q is None or q.scale.size != 1 or np.asarray(q.zero_point).size != 1:
+        return 0.0, 0
+    return float(np.float32(q.scale[0])), int(np.asarray(q.zero_point).ravel()[0])
+
+
+def wrap_int32(x: IntArray) -> np.ndarray:
+    """Two's-complement wrap of integer values to int32, in int64 (C's int32 overflow)."""
+    return _wrap_int32(np.asarray(x, np.int64))

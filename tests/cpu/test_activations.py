@@ -125,13 +125,6 @@ def test_prelu_v1_matches_litert(x_shape, alpha):
 # -- nodes outside what the kernels implement fail clearly ---------------------------------
 
 
-@pytest.mark.parametrize("op", [B.LOGISTIC, B.HARD_SWISH, B.LEAKY_RELU], ids=name)
-def test_quantized_int8_on_version_1_fails_naming_the_op(op):
-    model = unary_model(op, [3], np.int8, version=1, quant=quantization(0.1))
-    with pytest.raises(KernelError, match=f"{op.name} v1.*INT8"):
-        Interpreter(model_content=model).allocate_tensors()
-
-
 def test_prelu_alpha_that_widens_the_input_fails_like_litert():
     model = prelu_model([3, 4], np.full([2, 1, 4], 0.2, np.float32))
     x = np.ones([3, 4], np.float32)

@@ -79,12 +79,6 @@ def test_rank_above_5_fails_clearly_like_litert():
         Interpreter(model_content=model).allocate_tensors()
 
 
-def test_int8_batch_matmul_claiming_version_1_fails_naming_the_op():
-    model = matmul_model([2, 3], [3, 2], version=1, dtype=np.int8)
-    with pytest.raises(KernelError, match="BATCH_MATMUL.*INT8"):
-        Interpreter(model_content=model).allocate_tensors()
-
-
 @settings(max_examples=30, deadline=None)
 @given(
     batch=st.lists(st.tuples(st.integers(1, 3), st.sampled_from(["both", "x1", "y1"])), min_size=0, max_size=3),

@@ -83,12 +83,6 @@ def test_concatenation_of_int8_needing_rescale_fails_clearly():
     assert_fails_clearly(m, "CONCATENATION", match="requires them equal")
 
 
-def test_concatenation_of_uint8_needing_rescale_fails_clearly():
-    inputs = [In([1, 2], np.uint8, quantization(0.1, 3)), In([1, 2], np.uint8, quantization(0.2, 3))]
-    m = single_op(B.CONCATENATION, inputs, [([1, 4], np.uint8, quantization(0.1, 3))], ConcatenationParams(axis=1))
-    assert_fails_clearly(m, "CONCATENATION", match="requantizing")
-
-
 def test_concatenation_with_mismatched_shapes_fails_clearly():
     m = single_op(B.CONCATENATION, [In([2, 3]), In([3, 3])], [([5, 3], np.float32)], ConcatenationParams(axis=1))
     assert_fails_clearly(m, "CONCATENATION", match="differ outside axis")

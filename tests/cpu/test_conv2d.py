@@ -152,20 +152,6 @@ def test_converter_model_conv2d_dil2_matches_litert():
     assert_matches_litert(MODELS_DIR / "converter" / "conv2d_dil2_float32.tflite")
 
 
-def test_int8_conv_claiming_version_1_fails_naming_the_op():
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    q = quantization(0.1, 0)
-    x = graph.add_input("x", [1, 4, 4, 2], np.int8, quantization=q)
-    w = graph.add_constant("w", np.ones([2, 3, 3, 2], np.int8), quantization=q)
-    b = graph.add_constant("b", np.zeros([2], np.int32))
-    y = graph.add_tensor("y", [1, 4, 4, 2], np.int8, quantization=q)
-    graph.add_operator(BuiltinOperator.CONV_2D, [x, w, b], [y], conv_params(), version=1)
-    graph.add_output(y)
-    with pytest.raises(KernelError, match="CONV_2D"):
-        Interpreter(model_content=builder.build()).allocate_tensors()
-
-
 def test_input_channels_not_a_multiple_of_filter_channels_fail_clearly():
     model = conv_model([1, 4, 4, 5], [2, 3, 3, 2], conv_params())
     with pytest.raises(KernelError, match="CONV_2D.*multiple"):

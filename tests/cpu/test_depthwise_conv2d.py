@@ -144,20 +144,6 @@ def test_converter_model_matches_litert(name):
     assert_matches_litert(CONVERTER / f"{name}.tflite")
 
 
-def test_int8_depthwise_conv_claiming_version_2_fails_naming_the_op():
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    q = quantization(0.1, 0)
-    x = graph.add_input("x", [1, 4, 4, 2], np.int8, quantization=q)
-    w = graph.add_constant("w", np.ones([1, 3, 3, 2], np.int8), quantization=q)
-    b = graph.add_constant("b", np.zeros([2], np.int32))
-    y = graph.add_tensor("y", [1, 4, 4, 2], np.int8, quantization=q)
-    graph.add_operator(BuiltinOperator.DEPTHWISE_CONV_2D, [x, w, b], [y], dw_params(dilation=(2, 2)), version=2)
-    graph.add_output(y)
-    with pytest.raises(KernelError, match="DEPTHWISE_CONV_2D.*INT8"):
-        Interpreter(model_content=builder.build()).allocate_tensors()
-
-
 def test_filter_channels_not_a_multiple_of_input_channels_fail_clearly():
     builder = ModelBuilder()
     graph = builder.subgraph()

@@ -120,20 +120,6 @@ def test_fully_connected_with_fused_tanh_fails_like_litert(activation):
         Interpreter(model_content=model).allocate_tensors()
 
 
-def test_int8_fully_connected_claiming_version_1_fails_naming_the_op():
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    q = quantization(0.1, 0)
-    x = graph.add_input("x", [1, 4], np.int8, quantization=q)
-    w = graph.add_constant("w", np.ones([2, 4], np.int8), quantization=q)
-    b = graph.add_constant("b", np.zeros([2], np.int32))
-    y = graph.add_tensor("y", [1, 2], np.int8, quantization=q)
-    graph.add_operator(BuiltinOperator.FULLY_CONNECTED, [x, w, b], [y], FullyConnectedParams(), version=1)
-    graph.add_output(y)
-    with pytest.raises(KernelError, match="FULLY_CONNECTED.*INT8"):
-        Interpreter(model_content=builder.build()).allocate_tensors()
-
-
 @settings(max_examples=30, deadline=None)
 @given(
     leading=st.lists(st.integers(1, 4), min_size=0, max_size=3),

@@ -94,13 +94,6 @@ def test_converter_model_pool_matches_litert():
     assert_matches_litert(MODELS_DIR / "converter" / "pool_float32.tflite")
 
 
-@pytest.mark.parametrize("op", POOLS, ids=POOL_IDS)
-def test_int8_pool_claiming_version_1_fails_naming_the_op(op):
-    model = pool_model(op, [1, 4, 4, 1], pool_params((2, 2)), version=1, dtype=np.int8, q=quantization(0.1, 0))
-    with pytest.raises(KernelError, match=f"{op.name}.*INT8"):
-        Interpreter(model_content=model).allocate_tensors()
-
-
 @settings(max_examples=30, deadline=None)
 @given(
     op=st.sampled_from(POOLS),

@@ -110,14 +110,6 @@ def test_softmax_converter_model_matches_litert():
 # -- bad nodes ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("op", [B.SOFTMAX, B.LOG_SOFTMAX], ids=lambda op: op.name)
-def test_quantized_uint8_input_is_refused_with_the_op_name(op):
-    model = softmax_model(op, [2, 4], dtype=np.uint8, quantization=quantization(1 / 256))
-    assert stamped_version(model) == 1
-    with pytest.raises(KernelError, match=f"{op.name}.*quantized"):
-        Interpreter(model_content=model).allocate_tensors()
-
-
 def test_scalar_softmax_input_is_refused_with_the_op_name():
     with pytest.raises(KernelError, match="SOFTMAX.*at least one dimension"):
         Interpreter(model_content=softmax_model(B.SOFTMAX, [])).allocate_tensors()

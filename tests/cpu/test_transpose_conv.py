@@ -128,20 +128,6 @@ def test_transpose_conv_with_weights_as_input_matches_litert():
     assert_matches_litert(model, inputs)
 
 
-def test_int8_transpose_conv_claiming_version_1_fails_naming_the_op():
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    q = quantization(0.1, 0)
-    shape = graph.add_constant("shape", np.array([1, 4, 4, 2], np.int32))
-    w = graph.add_constant("w", np.ones([2, 3, 3, 2], np.int8), quantization=q)
-    x = graph.add_input("x", [1, 4, 4, 2], np.int8, quantization=q)
-    y = graph.add_tensor("y", [1, 4, 4, 2], np.int8, quantization=q)
-    graph.add_operator(BuiltinOperator.TRANSPOSE_CONV, [shape, w, x], [y], tc_params(), version=1)
-    graph.add_output(y)
-    with pytest.raises(KernelError, match="TRANSPOSE_CONV.*INT8"):
-        Interpreter(model_content=builder.build()).allocate_tensors()
-
-
 @settings(max_examples=30, deadline=None)
 @given(
     batch=st.integers(1, 2),

@@ -229,13 +229,33 @@ def test_preserve_all_tensors_keeps_every_intermediate_readable():
 def test_a_kernel_that_cannot_run_a_node_names_node_op_and_version():
     builder = ModelBuilder()
     graph = builder.subgraph()
-    x = graph.add_input("x", [4], np.int8, quantization=quantization(0.1, 0))
-    y = graph.add_tensor("y", [4], np.int8, quantization=quantization(0.1, 0))
-    graph.add_operator(BuiltinOperator.RELU, [x], [y], version=1)  # int8 under a float-only version
+    x = graph.add_input("x", [4], np.int32)
+    y = graph.add_tensor("y", [4], np.int32)
+    graph.add_operator(BuiltinOperator.RELU, [x], [y])  # RELU has no int32 kernel, here or in TFLite
     graph.add_output(y)
     interpreter = Interpreter(model_content=builder.build())
-    with pytest.raises(KernelError, match=r"node 0 \(RELU v1\) failed in prepare: .*has type INT8"):
+    with pytest.raises(KernelError, match=r"node 0 \(RELU v1\) failed in prepare: .*has type INT32"):
         interpreter.allocate_tensors()
+
+
+def test_an_under_stamped_node_runs_as_litert_runs_it():
+    # A file whose int8 DEPTHWISE_CONV_2D claims version 1 (TFLite's rules give it 3):
+    # TFLite's kernels choose their arithmetic by the tensor types, so LiteRT runs it,
+    # and so does this runtime (real files are under-stamped, e.g. MediaPipe's float16
+    # DEQUANTIZE nodes at version 2).
+    import flatbuffers
+
+    from delegate_sdk.testing import single_op_model
+    from oracle import assert_matches_litert
+    from schema import schema_generated as fb
+
+    model = fb.ModelT.InitFromPackedBuf(bytearray(single_op_model(BuiltinOperator.DEPTHWISE_CONV_2D, 3)), 0)
+    model.operatorCodes[0].version = 1
+    builder = flatbuffers.Builder(1024)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    under_stamped = bytes(builder.Output())
+    assert Interpreter(model_content=under_stamped).get_ops_details()[0]["version"] == 1
+    assert_matches_litert(under_stamped)
 
 
 def test_model_path_and_content_are_mutually_exclusive():

@@ -20,16 +20,23 @@ Facts from TFLite's kernels (``tensorflow/lite/kernels/{add,sub,mul,div,...}.cc`
 
 Broadcasting is numpy's; TFLite's kernels cap the rank (4-D to 6-D depending on the op),
 a superset here. Quantized tensors (scale/zero point) are not implemented yet.
+
+Speed: a constant operand that broadcasts (a bias, a scale, a scalar) is expanded once
+at prepare to the output's shape when that is small (``_window.FULL_SIZE_LIMIT``), since
+numpy's same-shape path costs a fraction of a broadcasting call on small tensors; the
+float clamp is bound to the output buffer once per allocation (``ActivationClamp.bind``).
 """
 
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 
 from backends.cpu.common import broadcast_shape
 from backends.cpu.kernel import CpuKernel, register
+from backends.cpu.kernels._window import FULL_SIZE_LIMIT, SMALL_CLIP_LIMIT, filled
 from schema.enums import ActivationFunctionType, BuiltinOperator, TensorType
 
 T = TensorType
@@ -101,6 +108,40 @@ class ActivationClamp:
         else:
             np.clip(out, self.lo, self.hi, out=out)
 
+    def bind(self, out: np.ndarray) -> Callable[[], None]:
+        """``self(out)`` as a function of no argument, with its operands prepared for the
+        buffer ``out`` (same results; see ``_window`` for why full-size bounds)."""
+        if self.dtype.kind != "f" or not out.flags.c_contiguous:
+            return lambda: self(out)
+        clip, lo, hi = np.clip, self.lo, self.hi
+        if hi == FLT_MAX:
+            flat, isfinite = out.reshape(-1), math.isfinite
+            if lo == -FLT_MAX:
+                def saturate() -> None:
+                    if not isfinite(flat.dot(flat)):
+                        clip(out, lo, hi, out=out)
+                return saturate
+            lows, maximum = filled(lo, out.size, out.dtype.name).reshape(out.shape), np.maximum
+
+            def relu_and_saturate() -> None:
+                maximum(out, lows, out=out)
+                if not isfinite(flat.dot(flat)):
+                    clip(out, lo, hi, out=out)
+
+            return relu_and_saturate
+        if out.size > SMALL_CLIP_LIMIT:
+            return lambda: clip(out, lo, hi, out=out)
+        # np.clip(out, lo, hi) bit for bit (NaN and -0.0 included), at a third of the cost.
+        lows = filled(lo, out.size, out.dtype.name).reshape(out.shape)
+        highs = filled(hi, out.size, out.dtype.name).reshape(out.shape)
+        maximum, minimum = np.maximum, np.minimum
+
+        def clamp_small() -> None:
+            maximum(lows, out, out=out)
+            minimum(highs, out, out=out)
+
+        return clamp_small
+
 
 class BinaryKernel(CpuKernel):
     """Shared prepare: two inputs and an output of one type, output shape by broadcasting."""
@@ -124,8 +165,42 @@ class BinaryKernel(CpuKernel):
                     f"tensor {tensor.name!r} is quantized ({tensor.type_name} with scales); "
                     "quantized kernels are not implemented yet, only plain (non-quantized) values"
                 )
-        out.resize(broadcast_shape(x.shape, y.shape))
+        shape = broadcast_shape(x.shape, y.shape)
+        out.resize(shape)
         self.dtype = out.dtype
+        # Constant operands that broadcast, expanded to the output's shape (same values).
+        self.expanded = [self.expanded_constant(t, shape) for t in (x, y)]
+        self._bound = None
+
+    @staticmethod
+    def expanded_constant(tensor, shape) -> np.ndarray | None:
+        """A small constant operand of another shape than the output, broadcast to it and
+        made contiguous; None otherwise (the operand is read from its tensor)."""
+        if not tensor.is_constant or tuple(tensor.shape) == tuple(shape) or tensor.dtype.kind not in "fiu":
+            return None
+        if int(np.prod(shape, dtype=np.int64)) > FULL_SIZE_LIMIT:
+            return None
+        return np.ascontiguousarray(np.broadcast_to(tensor.data, shape))
+
+    def operands(self) -> tuple[np.ndarray, np.ndarray]:
+        """The two inputs (constant ones expanded to the output's shape)."""
+        x, y = self.expanded
+        return (self.inputs[0].data if x is None else x, self.inputs[1].data if y is None else y)
+
+    def bind_clamp(self, out: np.ndarray) -> None:
+        """``self.bound``: ``self.clamp`` bound to ``out`` (called when the output buffer changes)."""
+        self.bound = self.clamp.bind(out) if self.clamp is not None else None
+        self._bound = out
+
+    def arithmetic(self, ufunc: np.ufunc) -> None:
+        """``out = clamp(ufunc(x, y))``: the invoke of ADD, SUB and MUL on real types."""
+        out = self.outputs[0].data
+        if self._bound is not out:
+            self.bind_clamp(out)
+        x, y = self.expanded
+        ufunc(self.inputs[0].data if x is None else x, self.inputs[1].data if y is None else y, out=out)
+        if self.bound is not None:
+            self.bound()
 
     def fused_activation(self) -> ActivationClamp | None:
         """The clamp of ``params.fused_activation_function``, or None when it changes nothing."""
@@ -153,10 +228,7 @@ class Add(BinaryKernel):
         self.clamp = self.fused_activation()
 
     def invoke(self) -> None:
-        out = self.outputs[0].data
-        np.add(self.inputs[0].data, self.inputs[1].data, out=out)
-        if self.clamp is not None:
-            self.clamp(out)
+        self.arithmetic(np.add)
 
 
 # v1: float32, int32 (and quantized uint8, not here); v2 int8
@@ -173,10 +245,7 @@ class Sub(BinaryKernel):
         self.clamp = self.fused_activation()
 
     def invoke(self) -> None:
-        out = self.outputs[0].data
-        np.subtract(self.inputs[0].data, self.inputs[1].data, out=out)
-        if self.clamp is not None:
-            self.clamp(out)
+        self.arithmetic(np.subtract)
 
 
 # v1: float32, int32 (and quantized uint8, not here); v2-v4 quantized int8/int16
@@ -199,13 +268,11 @@ class Mul(BinaryKernel):
             self.clamp = self.fused_activation()
 
     def invoke(self) -> None:
-        x, y, out = self.inputs[0].data, self.inputs[1].data, self.outputs[0].data
         if self.dtype.kind == "c":
-            self.complex_multiply(x, y, out)
+            x, y = self.operands()
+            self.complex_multiply(x, y, self.outputs[0].data)
             return
-        np.multiply(x, y, out=out)
-        if self.clamp is not None:
-            self.clamp(out)
+        self.arithmetic(np.multiply)
 
     @staticmethod
     def complex_multiply(x: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:

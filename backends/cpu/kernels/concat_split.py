@@ -1,11 +1,17 @@
-"""CONCATENATION, PACK, UNPACK, SPLIT, SPLIT_V: join tensors along an axis or cut one apart."""
+"""CONCATENATION, PACK, UNPACK, SPLIT, SPLIT_V: join tensors along an axis or cut one apart.
+
+The pieces are copied with slice assignments between views made once per allocation
+(``out[..., a:b, ...]`` for each input or output): the same copies as
+``np.concatenate`` / ``np.copyto``, at a fraction of the call cost on small tensors.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from backends.cpu.common import apply_activation, check_activation
+from backends.cpu.common import activation_range, check_activation
 from backends.cpu.kernel import CpuKernel, register
+from backends.cpu.kernels._window import make_clamp, record_pair, same_arrays
 from backends.cpu.kernels.reshape import (
     INDEX_TYPES,
     inputs_pending,
@@ -76,14 +82,38 @@ class Concatenation(CpuKernel):
                 "which is not supported"
             )
         out.resize([total if i == self.axis else d for i, d in enumerate(first.shape)])
+        # Where each input goes along the axis.
+        offsets = np.cumsum([0] + [t.shape[self.axis] for t in inputs]).tolist()
+        self.blocks = [(slice(None),) * self.axis + (slice(a, b),) for a, b in zip(offsets[:-1], offsets[1:])]
+        low, high = activation_range(self.activation)
+        self.bounds = None if low is None else (low, np.inf if high is None else high)
+        self._bound = None
+
+    def _bind(self, out: np.ndarray) -> None:
+        """Views of this allocation's buffers (fixed until the next one): each input and
+        its block of the output, as records of their contiguous runs (``record_pair``),
+        with the input array they were made from."""
+        self.pieces = []
+        for block, tensor in zip(self.blocks, self.inputs):
+            target, source = record_pair(out[block], tensor.data)
+            self.pieces.append((target, source, tensor, tensor.data))
+        self.clamp = make_clamp(self.bounds, out) if out.dtype == np.float32 else None
+        self._bound = out
 
     def invoke(self) -> None:
         out = self.outputs[0].data
         if self.axis is None:
             out[...] = [t.data for t in self.inputs]
             return
-        np.concatenate([t.data for t in self.inputs], axis=self.axis, out=out)
-        apply_activation(out, self.activation)
+        if self._bound is not out:
+            self._bind(out)
+        for target, source, tensor, data in self.pieces:
+            if tensor.data is not data:  # an input array replaced (a dynamic tensor): views again
+                self._bind(out)
+                return self.invoke()
+            target[...] = source
+        if self.clamp is not None:
+            self.clamp()
 
 
 # --------------------------------------------------------------------------------------
@@ -190,6 +220,7 @@ class _SplitBase(CpuKernel):
                 f"num_splits is {self.params.num_splits} but the node has {len(self.outputs)} outputs"
             )
         self.sizes_from_values = not sizes_known
+        self._bound = None
         if self.sizes_from_values:
             for out in self.outputs:
                 out.set_dynamic()
@@ -205,8 +236,12 @@ class _SplitBase(CpuKernel):
             for out, index in zip(self.outputs, self.slices):
                 out.set_data(x[index].copy())
         else:
-            for out, index in zip(self.outputs, self.slices):
-                np.copyto(out.data, x[index])
+            arrays = (x, *[out.data for out in self.outputs])
+            if not same_arrays(self._bound, arrays):
+                self.pieces = [record_pair(out.data, x[index]) for out, index in zip(self.outputs, self.slices)]
+                self._bound = arrays
+            for target, piece in self.pieces:
+                target[...] = piece
 
 
 # v1: float32, uint8, int64; v2: int8; v3: int32; v4: int16.

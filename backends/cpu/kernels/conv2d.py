@@ -7,18 +7,30 @@ where ``groups = input channels / filter in-channels`` (1 for a plain convolutio
 and positions outside the input read 0 (TFLite's reference ``Conv``).
 
 How: im2col. The padded input (a buffer allocated at prepare, whose interior is
-refreshed at invoke) is viewed as all its windows ``[N, OH, OW, KH, KW, C]``
-(``sliding_window_view``), copied once into a column buffer, and multiplied by the
-filter, re-laid out at prepare as a ``[KH*KW*I, O]`` matrix, in one BLAS matmul per
-group. A 1x1 stride-1 convolution is a plain matmul of the input.
+refreshed at invoke) is viewed, once at prepare, as all its windows
+``[N, OH, OW, KH, KW, C]``, copied at invoke into a column buffer, and multiplied by
+the filter, re-laid out at prepare as a ``[KH*KW*I, O]`` matrix, in one BLAS matmul per
+group. A 1x1 stride-1 convolution is a plain matmul of the input. The bias is added
+as a prepared array of the output's shape (a broadcast add costs several times more),
+and the activation clamp is bound to the output buffer (see ``_window``): the views of
+the arena's input and output buffers are made on the first invoke after an allocation.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from backends.cpu.kernel import CpuKernel, register
-from backends.cpu.kernels._window import PaddedInput, WindowGeometry, activation_bounds, clamp, window_view
+from backends.cpu.kernels._window import (
+    PaddedInput,
+    WindowGeometry,
+    activation_bounds,
+    make_clamp,
+    record_pair,
+    tiled_rows,
+    window_view,
+)
 from schema.enums import BuiltinOperator, TensorType
 
 
@@ -76,12 +88,35 @@ class Conv2D(CpuKernel):
         self.depth = kh * kw * group_in  # K of the matmul
         self.pointwise = kh == 1 and kw == 1 and geometry.stride_h == 1 and geometry.stride_w == 1
         if not self.pointwise:
-            self.pad = PaddedInput(geometry)
+            self.pad = PaddedInput(geometry, always=True)
+            # All windows of the padded buffer (ours: the view holds until the next prepare).
+            windows = window_view(geometry, self.pad.buffer)  # [N, OH, OW, KH, KW, C]
+            n, oh, ow, _, _, _ = windows.shape
             # im2col buffer, group-major so each group's columns are one [M, K] matrix.
             self.columns = np.empty((groups, *geometry.output_shape, kh, kw, group_in), np.float32)
+            self.column_matrices = self.columns.reshape(groups, self.rows, self.depth)
+            if groups == 1:
+                # Copied as records of contiguous runs: a window row (KW*C values) when
+                # dilation_w is 1, else one pixel's C values (see _window.record_pair).
+                if geometry.dilation_w == 1:
+                    buffer = self.pad.buffer
+                    bs, rs, ps, cs = buffer.strides
+                    windows = as_strided(
+                        buffer, (n, oh, ow, kh, kw * in_channels),
+                        (bs, geometry.stride_h * rs, geometry.stride_w * ps, geometry.dilation_h * rs, cs),
+                        writeable=False,
+                    )
+                target = self.columns.reshape(windows.shape)
+                self.column_copy = record_pair(target, windows)
+            else:
+                windows = np.reshape(windows, (n, oh, ow, kh, kw, groups, group_in), copy=False)
+                self.column_copy = (self.columns, windows.transpose(5, 0, 1, 2, 3, 4, 6))
         if groups > 1:
             self.group_results = np.empty((groups, self.rows, self.group_out), np.float32)
         self.weights = self.weight_matrices(filters.data) if filters.is_constant else None
+        self.has_bias = bias is not None
+        self.tiled_bias = tiled_rows(bias.data, (self.rows, out_channels)) if bias is not None and bias.is_constant else None
+        self._bound = (None, None)
 
     def weight_matrices(self, filters: np.ndarray) -> np.ndarray:
         """OHWI filter -> ``[groups, KH*KW*I, O/groups]``, rows in the columns' (ky, kx, i) order."""
@@ -89,26 +124,39 @@ class Conv2D(CpuKernel):
         per_group = filters.reshape(self.groups, self.group_out, kh, kw, group_in)
         return np.ascontiguousarray(per_group.transpose(0, 2, 3, 4, 1)).reshape(self.groups, self.depth, self.group_out)
 
+    def _bind(self, x: np.ndarray, out: np.ndarray) -> None:
+        """Views of this allocation's input and output buffers (fixed until the next one)."""
+        self.out_rows = out.reshape(self.rows, -1)
+        if self.pointwise:  # 1x1, stride 1: every pixel is its own window (no copy)
+            self.column_matrices = x.reshape(self.rows, self.groups, self.depth).transpose(1, 0, 2)
+        self.out_groups = out.reshape(self.rows, self.groups, self.group_out).transpose(1, 0, 2) if self.groups > 1 else None
+        self.clamp = make_clamp(self.bounds, out)
+        # (a reshape of a non-contiguous array is a copy: then bind again at every invoke)
+        self._bound = (x, out) if x.flags.c_contiguous else (None, None)
+
     def im2col(self, x: np.ndarray) -> np.ndarray:
         """The input's windows as ``[groups, M, K]`` (copied into the prepared buffer)."""
-        if self.pointwise:  # 1x1, stride 1: every pixel is its own window (no copy)
-            return x.reshape(self.rows, self.groups, self.depth).transpose(1, 0, 2)
-        windows = window_view(self.geometry, self.pad(x))  # [N, OH, OW, KH, KW, C]
-        n, oh, ow, kh, kw, _ = windows.shape
-        windows = windows.reshape(n, oh, ow, kh, kw, self.groups, -1)
-        np.copyto(self.columns, windows.transpose(5, 0, 1, 2, 3, 4, 6))
-        return self.columns.reshape(self.groups, self.rows, self.depth)
+        if not self.pointwise:
+            self.pad(x)
+            target, source = self.column_copy
+            target[...] = source
+        return self.column_matrices
 
     def invoke(self) -> None:
         x = self.inputs[0].data
         out = self.outputs[0].data
+        if self._bound[0] is not x or self._bound[1] is not out:
+            self._bind(x, out)
         weights = self.weights if self.weights is not None else self.weight_matrices(self.inputs[1].data)
         columns = self.im2col(x)
+        rows = self.out_rows
         if self.groups == 1:
-            np.matmul(columns[0], weights[0], out=out.reshape(self.rows, -1))
+            np.dot(columns[0], weights[0], out=rows)
         else:
             np.matmul(columns, weights, out=self.group_results)
-            out.reshape(self.rows, self.groups, self.group_out)[...] = self.group_results.transpose(1, 0, 2)
-        if len(self.inputs) == 3 and self.inputs[2] is not None:
-            np.add(out, self.inputs[2].data.reshape(-1), out=out)
-        clamp(out, self.bounds)
+            self.out_groups[...] = self.group_results
+        if self.has_bias:
+            bias = self.tiled_bias if self.tiled_bias is not None else tiled_rows(self.inputs[2].data, rows.shape)
+            np.add(rows, bias, out=rows)
+        if self.clamp is not None:
+            self.clamp()

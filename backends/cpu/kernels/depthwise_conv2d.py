@@ -10,28 +10,46 @@ bias ``[C*M]``. Output channel ``o = c*M + m`` reads input channel ``c``:
 with dilation ``(dh, dw)`` (version 2; 1 in version 1), positions outside the input
 reading 0 and the fused activation applied last (TFLite's reference ``DepthwiseConv``).
 
-How: the padded input (buffer allocated at prepare, interior refreshed at invoke;
-with M > 1 each input channel is also repeated M times there, so that channel o of
-the buffer feeds output channel o) is viewed as all its windows
-``[N, OH, OW, KH, KW, C*M]`` (``sliding_window_view``), and one ``einsum`` multiplies
-each window by its channel's filter and sums over the taps.
+How: one ``einsum`` over the taps, accumulating in TFLite's order (the taps in
+row-major order, then the bias, then the clamp), on a "source" buffer of ours
+allocated at prepare whose border stays 0 and whose interior is refreshed at invoke:
 
-Measured on a 2-core x86 (numpy 2.4, 3x3 filters), against a loop over the KH*KW
-taps accumulating ``out += slice * w_tap`` (two passes over the output per tap):
-the einsum is 1.3-2x faster; with fewer than 64 channels it is faster still on a
-contiguous im2col copy of the windows ([1, 64, 64, 32]: 0.66 ms copy+einsum, 0.98 ms
-einsum on the view, 1.25 ms tap loop), with 64 or more directly on the view
-([1, 16, 16, 512]: 0.41 ms view, 0.73 ms copy+einsum). Repeating channels for M > 1
-beats an einsum with a separate multiplier axis (1.6 ms vs 4.7 ms, [1, 64, 64, 32], M=2).
+- stride 1 across: the padded input (with M > 1 each input channel is also repeated
+  M times there, so that channel o of the buffer feeds output channel o). For tap
+  (ky, kx) the outputs of row y read one contiguous run of ``OW * C*M`` values, so the
+  taps are a strided view ``[KH, KW, N, OH, OW*C*M]`` and the einsum's inner loop runs
+  over whole output rows, multiplied by the filter tiled ``OW`` times (prepared once);
+- stride sw > 1 across: the same, after a "row im2col": for every padded row and every
+  kx, the OW input pixels that tap kx reads (``[N, Hp, KW, OW, C*M]``), so the runs are
+  contiguous again; it costs KW strided copies of the input per invoke.
+
+Measured (one core of a Xeon, numpy 2.4, 3x3 filters), against the previous im2col
+(copy of every window) + einsum: [1, 64, 64, 24] 0.60 -> 0.17 ms; [1, 16, 16, 8]
+45 -> 12 us. The results are the same bits (same order of the float32 additions).
 """
 
 from __future__ import annotations
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from backends.cpu.kernel import CpuKernel, register
-from backends.cpu.kernels._window import PaddedInput, WindowGeometry, activation_bounds, clamp, window_view
+from backends.cpu.kernels._window import (
+    PaddedInput,
+    WindowGeometry,
+    activation_bounds,
+    make_clamp,
+    record_pair,
+    tiled_rows,
+)
 from schema.enums import BuiltinOperator, TensorType
+
+try:  # the C implementation behind np.einsum(optimize=False), without its Python wrapper
+    from numpy._core.multiarray import c_einsum as _einsum
+except ImportError:  # pragma: no cover - older numpy
+    _einsum = np.einsum
+
+_SUBSCRIPTS = "abnyk,abk->nyk"  # taps (a, b), batch n, output row y, position-and-channel k
 
 
 # Version 1: float32 depthwise convolution (depth multiplier, strides, SAME/VALID,
@@ -81,22 +99,95 @@ class DepthwiseConv2D(CpuKernel):
             raise self.unsupported(str(error)) from None
         output.resize((*geometry.output_shape, out_channels))
 
-        self.geometry = geometry
-        self.pad = PaddedInput(geometry, repeat=self.multiplier)
-        # Below 64 channels the einsum is faster on a contiguous copy of the windows.
-        self.columns = None
-        if out_channels < 64:
-            self.columns = np.empty((*geometry.output_shape, kh, kw, out_channels), np.float32)
-        self.tap_weights = filters.data[0] if filters.is_constant else None
+        self.geometry = g = geometry
+        self.row = g.out_w * out_channels  # one output row: OW positions x C*M channels
+        self.has_bias = bias is not None
+        if g.stride_w == 1:
+            self.pad = PaddedInput(g, repeat=self.multiplier, always=True)
+            self.taps = self._taps_view(self.pad.buffer, g.dilation_w * out_channels * 4)
+            self.row_columns = None
+        else:
+            self.pad = None
+            self._prepare_row_columns()
+        self.tiled_weights = self.tile_weights(filters.data) if filters.is_constant else None
+        self.tiled_bias = None
+        if bias is not None and bias.is_constant:
+            self.tiled_bias = tiled_rows(bias.data, (g.batch, g.out_h, self.row))
+        self._bound = (None, None)
+
+    # -- prepare-time layouts ---------------------------------------------------------------
+    def _taps_view(self, source: np.ndarray, tap_w_stride: int) -> np.ndarray:
+        """The taps over ``source`` ([N, rows, ...] with rows of padded input): a read-only view
+        ``[KH, KW, N, OH, OW*C*M]`` whose last axis is contiguous."""
+        g = self.geometry
+        batch_stride, row_stride = source.strides[0], source.strides[1]
+        return as_strided(
+            source,
+            (g.filter_h, g.filter_w, g.batch, g.out_h, self.row),
+            (g.dilation_h * row_stride, tap_w_stride, batch_stride, g.stride_h * row_stride, source.itemsize),
+            writeable=False,
+        )
+
+    def _prepare_row_columns(self) -> None:
+        """Stride > 1 across: ``columns[n, r, kx, x, o]`` = padded input row r at column
+        ``x*sw + kx*dw`` (channel o, repeated channels included), 0 outside the input."""
+        g, m = self.geometry, self.multiplier
+        padded_h = g.pad_top + g.in_h + g.pad_bottom
+        channels = g.channels // m
+        grouped = np.zeros((g.batch, padded_h, g.filter_w, g.out_w, channels, m), np.float32)
+        self.row_columns = grouped.reshape(g.batch, padded_h, g.filter_w, g.out_w, g.channels)
+        self.taps = self._taps_view(self.row_columns, self.row * 4)
+        # For each kx: the output columns that read inside the input, and the input columns.
+        self.column_copies = []
+        for kx in range(g.filter_w):
+            offset = kx * g.dilation_w - g.pad_left
+            first = max(0, -(offset // g.stride_w))
+            last = min(g.out_w - 1, (g.in_w - 1 - offset) // g.stride_w)
+            if first > last:
+                continue
+            start = first * g.stride_w + offset
+            target = grouped[:, g.pad_top : g.pad_top + g.in_h, kx, first : last + 1]
+            self.column_copies.append((target, slice(start, start + (last - first) * g.stride_w + 1, g.stride_w)))
+
+    def tile_weights(self, filters: np.ndarray) -> np.ndarray:
+        """``[1, KH, KW, C*M]`` -> ``[KH, KW, OW*C*M]``: each tap's weights once per output column."""
+        _, kh, kw, channels = filters.shape
+        tiled = np.broadcast_to(filters[0][:, :, None, :], (kh, kw, self.geometry.out_w, channels))
+        return np.ascontiguousarray(tiled).reshape(kh, kw, self.row)
+
+    # -- invoke -----------------------------------------------------------------------------
+    def _bind(self, x: np.ndarray, out: np.ndarray) -> None:
+        """Views of this allocation's input and output buffers (fixed until the next one)."""
+        g = self.geometry
+        self.rows_out = out.reshape(g.batch, g.out_h, self.row)
+        self.clamp = make_clamp(self.bounds, out)
+        if self.row_columns is not None:
+            # (the targets are [..., C, M]: each input channel goes to its M copies; with
+            # M = 1, each pixel's C values are copied as one record, see _window.record_pair)
+            if self.multiplier == 1:
+                self.column_sources = [record_pair(target[..., 0], x[:, :, columns]) for target, columns in self.column_copies]
+            else:
+                self.column_sources = [(target, x[:, :, columns, :, None]) for target, columns in self.column_copies]
+        self._bound = (x, out)  # (only views of x: valid whatever its layout)
 
     def invoke(self) -> None:
-        out = self.outputs[0].data
-        weights = self.tap_weights if self.tap_weights is not None else self.inputs[1].data[0]  # [KH, KW, C*M]
-        windows = window_view(self.geometry, self.pad(self.inputs[0].data))  # [N, OH, OW, KH, KW, C*M]
-        if self.columns is not None:
-            np.copyto(self.columns, windows)
-            windows = self.columns
-        np.einsum("nyxhwc,hwc->nyxc", windows, weights, out=out, optimize=False)
-        if len(self.inputs) == 3 and self.inputs[2] is not None:
-            np.add(out, self.inputs[2].data.reshape(-1), out=out)
-        clamp(out, self.bounds)
+        x, out = self.inputs[0].data, self.outputs[0].data
+        if self._bound[0] is not x or self._bound[1] is not out:
+            self._bind(x, out)
+        if self.row_columns is None:
+            self.pad(x)
+        else:
+            for target, source in self.column_sources:
+                target[...] = source
+        weights = self.tiled_weights
+        if weights is None:
+            weights = self.tile_weights(self.inputs[1].data)
+        rows = self.rows_out
+        _einsum(_SUBSCRIPTS, self.taps, weights, out=rows)
+        if self.has_bias:
+            bias = self.tiled_bias
+            if bias is None:
+                bias = tiled_rows(self.inputs[2].data, rows.shape)
+            np.add(rows, bias, out=rows)
+        if self.clamp is not None:
+            self.clamp()

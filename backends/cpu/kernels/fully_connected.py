@@ -4,7 +4,10 @@ Weights are ``[units, depth]``. The input is read as rows of ``depth`` values
 (``[size / depth, depth]``); the output is ``[size / depth, units]``, or, with
 ``keep_num_dims`` (version 5), the input's shape with its last axis (which must then
 be ``depth``) replaced by ``units``. The bias is optional (TFLite's reference
-``FullyConnected``). One BLAS matmul with the transposed weights view (no copy).
+``FullyConnected``). One BLAS call (``np.dot``, the same sgemm/sgemv as ``np.matmul``
+at a third of the call cost on tiny operands) with the transposed weights view (no
+copy), then the bias as a prepared array of the output's shape and the clamp bound
+to the output buffer (see ``_window``).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
-from backends.cpu.kernels._window import activation_bounds, clamp
+from backends.cpu.kernels._window import activation_bounds, make_clamp, tiled_rows
 from schema.enums import ActivationFunctionType, BuiltinOperator, FullyConnectedOptionsWeightsFormat, TensorType
 
 Act = ActivationFunctionType
@@ -69,11 +72,27 @@ class FullyConnected(CpuKernel):
         else:
             self.outputs[0].resize((self.batch, units))
 
+        self.units, self.depth = units, depth
+        self.has_bias = bias is not None
+        self.tiled_bias = tiled_rows(bias.data, (self.batch, units)) if bias is not None and bias.is_constant else None
+        self._bound = (None, None)
+
+    def _bind(self, x: np.ndarray, out: np.ndarray) -> None:
+        """Views of this allocation's input and output buffers (fixed until the next one)."""
+        self.x_rows = x.reshape(self.batch, self.depth)
+        self.out_rows = out.reshape(self.batch, self.units)
+        self.clamp = make_clamp(self.bounds, out)
+        # (a reshape of a non-contiguous array is a copy: then bind again at every invoke)
+        self._bound = (x, out) if x.flags.c_contiguous else (None, None)
+
     def invoke(self) -> None:
-        x, weights = self.inputs[0].data, self.inputs[1].data
-        out = self.outputs[0].data
-        rows = out.reshape(self.batch, weights.shape[0])
-        np.matmul(x.reshape(self.batch, weights.shape[1]), weights.T, out=rows)
-        if len(self.inputs) == 3 and self.inputs[2] is not None:
-            np.add(rows, self.inputs[2].data.reshape(-1), out=rows)
-        clamp(out, self.bounds)
+        x, out = self.inputs[0].data, self.outputs[0].data
+        if self._bound[0] is not x or self._bound[1] is not out:
+            self._bind(x, out)
+        rows = self.out_rows
+        np.dot(self.x_rows, self.inputs[1].data.T, out=rows)
+        if self.has_bias:
+            bias = self.tiled_bias if self.tiled_bias is not None else tiled_rows(self.inputs[2].data, rows.shape)
+            np.add(rows, bias, out=rows)
+        if self.clamp is not None:
+            self.clamp()

@@ -1,7 +1,10 @@
 """PAD, PADV2 (constant padding) and MIRROR_PAD (REFLECT / SYMMETRIC).
 
-Both write the input into the middle of the output and then fill only the borders,
-one axis at a time (no padded temporary).
+Both write the input into the middle of the output and fill the borders (no padded
+temporary). The views of the output (middle, border slabs) are made once per
+allocation. PAD fills the whole output first, then copies the middle, when the output
+is small or the last axis is padded (one contiguous fill beats many short strided
+border writes); otherwise it writes only the border slabs, one axis at a time.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
+from backends.cpu.kernels._window import record_pair, same_arrays
 from backends.cpu.kernels.reshape import (
     INDEX_TYPES,
     MOVABLE_TYPES,
@@ -93,12 +97,34 @@ class Pad(_PadBase):
         out = self.output()
         given = self.inputs[2] if len(self.inputs) > 2 else None
         value = given.data.reshape(()) if given is not None else self.default_value
-        for axis, (before, after) in enumerate(self.pads):
-            if before:
-                out[along(axis, slice(0, before))] = value
-            if after:
-                out[along(axis, slice(out.shape[axis] - after, None))] = value
-        out[self.inner] = x
+        if not same_arrays(self._bound, (x, out)):
+            self._bind(x, out)
+        if self.borders is None:
+            out.fill(value)
+        else:
+            for border in self.borders:
+                border[...] = value
+        middle, source = self.middle
+        middle[...] = source
+
+    _bound = None
+
+    def _bind(self, x: np.ndarray, out: np.ndarray) -> None:
+        """Views of the output: its middle and, unless the whole output is filled, the
+        border slabs of each axis (in the order the previous versions wrote them)."""
+        self.middle = record_pair(out[self.inner], x)
+        last_axis_padded = bool(self.pads) and any(self.pads[-1])
+        if out.size <= 4096 or last_axis_padded:
+            self.borders = None
+        else:
+            self.borders = []
+            for axis, (before, after) in enumerate(self.pads):
+                if before:
+                    self.borders.append(out[along(axis, slice(0, before))])
+                if after:
+                    self.borders.append(out[along(axis, slice(out.shape[axis] - after, None))])
+        # A dynamic output is a new array at every invoke: nothing to keep then.
+        self._bound = None if self.from_values else (x, out)
 
 
 # v1: float32, int32, int64, uint8; v2: int8; v3: int16.

@@ -9,18 +9,33 @@ elements count (TFLite's padding rule):
 where ``count`` is the number of window elements inside the input (not the filter
 size), then the fused activation is applied.
 
-How: a loop over the filter taps. At prepare, each tap gets the block of output
-positions where it falls inside the input and the strided block of input it reads
-there (``WindowGeometry.clipped_taps``); invoke starts the output at the identity (0,
-or -inf for the max) and combines each tap's input block into its output block, in
-TFLite's tap order, so no padded copy of the input is made. ``count`` is a prepared
-``[OH, OW, 1]`` array. When the output has fewer positions than the filter has taps
-(global pools), one reduction over the ``sliding_window_view`` of all windows of a
-padded input is faster instead.
+How, by size (the same values all ways: sums combine the taps in TFLite's order, one by
+one, starting from the identity; padding adds 0, resp. -inf; a max does not depend on
+the order, up to the sign of a zero):
 
-Measured (2 cores, numpy 2.4): [1, 64, 64, 32] 3x3/2 max: taps 0.14 ms, one reduction
-0.35 ms; [1, 7, 7, 1024] 7x7 global: taps 0.12 ms, one reduction 0.035 ms. On
-[1, 112, 112, 64] 3x3/2 skipping the padded copy saves 0.23 ms of 1.2 ms.
+- tiny outputs (at most ``GATHER_LIMIT`` taps in all): at prepare, the flat input index of
+  every tap of every output (``[KH*KW, outputs]``, taps outside the input pointing at an
+  extra identity element); invoke copies the input next to that element, gathers with
+  one ``take`` and reduces over the taps with one ``reduce``: four numpy calls, whatever
+  the window;
+- MAX_POOL_2D without padding: separably, the max over each column of taps first (one
+  fmax per filter row, on whole input rows), then over the columns; fmax is exact, so
+  this is the same max (the identity -inf applied last);
+- otherwise a loop over the filter taps. At prepare, each tap gets the block of output
+  positions where it falls inside the input and the strided block of input it reads
+  there (``WindowGeometry.clipped_taps``); invoke starts the output at the identity (0,
+  or -inf for the max) and combines each tap's input block into its output block, so
+  no padded copy of the input is made (the blocks are views made once per allocation);
+- when the output has fewer positions than the filter has taps (global pools), one
+  reduction over the ``sliding_window_view`` of all windows of a padded input.
+
+``count`` is a prepared array of the output's shape (dividing by a broadcast
+``[OH, OW, 1]`` costs several times more on small outputs).
+
+Measured (one core of a Xeon, numpy 2.4): [1, 9, 9, 4] 3x3/2 average: taps 14 us,
+gather 4.7 us; [1, 64, 64, 32] 3x3/2 max: taps 0.14 ms, one reduction 0.35 ms;
+[1, 7, 7, 1024] 7x7 global: taps 0.12 ms, one reduction 0.035 ms. On [1, 112, 112, 64]
+3x3/2 skipping the padded copy saves 0.23 ms of 1.2 ms.
 """
 
 from __future__ import annotations
@@ -28,8 +43,12 @@ from __future__ import annotations
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
-from backends.cpu.kernels._window import PaddedInput, WindowGeometry, activation_bounds, clamp, window_view
+from backends.cpu.kernels._window import PaddedInput, WindowGeometry, activation_bounds, filled, make_clamp, window_view
 from schema.enums import BuiltinOperator, TensorType
+
+
+#: Up to this many gathered values (taps x outputs), the gather path.
+GATHER_LIMIT = 2048
 
 
 # v1 of each op: float32. Not here: AVERAGE/MAX_POOL_2D v2 (int8) and v3 (int16).
@@ -63,29 +82,111 @@ class Pool2D(CpuKernel):
         self.is_l2 = self.op == BuiltinOperator.L2_POOL_2D
         self.combine = np.fmax if self.is_max else np.add  # fmax: NaN loses, as with TFLite's std::max
         self.identity = -np.inf if self.is_max else 0.0
-        self.counts = None if self.is_max else geometry.valid_counts()
-        self.squares = np.empty(x.shape, np.float32) if self.is_l2 else None
-        if geometry.filter_h * geometry.filter_w <= geometry.out_h * geometry.out_w:
+        out_shape = (*geometry.output_shape, geometry.channels)
+        counts = None if self.is_max else geometry.valid_counts()  # [OH, OW, 1]
+        self.counts = None if counts is None else np.ascontiguousarray(np.broadcast_to(counts, out_shape))
+        taps = geometry.filter_h * geometry.filter_w
+        outputs = int(np.prod(out_shape))
+        self.gather = None
+        self.tap_blocks = None
+        self.pad = None
+        self.separable = False
+        if taps * outputs <= GATHER_LIMIT:
+            self._prepare_gather(x.shape)
+        elif self.is_max and not geometry.is_padded and taps > 1:
+            self._prepare_separable(x.shape)
+        elif taps <= geometry.out_h * geometry.out_w:
             self.tap_blocks = geometry.clipped_taps()
-            self.pad = None
+            self.squares = np.empty(x.shape, np.float32) if self.is_l2 else None
         else:
-            self.tap_blocks = None
-            self.pad = PaddedInput(geometry, fill=self.identity)
+            self.pad = PaddedInput(geometry, fill=self.identity, always=True)
+            self.windows = window_view(geometry, self.pad.buffer)
+        self._bound = (None, None)
+
+    def _prepare_gather(self, input_shape) -> None:
+        """``index[t, o]``: where output o's tap t reads in ``extended`` (the flat input,
+        then one identity element for the taps outside the input)."""
+        g = self.geometry
+        size = int(np.prod(input_shape))
+        self.extended = np.full(size + 1, self.identity, np.float32)
+        self.extended_input = self.extended[:size].reshape(input_shape)
+        padded = np.full(g.padded_shape, size, np.intp)
+        padded[:, g.pad_top : g.pad_top + g.in_h, g.pad_left : g.pad_left + g.in_w] = np.arange(size).reshape(input_shape)
+        windows = window_view(g, padded)  # [N, OH, OW, KH, KW, C]
+        self.gather = np.ascontiguousarray(windows.transpose(3, 4, 0, 1, 2, 5)).reshape(g.filter_h * g.filter_w, -1)
+        self.gathered = np.empty(self.gather.shape, np.float32)
+
+    def _prepare_separable(self, input_shape) -> None:
+        """MAX_POOL_2D without padding: the max of each column of taps first (over whole
+        rows of the input: long contiguous runs), then across the columns."""
+        g = self.geometry
+        self.separable = True
+        self.column_max = np.empty((g.batch, g.out_h, g.in_w, g.channels), np.float32)
+        self.lowest = filled(-np.inf, g.batch * g.out_h * g.out_w * g.channels).reshape(
+            g.batch, g.out_h, g.out_w, g.channels
+        )
+        span_w = (g.out_w - 1) * g.stride_w + 1
+        self.column_taps = [
+            self.column_max[:, :, kx : kx + span_w : g.stride_w] for kx in range(g.filter_w)
+        ]
+
+    def _bind(self, x: np.ndarray, out: np.ndarray) -> None:
+        """Views of this allocation's input and output buffers (fixed until the next one)."""
+        if self.separable:
+            g = self.geometry
+            span_h = (g.out_h - 1) * g.stride_h + 1
+            self.row_taps = [x[:, ky : ky + span_h : g.stride_h] for ky in range(g.filter_h)]
+        if self.tap_blocks is not None:
+            source = self.squares if self.is_l2 else x
+            self.tap_views = [(out[out_block], source[in_block]) for out_block, in_block in self.tap_blocks]
+        if self.gather is not None:
+            self.out_flat = out.reshape(-1)
+        self.clamp = make_clamp(self.bounds, out)
+        self._bound = (x, out)  # (only views of x: valid whatever its layout)
 
     def invoke(self) -> None:
         out = self.outputs[0].data
-        source = self.inputs[0].data
-        if self.is_l2:
-            source = np.square(source, out=self.squares)
-        if self.tap_blocks is not None:
+        x = self.inputs[0].data
+        if self._bound[0] is not x or self._bound[1] is not out:
+            self._bind(x, out)
+        combine = self.combine
+        if self.gather is not None:
+            self.extended_input[...] = x
+            gathered = self.gathered
+            self.extended.take(self.gather, out=gathered)
+            if self.is_l2:
+                np.square(gathered, out=gathered)
+            combine.reduce(gathered, axis=0, out=self.out_flat)
+        elif self.separable:
+            # fmax is exact and NaN loses: any grouping gives the max of the non-NaN taps;
+            # a window of NaN only gives NaN here, and -inf (the identity) after the last fmax.
+            rows, columns, fmax = self.row_taps, self.column_taps, np.fmax
+            column_max = self.column_max
+            if len(rows) == 1:
+                column_max[...] = rows[0]
+            else:
+                fmax(rows[0], rows[1], out=column_max)
+                for row in rows[2:]:
+                    fmax(column_max, row, out=column_max)
+            if len(columns) == 1:
+                out[...] = columns[0]
+            else:
+                fmax(columns[0], columns[1], out=out)
+                for column in columns[2:]:
+                    fmax(out, column, out=out)
+            fmax(out, self.lowest, out=out)
+        elif self.tap_blocks is not None:
+            if self.is_l2:
+                np.square(x, out=self.squares)
             out.fill(self.identity)
-            for out_block, in_block in self.tap_blocks:
-                target = out[out_block]
-                self.combine(target, source[in_block], out=target)
+            for target, source in self.tap_views:
+                combine(target, source, out=target)
         else:
-            self.combine.reduce(window_view(self.geometry, self.pad(source)), axis=(3, 4), out=out)
+            self.pad(np.square(x) if self.is_l2 else x)
+            combine.reduce(self.windows, axis=(3, 4), out=out)
         if self.counts is not None:
             np.divide(out, self.counts, out=out)
         if self.is_l2:
             np.sqrt(out, out=out)
-        clamp(out, self.bounds)
+        if self.clamp is not None:
+            self.clamp()

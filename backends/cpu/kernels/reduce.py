@@ -22,6 +22,10 @@ Semantics of TFLite's reference kernels (``kernels/reduce.cc``, ``reference/redu
 
 Version 1 of each op is implemented for its non-quantized types; later versions (int8,
 int16) are quantized and not registered here.
+
+Speed: with constant axes the plan (and, for float MEAN, the divisor as an array of the
+output's shape, dividing on numpy's same-shape path) is made at prepare; float SUM and
+MEAN call the reduction with the views of the arena buffers made once per allocation.
 """
 
 from __future__ import annotations
@@ -98,6 +102,27 @@ class _Plan:
         if self.trailing_sum:
             self.rows = int(np.prod(shape[: rank - len(axes)], dtype=np.int64))
             self.ones = np.ones(self.count, dtype=np.float32)  # used by float SUM and MEAN
+        self.divisors = None  # float MEAN: the count as an array of the output's shape (made on use)
+        self.bound = (None, None)
+
+    def bind(self, x: np.ndarray, out: np.ndarray) -> Callable[[], None]:
+        """Float SUM of ``x`` into ``out`` as a function of no argument (``_float_sum``,
+        with its reshaped views made once for these two buffers)."""
+        if self.bound[0] is not x or self.bound[1] is not out:
+            if self.trailing_sum and x.flags.c_contiguous:
+                matrix, ones, vector, matmul = x.reshape(self.rows, self.count), self.ones, out.reshape(self.rows), np.matmul
+                self.summed = lambda: matmul(matrix, ones, out=vector)
+            elif self.trailing_sum:  # (a reshape of a non-contiguous array is a copy: not kept)
+                return lambda: _float_sum(x, self, out)
+            else:
+                # (float32 sums in float32 by default: no dtype argument, which costs ~2 us a call)
+                add, axes, keep_dims = np.add.reduce, self.axes, self.keep_dims
+                if x.dtype == np.float32:
+                    self.summed = lambda: add(x, axis=axes, keepdims=keep_dims, out=out)
+                else:
+                    self.summed = lambda: add(x, axis=axes, dtype=x.dtype, keepdims=keep_dims, out=out)
+            self.bound = (x, out)
+        return self.summed
 
 
 @register(B.MEAN, 1, 1)  # v1: float32, int32, int64 (and quantized uint8, not here); v2 int8; v3 int16
@@ -149,7 +174,7 @@ class Reduce(CpuKernel):
         if self.op == B.MEAN:
             return _mean_float if dtype.kind == "f" else _mean_integer
         if self.op == B.SUM:
-            return _float_sum if dtype.kind == "f" else _ufunc_reducer(np.add)
+            return _bound_float_sum if dtype.kind == "f" else _ufunc_reducer(np.add)
         if self.op == B.REDUCE_PROD:
             return _ufunc_reducer(np.multiply)
         if self.op == B.REDUCE_ANY:
@@ -169,6 +194,11 @@ def _ufunc_reducer(ufunc: np.ufunc) -> Callable[[np.ndarray, _Plan, np.ndarray],
         ufunc.reduce(x, axis=plan.axes, dtype=x.dtype, keepdims=plan.keep_dims, out=out)
 
     return reduce
+
+
+def _bound_float_sum(x: np.ndarray, plan: _Plan, out: np.ndarray) -> None:
+    """``_float_sum`` through the plan's views of these buffers."""
+    plan.bind(x, out)()
 
 
 def _float_sum(x: np.ndarray, plan: _Plan, out: np.ndarray) -> None:
@@ -207,8 +237,10 @@ def _mean_float(x: np.ndarray, plan: _Plan, out: np.ndarray) -> None:
     if plan.empty:
         out[...] = np.nan
         return
-    _float_sum(x, plan, out)
-    np.divide(out, x.dtype.type(plan.count), out=out)
+    plan.bind(x, out)()
+    if plan.divisors is None or plan.divisors.shape != out.shape:
+        plan.divisors = np.full(out.shape, plan.count, dtype=x.dtype)
+    np.divide(out, plan.divisors, out=out)
 
 
 def _mean_integer(x: np.ndarray, plan: _Plan, out: np.ndarray) -> None:

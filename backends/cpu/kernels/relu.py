@@ -1,6 +1,8 @@
 """RELU, RELU6, RELU_N1_TO_1, RELU_0_TO_1 on float32: clamp to a range.
 
 Version 1 of each op is float32; quantized versions are registered by the int8 kernels.
+The clamp is bound to the input and output buffers on the first invoke after an
+allocation (``_window.make_clamp``: prepared bounds keep numpy on its fast paths).
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
+from backends.cpu.kernels._window import make_clamp
 from schema.enums import BuiltinOperator, TensorType
 
 CLAMP_RANGE = {
@@ -27,10 +30,12 @@ class Relu(CpuKernel):
         self.require_types(self.inputs[0], TensorType.FLOAT32)
         self.low, self.high = CLAMP_RANGE[self.op]
         self.outputs[0].resize(self.inputs[0].shape)
+        self.bounds = (self.low, np.inf if self.high is None else self.high)
+        self._bound = (None, None)
 
     def invoke(self) -> None:
         x, out = self.inputs[0].data, self.outputs[0].data
-        if self.high is None:
-            np.maximum(x, self.low, out=out)
-        else:
-            np.clip(x, self.low, self.high, out=out)
+        if self._bound[0] is not x or self._bound[1] is not out:
+            self.clamp = make_clamp(self.bounds, out, x)
+            self._bound = (x, out)
+        self.clamp()

@@ -2,6 +2,9 @@
 
 Also holds the small helpers the other layout kernels of this family share (the
 types they move, quantization checks, reading constant integer tensors).
+
+The copy is a slice assignment from a view of the input in the output's shape, made
+once per allocation (``CopyInto``): a third of ``np.copyto``'s call cost on small tensors.
 """
 
 from __future__ import annotations
@@ -80,6 +83,25 @@ def copy_into(out: np.ndarray, value: np.ndarray) -> None:
     np.copyto(out, value.reshape(out.shape), casting="no")
 
 
+class CopyInto:
+    """``copy_into(out, value)`` for arrays that are the same objects from one invoke to the
+    next (arena buffers): the reshaped view of ``value`` is made once per pair."""
+
+    __slots__ = ("pair", "target", "source")
+
+    def __init__(self) -> None:
+        self.pair = (None, None)
+
+    def __call__(self, out: np.ndarray, value: np.ndarray) -> None:
+        if self.pair[0] is not out or self.pair[1] is not value:
+            if out.dtype != value.dtype or not value.flags.c_contiguous:
+                copy_into(out, value)  # (a reshape of a non-contiguous array copies: not kept)
+                return
+            self.target, self.source = out, value.reshape(out.shape)
+            self.pair = (out, value)
+        self.target[...] = self.source
+
+
 # --------------------------------------------------------------------------------------
 # RESHAPE
 # --------------------------------------------------------------------------------------
@@ -134,6 +156,7 @@ class Reshape(CpuKernel):
             if list(requested) == [0]:
                 requested = ()  # legacy models write [0] for a scalar
         self.outputs[0].resize(resolve_new_shape(self, requested, x.shape))
+        self.copy = CopyInto()
 
     def invoke(self) -> None:
         x, out = self.inputs[0].data, self.outputs[0]
@@ -141,7 +164,7 @@ class Reshape(CpuKernel):
             shape = resolve_new_shape(self, int_values(self.shape_tensor), x.shape)
             out.set_data(x.reshape(shape).copy())
         else:
-            copy_into(out.data, x)
+            self.copy(out.data, x)
 
 
 # --------------------------------------------------------------------------------------
@@ -176,9 +199,10 @@ class Squeeze(CpuKernel):
                     )
                 squeezed.add(axis)
         self.outputs[0].resize([d for i, d in enumerate(x.shape) if i not in squeezed])
+        self.copy = CopyInto()
 
     def invoke(self) -> None:
-        copy_into(self.outputs[0].data, self.inputs[0].data)
+        self.copy(self.outputs[0].data, self.inputs[0].data)
 
 
 # --------------------------------------------------------------------------------------
@@ -215,6 +239,7 @@ class ExpandDims(CpuKernel):
             self.outputs[0].set_dynamic()
             return
         self.outputs[0].resize(expanded_shape(self, x.shape, int_values(axis)[0]))
+        self.copy = CopyInto()
 
     def invoke(self) -> None:
         x, out = self.inputs[0].data, self.outputs[0]
@@ -222,4 +247,4 @@ class ExpandDims(CpuKernel):
             shape = expanded_shape(self, x.shape, int_values(self.inputs[1])[0])
             out.set_data(x.reshape(shape).copy())
         else:
-            copy_into(out.data, x)
+            self.copy(out.data, x)

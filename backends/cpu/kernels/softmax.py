@@ -7,6 +7,11 @@ TFLite's reference kernels (``reference/softmax.h``, ``reference/log_softmax.h``
 
 all in float32 and in that order (LOG_SOFTMAX has no beta). Version 1 of each op is
 float32 (and quantized uint8, not here); the later versions are int8/int16 only.
+
+Row max and sum are ``ufunc.reduce`` calls (``np.max`` adds a Python wrapper of several
+microseconds on tiny rows). A single row is handled as a vector with 0-d max and sum,
+so that subtracting and dividing take numpy's scalar path instead of broadcasting
+(the same arithmetic, half the call cost on rows of a few values).
 """
 
 from __future__ import annotations
@@ -30,9 +35,27 @@ class _LastAxisKernel(CpuKernel):
         if len(x.shape) < 1:
             raise self.unsupported("the input must have at least one dimension")
         self.outputs[0].resize(x.shape)
-        row_shape = (*x.shape[:-1], 1)
+        rows = int(np.prod(x.shape[:-1], dtype=np.int64))
+        self.single_row = rows == 1
+        row_shape = () if self.single_row else (*x.shape[:-1], 1)
         self.row_max = np.empty(row_shape, dtype=np.float32)
         self.row_sum = np.empty(row_shape, dtype=np.float32)
+        self.reduce_axes = {} if self.single_row else {"axis": -1, "keepdims": True}
+        self._bound = (None, None)
+
+    def bind(self) -> tuple[np.ndarray, np.ndarray]:
+        """The input and output as this kernel computes on them (views fixed until the
+        next allocation): vectors for a single row, the arrays themselves otherwise."""
+        x, y = self.inputs[0].data, self.outputs[0].data
+        if self._bound[0] is not x or self._bound[1] is not y:
+            if self.single_row:
+                self.views = (x.reshape(-1), y.reshape(-1))
+                # (a reshape of a non-contiguous array is a copy: then bind again at every invoke)
+                self._bound = (x, y) if x.flags.c_contiguous else (None, None)
+            else:
+                self.views = (x, y)
+                self._bound = (x, y)
+        return self.views
 
 
 @register(BuiltinOperator.SOFTMAX, 1, 1)  # v1: float32 (and quantized uint8, not here); v2 int8; v3 int16
@@ -44,15 +67,15 @@ class Softmax(_LastAxisKernel):
         self.beta = np.float32(self.params.beta if self.params is not None else 0.0)
 
     def invoke(self) -> None:
-        x, y = self.inputs[0].data, self.outputs[0].data
+        x, y = self.bind()
         if y.size == 0:
             return
-        np.max(x, axis=-1, keepdims=True, out=self.row_max)
+        np.maximum.reduce(x, out=self.row_max, **self.reduce_axes)
         np.subtract(x, self.row_max, out=y)
         if self.beta != 1:
             np.multiply(y, self.beta, out=y)
         np.exp(y, out=y)
-        np.add.reduce(y, axis=-1, keepdims=True, out=self.row_sum)
+        np.add.reduce(y, out=self.row_sum, **self.reduce_axes)
         np.divide(y, self.row_sum, out=y)
 
 
@@ -61,13 +84,13 @@ class LogSoftmax(_LastAxisKernel):
     """LOG_SOFTMAX v1 (float32)."""
 
     def invoke(self) -> None:
-        x, y = self.inputs[0].data, self.outputs[0].data
+        x, y = self.bind()
         if y.size == 0:
             return
-        np.max(x, axis=-1, keepdims=True, out=self.row_max)
+        np.maximum.reduce(x, out=self.row_max, **self.reduce_axes)
         np.subtract(x, self.row_max, out=y)
         np.exp(y, out=y)
-        np.add.reduce(y, axis=-1, keepdims=True, out=self.row_sum)
+        np.add.reduce(y, out=self.row_sum, **self.reduce_axes)
         np.log(self.row_sum, out=self.row_sum)
         np.subtract(x, self.row_max, out=y)
         np.subtract(y, self.row_sum, out=y)

@@ -1,11 +1,15 @@
 """DEPTH_TO_SPACE, SPACE_TO_DEPTH, SPACE_TO_BATCH_ND, BATCH_TO_SPACE_ND: move blocks of
-pixels between the spatial axes and the depth or batch axis (NHWC)."""
+pixels between the spatial axes and the depth or batch axis (NHWC).
+
+Each kernel is one or two copies between strided views; the views of the arena's
+input and output buffers are made once per allocation (``Copies``)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
+from backends.cpu.kernels._window import record_pair
 from backends.cpu.kernels.reshape import (
     MOVABLE_TYPES,
     QUANTIZED_TYPES,
@@ -17,6 +21,26 @@ from backends.cpu.kernels.reshape import (
 from schema.enums import BuiltinOperator, TensorType
 
 T = TensorType
+
+
+class Copies:
+    """``target[...] = source`` for a list of view pairs built by ``make(x, out)`` from the
+    input and output arrays, rebuilt only when those arrays change (a new allocation),
+    copied as records of their contiguous runs (``_window.record_pair``)."""
+
+    def __init__(self, make) -> None:
+        self.make = make
+        self.bound = (None, None)
+
+    def __call__(self, x: np.ndarray, out: np.ndarray) -> None:
+        if self.bound[0] is not x or self.bound[1] is not out:
+            self.pairs = [record_pair(target, source) for target, source in self.make(x, out)]
+            # (a reshape of a non-contiguous array is a copy: then make them again next time)
+            self.bound = (x, out) if x.flags.c_contiguous and out.flags.c_contiguous else (None, None)
+        for target, source in self.pairs:
+            target[...] = source
+
+
 DEPTH_TYPES = (T.FLOAT32, T.UINT8, T.INT8, T.INT32, T.INT64)
 
 
@@ -47,11 +71,14 @@ class DepthToSpace(_BlockKernel):
             raise self.unsupported(f"depth {c} is not a multiple of block_size^2 = {b * b}")
         self.split = (n, h, w, b, b, c // (b * b))
         self.outputs[0].resize([n, h * b, w * b, c // (b * b)])
+        self.copies = Copies(self.views)
+
+    def views(self, x: np.ndarray, out: np.ndarray) -> list:
+        n, h, w, b, _, c = self.split
+        return [(out.reshape(n, h, b, w, b, c), x.reshape(self.split).transpose(0, 1, 3, 2, 4, 5))]
 
     def invoke(self) -> None:
-        n, h, w, b, _, c = self.split
-        out = self.outputs[0].data.reshape(n, h, b, w, b, c)
-        np.copyto(out, self.inputs[0].data.reshape(self.split).transpose(0, 1, 3, 2, 4, 5))
+        self.copies(self.inputs[0].data, self.outputs[0].data)
 
 
 # v1: float32, uint8, int32, int64; v2: int8.
@@ -68,11 +95,14 @@ class SpaceToDepth(_BlockKernel):
             raise self.unsupported(f"height {h} and width {w} must be multiples of block_size {b}")
         self.split = (n, h // b, b, w // b, b, c)
         self.outputs[0].resize([n, h // b, w // b, b * b * c])
+        self.copies = Copies(self.views)
+
+    def views(self, x: np.ndarray, out: np.ndarray) -> list:
+        n, ho, b, wo, _, c = self.split
+        return [(out.reshape(n, ho, wo, b, b, c), x.reshape(self.split).transpose(0, 1, 3, 2, 4, 5))]
 
     def invoke(self) -> None:
-        n, ho, b, wo, _, c = self.split
-        out = self.outputs[0].data.reshape(n, ho, wo, b, b, c)
-        np.copyto(out, self.inputs[0].data.reshape(self.split).transpose(0, 1, 3, 2, 4, 5))
+        self.copies(self.inputs[0].data, self.outputs[0].data)
 
 
 # --------------------------------------------------------------------------------------
@@ -137,12 +167,17 @@ class SpaceToBatchNd(_BatchSpaceBase):
         self.split = (n, hp // bh, bh, wp // bw, bw, c)
         shape = [n * bh * bw, hp // bh, wp // bw, c]
         self.outputs[0].resize(shape if len(x.shape) == 4 else [shape[0], shape[1], c])
+        self.copies = Copies(self.views)
+
+    def views(self, x: np.ndarray, out: np.ndarray) -> list:
+        n, ho, bh, wo, bw, c = self.split
+        return [
+            (self.padded[self.inner], x.reshape(self.input_4d)),
+            (out.reshape(bh, bw, n, ho, wo, c), self.padded.reshape(self.split).transpose(2, 4, 0, 1, 3, 5)),
+        ]
 
     def invoke(self) -> None:
-        n, ho, bh, wo, bw, c = self.split
-        self.padded[self.inner] = self.inputs[0].data.reshape(self.input_4d)
-        out = self.outputs[0].data.reshape(bh, bw, n, ho, wo, c)
-        np.copyto(out, self.padded.reshape(self.split).transpose(2, 4, 0, 1, 3, 5))
+        self.copies(self.inputs[0].data, self.outputs[0].data)
 
 
 # v1: float32, int32, int64, uint8 4-D; v2: int8; v3: 3-D input; v4: int16.
@@ -170,9 +205,13 @@ class BatchToSpaceNd(_BatchSpaceBase):
         self.crop = (slice(None), slice(top, top + ho), slice(left, left + wo))
         shape = [batch, ho, wo, c]
         self.outputs[0].resize(shape if len(x.shape) == 4 else [batch, ho, c])
+        self.copies = Copies(self.views)
+
+    def views(self, x: np.ndarray, out: np.ndarray) -> list:
+        bh, bw, batch, h, w, c = self.split
+        blocks = x.reshape(self.split).transpose(2, 3, 0, 4, 1, 5)
+        cropped = self.full[self.crop]
+        return [(self.full.reshape(batch, h, bh, w, bw, c), blocks), (out.reshape(cropped.shape), cropped)]
 
     def invoke(self) -> None:
-        bh, bw, batch, h, w, c = self.split
-        blocks = self.inputs[0].data.reshape(self.split).transpose(2, 3, 0, 4, 1, 5)
-        np.copyto(self.full.reshape(batch, h, bh, w, bw, c), blocks)
-        np.copyto(self.outputs[0].data.reshape(self.full[self.crop].shape), self.full[self.crop])
+        self.copies(self.inputs[0].data, self.outputs[0].data)

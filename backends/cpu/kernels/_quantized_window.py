@@ -1,0 +1,323 @@
+"""Helpers shared by the quantized convolutions (CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV).
+
+Nothing here registers a kernel. The pieces, each a fact of TFLite's kernels:
+
+- ``ConvQuantization.of``: the Prepare-time parameters of a quantized convolution
+  (``PopulateConvolutionQuantizationParams``): one fixed-point multiplier and shift
+  per output channel, from ``double(s_in) * double(s_w[c]) / double(s_out)`` for
+  int8/int16, or from ``double(float(s_in * s_w)) / double(s_out)`` (a float32
+  product) for the legacy uint8 path; the zero points; the fused activation as a
+  quantized clamp (``CalculateActivationRangeQuantized``);
+- ``ConvQuantization.requantize``: the output stage, ``clamp(MultiplyByQuantized
+  Multiplier(acc, m[c], s[c]) + z_out)``, with the int32 overload for int32
+  accumulators and the int64 one (16-bit reduced multiplier) for the 16x8 kernels'
+  int64 accumulators. The int32 overload with right shifts (every real model) runs
+  in place in ~10 passes, the bias folded into the rounding constant and the last
+  steps in int32 when a bound allows; it is the shared
+  ``multiply_by_quantized_multiplier`` arithmetic (same rounding scheme, checked
+  equal by the tests), about twice as fast;
+- ``accumulator_dtype``: the float type in which a kernel's integer dot products
+  are exact (BLAS then computes them), from a bound on ``sum |w| * max |x|``;
+- ``FloatInput``: the (zero-point-)padded input as a float array, in one buffer
+  allocated at prepare whose interior is refreshed per invoke;
+- ``depthwise_taps``: the taps of a stride-1 depthwise window as a strided view
+  whose runs cover whole output rows;
+- ``symmetric_quantize`` / ``asymmetric_quantize``: the per-batch on-the-fly input
+  quantization of the hybrid (float input, int8 filter) kernels
+  (``tensor_utils::SymmetricQuantizeFloats`` / ``AsymmetricQuantizeFloats``, in
+  float32 and double exactly as the C++ does).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from backends.cpu import quantization
+from backends.cpu.kernels._window import PaddedInput, WindowGeometry
+from backends.cpu.quantization import (
+    activation_range_quantized,
+    exact_float_dtype,
+    multiply_by_quantized_multiplier,
+    multiply_by_quantized_multiplier_int64,
+    quantize_multiplier,
+    round_half_away,
+)
+from schema.enums import TensorType
+
+#: Largest |q| of each input type (the zero point is folded into the bias).
+RAW_ABS_MAX = {TensorType.INT8: 128, TensorType.UINT8: 255, TensorType.INT16: 32768}
+#: |q| of the hybrid kernels' quantized inputs: symmetric (-127..127) and
+#: asymmetric minus its offset (-128..127 minus -128..127).
+SYMMETRIC_ABS_MAX = 127
+ASYMMETRIC_ABS_MAX = 255
+
+
+def zero_point_of(tensor) -> int:
+    """``tensor->params.zero_point``: the first zero point."""
+    return int(tensor.quantization.zero_point[0])
+
+
+def has_scale(tensor) -> bool:
+    return tensor is not None and tensor.quantization is not None and tensor.quantization.is_quantized
+
+
+#: Up to this many elements the per-channel operands of the output stage are tiled to
+#: the accumulators' full shape (a contiguous operand runs 10-40% faster than a
+#: broadcast row); above, the row is broadcast (no large copies).
+TILE_LIMIT = 1 << 17
+
+
+class ConvQuantization:
+    """What TFLite's Prepare computes for a quantized convolution's output stage, and
+    that output stage."""
+
+    def __init__(self, multipliers, shifts, input_zero_point, output_zero_point, low, high, wide) -> None:
+        self.multipliers = np.asarray(multipliers, np.int64)  # [C]
+        self.shifts = np.asarray(shifts, np.int64)  # [C], > 0 a left shift
+        self.input_zero_point = int(input_zero_point)
+        self.output_zero_point = int(output_zero_point)
+        self.low, self.high = int(low), int(high)  # the fused activation's quantized clamp
+        self.wide = bool(wide)  # int64 accumulators (16x8 kernels with an int64 bias)
+        #: max |accumulator| when the kernel knows it (then the last steps run in int32)
+        self.accumulator_bound: int | None = None
+        self._plans: dict[tuple, _OutputPlan] = {}
+
+    @classmethod
+    def of(cls, x, filters, output, channels: int, activation: int, *, wide: bool = False) -> "ConvQuantization":
+        """The per-channel multipliers and the clamp of a node (``x``, ``filters`` and
+        ``output`` carry scales; ``channels`` output channels)."""
+        input_scale = np.float32(x.quantization.scale[0])
+        output_scale = np.float32(output.quantization.scale[0])
+        filter_scales = np.asarray(filters.quantization.scale, np.float32)
+        if x.type == TensorType.UINT8:
+            # The legacy scalar multiplier (GetQuantizedConvolutionMultipler): the
+            # product of the scales in float32, then a double division.
+            real = float(np.float32(input_scale * filter_scales[0])) / float(output_scale)
+            multiplier, shift = quantize_multiplier(real)
+            multipliers = np.full(channels, multiplier, np.int64)
+            shifts = np.full(channels, shift, np.int64)
+        else:
+            pairs = []
+            for c in range(channels):
+                filter_scale = filter_scales[c] if filter_scales.size > 1 else filter_scales[0]
+                pairs.append(quantize_multiplier(float(input_scale) * float(filter_scale) / float(output_scale)))
+            multipliers = np.array([p[0] for p in pairs], np.int64)
+            shifts = np.array([p[1] for p in pairs], np.int64)
+        low, high = activation_range_quantized(
+            activation, float(output_scale), zero_point_of(output), output.dtype
+        )
+        return cls(multipliers, shifts, zero_point_of(x), zero_point_of(output), low, high, wide)
+
+    def requantize(self, sums: np.ndarray, offset: np.ndarray, out: np.ndarray) -> None:
+        """``out[..., c] = clamp(MultiplyByQuantizedMultiplier(sums[..., c] + offset[c],
+        m[c], s[c]) + z_out)``: ``sums`` holds exact integers (any numeric type),
+        channels last; ``offset`` int64 [C] (bias and zero-point terms).
+
+        For right shifts (multipliers below 1, the usual case) this is the arithmetic
+        of :func:`backends.cpu.quantization.multiply_by_quantized_multiplier` (and its
+        rounding scheme, read from ``SINGLE_ROUNDING`` at each call) done in place,
+        in a few passes (the tests check it equal to that function); left shifts and
+        the int64 overload call the shared functions."""
+        plan = self._plans.get(sums.shape)
+        if plan is None:
+            plan = self._plans[sums.shape] = _OutputPlan(self, sums.shape)
+        acc = plan.acc
+        np.copyto(acc, sums, casting="unsafe")
+        if plan.shared:
+            acc += offset
+            if self.wide:
+                scaled = multiply_by_quantized_multiplier_int64(acc, self.multipliers, self.shifts)
+            else:
+                scaled = multiply_by_quantized_multiplier(acc, self.multipliers, self.shifts)
+            self._finish(scaled, out)
+            return
+        # (acc + offset) * m = acc * m + offset * m: the offset joins the rounding constant.
+        single = quantization.SINGLE_ROUNDING
+        np.multiply(acc, plan.multipliers, out=acc)
+        np.add(acc, plan.rounding_constant(offset, single), out=acc)
+        if single:
+            # TFLITE_SINGLE_ROUNDING: (x * m + 2**(30 + r)) >> (31 + r), one rounding.
+            np.right_shift(acc, plan.total_shift, out=acc)
+            self._finish(acc, out)
+            return
+        # SaturatingRoundingDoublingHighMul: gemmlowp divides the nudged product
+        # x * m + 2**30 by 2**31 truncating toward zero, which for both signs is this
+        # floor (m >= 0: its one saturating case, INT32_MIN * INT32_MIN, cannot occur).
+        np.right_shift(acc, 31, out=acc)
+        # RoundingDivideByPOT (halves away from zero): (h + 2**(r-1) - [h < 0]) >> r,
+        # nothing where r == 0. |h| <= |x|: with a known bound the rest runs in int32.
+        h = plan.h
+        if h is not acc:
+            np.copyto(h, acc, casting="unsafe")
+        sign = np.right_shift(h, h.dtype.itemsize * 8 - 1, out=plan.sign)  # -1 where h < 0
+        if plan.round_mask is not None:
+            np.bitwise_and(sign, plan.round_mask, out=sign)
+        np.add(h, sign, out=h)
+        np.add(h, plan.half, out=h)
+        np.right_shift(h, plan.right, out=h)
+        self._finish(h, out)
+
+    def _finish(self, scaled: np.ndarray, out: np.ndarray) -> None:
+        if self.output_zero_point:
+            scaled += self.output_zero_point
+        np.clip(scaled, self.low, self.high, out=scaled)
+        np.copyto(out, scaled, casting="unsafe")
+
+
+class _OutputPlan:
+    """Buffers and per-channel operands of ``ConvQuantization.requantize`` for one
+    shape of accumulators."""
+
+    def __init__(self, stage: ConvQuantization, shape: tuple[int, ...]) -> None:
+        self.shape = shape
+        self.acc = np.empty(shape, np.int64)
+        right = -stage.shifts  # RoundingDivideByPOT's exponent, where shifts <= 0
+        self.shared = stage.wide or bool(np.any(right < 0))
+        if self.shared:
+            return
+        self.tile = int(np.prod(shape, dtype=np.int64)) <= TILE_LIMIT
+        bound = stage.accumulator_bound
+        narrow = bound is not None and bound + (1 << 30) + 2 < (1 << 31)
+        self.h = np.empty(shape, np.int32) if narrow else self.acc
+        h_type = self.h.dtype
+        self.sign = np.empty(shape, h_type)
+        self.stage = stage
+        self.multipliers = self.operand(stage.multipliers, np.int64)
+        self.right = self.operand(right, h_type)
+        self.half = self.operand(np.where(right > 0, np.left_shift(1, np.maximum(right, 1) - 1), 0), h_type)
+        self.round_mask = self.operand(np.where(right > 0, -1, 0), h_type) if np.any(right == 0) else None
+        self.total_shift = self.operand(right + 31, np.int64)
+        self._constant = self._offset = self._single = None
+
+    def operand(self, values: np.ndarray, dtype) -> np.ndarray:
+        """A per-channel row as an operand of the accumulators' shape."""
+        row = np.asarray(values, dtype)
+        if self.tile:
+            return np.ascontiguousarray(np.broadcast_to(row, self.shape))
+        return row
+
+    def rounding_constant(self, offset: np.ndarray, single: bool) -> np.ndarray:
+        """``offset * m + 2**30`` (``+ 2**(30 + r)`` with single rounding), made again
+        only when ``offset`` or the rounding scheme changes."""
+        offset = np.asarray(offset, np.int64)
+        if self._constant is None or self._single != single or not np.array_equal(offset, self._offset):
+            stage = self.stage
+            nudge = np.left_shift(1, -stage.shifts + 30) if single else (1 << 30)
+            self._constant = self.operand(offset * stage.multipliers + nudge, np.int64)
+            self._offset, self._single = offset.copy(), single
+        return self._constant
+
+
+def uint8_bias_scale_error(x, filters, bias, output) -> str | None:
+    """TFLite's check on a uint8 convolution's bias scale (``GetQuantizedConvolution
+    Multipler``): ``|s_in * s_w - s_bias| / s_out <= 0.02``; a message when it fails."""
+    if bias is None:
+        return None
+    product = float(np.float32(x.quantization.scale[0])) * float(np.float32(filters.quantization.scale[0]))
+    bias_scale = float(np.float32(bias.quantization.scale[0])) if has_scale(bias) else 0.0
+    if abs(product - bias_scale) / float(np.float32(output.quantization.scale[0])) > 0.02:
+        return (
+            f"the bias scale {bias_scale} must equal input scale x filter scale ({product}) "
+            f"within 2% of the output scale (TFLite checks this for uint8)"
+        )
+    return None
+
+
+def accumulator_dtype(abs_weight_sums: np.ndarray, input_abs_max: int) -> np.dtype:
+    """The float type in which every ``sum w * x`` with ``|x| <= input_abs_max`` is
+    exact, given ``sum |w|`` per output channel."""
+    bound = int(np.max(abs_weight_sums, initial=0)) * int(input_abs_max)
+    dtype = exact_float_dtype(bound)
+    if dtype is None:
+        raise ValueError(f"the accumulators (up to {bound}) are not exact in float64")
+    return dtype
+
+
+class FloatInput:
+    """The input as a float array, padded with ``fill`` (and with every channel
+    repeated ``repeat`` times when asked), in one buffer allocated once: ``buffer``
+    (``[N, H + pads, W + pads, C * repeat]``) keeps its identity, so views of it can be
+    made at prepare."""
+
+    def __init__(self, geometry: WindowGeometry, dtype, fill: float = 0.0, repeat: int = 1) -> None:
+        self.pad = PaddedInput(geometry, dtype=dtype, fill=fill, repeat=repeat)
+        if self.pad.buffer is not None:
+            self.buffer = self.pad.buffer
+        else:  # nothing to pad: still a float copy of ours
+            self.buffer = np.empty((geometry.batch, geometry.in_h, geometry.in_w, geometry.channels), dtype)
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """Refresh the buffer from ``x`` (any numeric type, converted exactly) and return it."""
+        if self.pad.buffer is not None:
+            return self.pad(x)
+        np.copyto(self.buffer, x, casting="unsafe")
+        return self.buffer
+
+
+def depthwise_taps(source: np.ndarray, geometry: WindowGeometry) -> np.ndarray:
+    """For a stride of 1 across: every tap of a depthwise window over the padded input
+    ``source`` ([N, Hp, Wp, C] contiguous) as a read-only view ``[KH, KW, N, OH, OW*C]``
+    whose last axis is contiguous: tap (ky, kx) of output row y reads the run of
+    ``OW * C`` values starting at ``source[n, y*sh + ky*dh, kx*dw, 0]``."""
+    g = geometry
+    if g.stride_w != 1 or not source.flags.c_contiguous:
+        raise ValueError("depthwise_taps needs a stride of 1 across and a contiguous source")
+    item = source.itemsize
+    batch_stride, row_stride, column_stride = source.strides[:3]
+    return as_strided(
+        source,
+        (g.filter_h, g.filter_w, g.batch, g.out_h, g.out_w * g.channels),
+        (g.dilation_h * row_stride, g.dilation_w * column_stride, batch_stride, g.stride_h * row_stride, item),
+        writeable=False,
+    )
+
+
+def symmetric_quantize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``SymmetricQuantizeFloats`` of each row of ``values`` ([B, n] float32): the
+    int8 values (held in float32) and the scaling factor of each row (float32).
+
+    ``range = max(|min|, |max|)``, ``scale = range / 127``, ``q = round(x * (127 /
+    range))`` clamped to +-127, all in float32; a row of zeros gives q = 0, scale 1.
+    """
+    low = values.min(axis=1)
+    high = values.max(axis=1)
+    ranges = np.maximum(np.abs(low), np.abs(high))
+    empty = ranges == 0
+    ranges = np.where(empty, np.float32(1), ranges)
+    scales = np.where(empty, np.float32(1), ranges / np.float32(127)).astype(np.float32)
+    inverse = (np.float32(127) / ranges).astype(np.float32)
+    quantized = round_half_away(values * inverse[:, None])
+    np.clip(quantized, -127, 127, out=quantized)
+    if empty.any():
+        quantized[empty] = 0
+    return quantized, scales
+
+
+def asymmetric_quantize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``AsymmetricQuantizeFloats`` of each row of ``values`` ([B, n] float32): the
+    int8 values (held in float32), the scaling factor (float32) and the offset
+    (the zero point, int) of each row.
+
+    The range always contains 0; ``scale = (rmax - rmin) / 255`` and the nudged zero
+    point are computed in double, ``q = round(offset + x * (1 / scale))`` in float32,
+    clamped to int8; a row of zeros gives q = 0, scale 1, offset 0.
+    """
+    rmin = np.minimum(values.min(axis=1), np.float32(0)).astype(np.float64)
+    rmax = np.maximum(values.max(axis=1), np.float32(0)).astype(np.float64)
+    empty = rmin == rmax
+    scale = np.where(empty, 1.0, (rmax - rmin) / 255.0)
+    from_min, from_max = -128.0 - rmin / scale, 127.0 - rmax / scale
+    error_min = 128.0 + np.abs(rmin / scale)
+    error_max = 127.0 + np.abs(rmax / scale)
+    zero_point = np.where(error_min < error_max, from_min, from_max)
+    offsets = np.clip(round_half_away(zero_point), -128, 127)
+    offsets = np.where(empty, 0, offsets).astype(np.int64)
+    scales = np.where(empty, np.float32(1), scale.astype(np.float32)).astype(np.float32)
+    inverse = (np.float32(1) / scales).astype(np.float32)
+    quantized = offsets.astype(np.float32)[:, None] + values * inverse[:, None]
+    quantized = round_half_away(quantized)
+    np.clip(quantized, -128, 127, out=quantized)
+    if empty.any():
+        quantized[empty] = 0
+    return quantized, scales, offsets

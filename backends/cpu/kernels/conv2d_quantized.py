@@ -1,0 +1,360 @@
+"""CONV_2D on quantized tensors, bit-exact with TFLite's reference kernels.
+
+Four arithmetics, chosen (as TFLite does) by the tensor types, not the version:
+
+- uint8 (legacy, per tensor): ``acc = sum (w - z_w) * (x - z_in) + bias`` (int32),
+  ``out = clamp(MultiplyByQuantizedMultiplier(acc, m, s) + z_out)`` with one
+  multiplier from ``float(s_in * s_w) / s_out`` (``reference_ops::Conv``);
+- int8 (filter per channel or per tensor, zero points 0): the same with one
+  multiplier per output channel from ``double(s_in) * s_w[c] / s_out``
+  (``reference_integer_ops::ConvPerChannel``);
+- int16 activations x int8 filter ("16x8", zero points 0): int64 accumulators and an
+  int64 bias, rescaled by the int64 ``MultiplyByQuantizedMultiplier`` (16-bit reduced
+  multiplier); with ``quantized_bias_type`` INT32 the bias and the accumulators are
+  int32 and the int32 rescaling applies;
+- hybrid (float32 input and output, int8 filter): each batch of the input is
+  quantized on the fly to int8, convolved in integers and scaled back to float:
+  per tensor (``optimized_ops::HybridConv``, which TFLite also runs in its
+  reference resolver): symmetric quantization, ``out = float(acc) * (s_b * s_w) +
+  bias``; per channel (filter scales not all equal, or a grouped convolution):
+  asymmetric quantization with offset ``o_b``, ``acc = sum w * (q - o_b)``,
+  ``out = float(acc) * s_w[c] * s_b + bias`` (``reference_ops::HybridConvPerChannel``);
+  then the float clamp of the fused activation.
+
+Positions outside the input contribute nothing; grouped convolutions (input channels
+= groups x filter in-channels) work for every type, as in TFLite's reference kernels.
+
+As in TFLite, the arithmetic is chosen by the tensor types alone: a node stamped with
+an older version than its types need (an under-stamped file) runs as LiteRT runs it.
+
+How: im2col (see ``conv2d.py``) on the input converted to float and padded with its
+zero point, one BLAS matmul per group against the filter (``w - z_w``) re-laid out at
+prepare, in float32 when every dot product is below 2**24 (from the filter's actual
+``sum |w|`` per channel, or the worst case for a non-constant filter), else in
+float64 (below 2**53: always). The zero point of the input is folded into the bias
+once: ``sum w (x - z) = sum w x - z sum w``, and the padding (filled with ``z``)
+cancels in it. Then one int64 requantization pass.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from backends.cpu.kernel import CpuKernel, register
+from backends.cpu.kernels._quantized_window import (
+    ASYMMETRIC_ABS_MAX,
+    RAW_ABS_MAX,
+    SYMMETRIC_ABS_MAX,
+    ConvQuantization,
+    FloatInput,
+    accumulator_dtype,
+    asymmetric_quantize,
+    has_scale,
+    symmetric_quantize,
+    uint8_bias_scale_error,
+    zero_point_of,
+)
+from backends.cpu.kernels._window import WindowGeometry, activation_bounds, clamp, window_view
+from backends.cpu.quantization import is_quantized
+from schema.enums import BuiltinOperator, TensorType
+
+T = TensorType
+
+
+def _grouped(x, filters) -> bool:
+    return len(x.shape) == 4 and len(filters.shape) == 4 and x.shape[3] != filters.shape[3]
+
+
+def required_version(x, filters, params) -> int | None:
+    """The least CONV_2D version whose features a quantized or hybrid node uses
+    (TFLite's ``GetBuiltinOperatorVersion``), or None for other nodes."""
+    if is_quantized(x):
+        if x.type == T.INT16 and int(getattr(params, "quantized_bias_type", 0) or 0) != T.FLOAT32:
+            return 8
+        base = {T.UINT8: 1, T.INT8: 3, T.INT16: 1}[x.type]
+    elif x.type == T.FLOAT32 and filters.type == T.INT8:
+        scales = filters.quantization.scale.size if filters.quantization is not None else 0
+        base = 5 if len(filters.shape) > 0 and scales == filters.shape[0] else 2
+    else:
+        return None
+    return max(base, 6) if _grouped(x, filters) else base
+
+
+# v1: uint8 (per tensor) here; float32 in conv2d.py. Also int16 x int8 without
+#     quantized_bias_type: TFLite's rule gives it version 1 (its v4 test asks for an
+#     int16 filter, which no 16x8 model has).
+# v2: hybrid: float32 input, int8 filter quantized per tensor.
+# v3: int8 (filter per channel or per tensor).
+# v4: int16 activations; TFLite's kernel takes only int8 filters with them (16x8).
+# v5: hybrid with a per-channel filter.
+# v6: grouped convolution (here: of any quantized or hybrid type; float32 in conv2d.py).
+# v8: int16 x int8 with an explicit quantized_bias_type (INT32 or INT64 bias).
+# (v7, int8 activations with int4 filters, is not implemented.)
+@register(BuiltinOperator.CONV_2D, 1, 6)
+@register(BuiltinOperator.CONV_2D, 8, 8)
+class QuantizedConv2D(CpuKernel):
+    """CONV_2D v1-v6 and v8 on uint8, int8, int16x8 and hybrid (float x int8) tensors."""
+
+    @classmethod
+    def accepts(cls, context, node) -> bool:
+        """Quantized and hybrid nodes (chosen by their types, as TFLite's kernel does)."""
+        if len(node.inputs) < 2 or node.inputs[0] < 0 or node.inputs[1] < 0:
+            return False
+        x, filters = context.tensors[node.inputs[0]], context.tensors[node.inputs[1]]
+        required = required_version(x, filters, node.params)
+        return required is not None
+
+    # -- prepare ---------------------------------------------------------------------
+    def prepare(self) -> None:
+        self.require_num_inputs(2, 3)
+        x, filters, output = self.inputs[0], self.inputs[1], self.outputs[0]
+        bias = self.inputs[2] if len(self.inputs) == 3 else None
+        self.check_types(x, filters, bias, output)
+        if len(x.shape) != 4 or len(filters.shape) != 4:
+            raise self.unsupported(
+                f"input and filter must be 4-D (NHWC, OHWI), got {list(x.shape)} and {list(filters.shape)}"
+            )
+        out_channels, kh, kw, group_in = (int(d) for d in filters.shape)
+        in_channels = int(x.shape[3])
+        if group_in <= 0 or in_channels % group_in:
+            raise self.unsupported(
+                f"input channels ({in_channels}) must be a multiple of the filter's in-channels ({group_in})"
+            )
+        groups = in_channels // group_in
+        if out_channels % groups:
+            raise self.unsupported(
+                f"grouped convolution: output channels ({out_channels}) must be a multiple of groups ({groups})"
+            )
+        if bias is not None and bias.num_elements != out_channels:
+            raise self.unsupported(f"bias has {bias.num_elements} elements, expected {out_channels}")
+        self.check_filter_quantization(filters, out_channels)
+        params = self.params
+        try:
+            geometry = WindowGeometry.of(
+                x.shape, (kh, kw), params.padding, (params.stride_h, params.stride_w),
+                (params.dilation_h_factor, params.dilation_w_factor),
+            )
+        except ValueError as error:
+            raise self.unsupported(str(error)) from None
+        output.resize((*geometry.output_shape, out_channels))
+
+        self.geometry = geometry
+        self.groups = groups
+        self.out_channels = out_channels
+        self.group_out = out_channels // groups
+        self.rows = geometry.batch * geometry.out_h * geometry.out_w  # M of the matmul
+        self.depth = kh * kw * group_in  # K of the matmul
+        self.pointwise = kh == 1 and kw == 1 and geometry.stride_h == 1 and geometry.stride_w == 1
+
+        # Filter values as the kernel multiplies them: w - z_w (z_w only for uint8).
+        self.filter_zero_point = zero_point_of(filters) if self.mode == "uint8" else 0
+        input_abs_max = {
+            "hybrid": SYMMETRIC_ABS_MAX,
+            "hybrid_per_channel": ASYMMETRIC_ABS_MAX,
+        }.get(self.mode, RAW_ABS_MAX.get(x.type))
+        if filters.is_constant:
+            centered = self.centered_filter(filters.data)
+            abs_sums = np.abs(centered).reshape(out_channels, -1).sum(axis=1)
+        else:  # the worst case for any filter of this shape
+            abs_sums = np.full(out_channels, self.depth * (255 if self.mode == "uint8" else 128), np.int64)
+        try:
+            self.float_type = accumulator_dtype(abs_sums, input_abs_max)
+        except ValueError as error:
+            raise self.unsupported(str(error)) from None
+
+        fill = self.input_zero_point if self.quantized else 0.0
+        self.float_input = FloatInput(geometry, self.float_type, fill=fill)
+        source = self.float_input.buffer
+        if self.pointwise:  # 1x1, stride 1: every pixel is its own window (no copy)
+            self.column_matrices = source.reshape(self.rows, groups, self.depth).transpose(1, 0, 2)
+        else:
+            # All windows of the buffer, group-major (a view made once), and the im2col
+            # buffer, so that each group's columns are one [M, K] matrix.
+            windows = window_view(geometry, source)  # [N, OH, OW, KH, KW, C]
+            windows = np.reshape(windows, (*geometry.output_shape, kh, kw, groups, group_in), copy=False)
+            self.windows = windows.transpose(5, 0, 1, 2, 3, 4, 6)
+            self.columns = np.empty((groups, *geometry.output_shape, kh, kw, group_in), self.float_type)
+            self.column_matrices = self.columns.reshape(groups, self.rows, self.depth)
+        self.products = np.empty((groups, self.rows, self.group_out), self.float_type)
+
+        self.weights = self.weight_matrices(filters.data) if filters.is_constant else None
+        self.bias_values = None
+        if bias is None or bias.is_constant:
+            self.bias_values = self.read_bias()
+        if self.quantized:
+            self.quantization = ConvQuantization.of(
+                x, filters, output, out_channels, params.fused_activation_function, wide=self.wide
+            )
+            self.acc_offset = None
+            if filters.is_constant and self.bias_values is not None:
+                self.acc_offset = self.accumulator_offset(self.weights_sums, self.bias_values)
+                self.quantization.accumulator_bound = int(np.max(abs_sums * input_abs_max + np.abs(self.acc_offset)))
+        else:
+            self.bounds = activation_bounds(params.fused_activation_function)
+            scales = np.asarray(filters.quantization.scale, np.float32)
+            self.filter_scales = np.broadcast_to(scales, (out_channels,)).astype(np.float32)
+            self.filter_scale = np.float32(scales[0])
+            self.result = np.empty((self.rows, out_channels), np.float32)
+
+    def check_types(self, x, filters, bias, output) -> None:
+        """Pick the arithmetic from the types (as TFLite does) and check the rest."""
+        self.require_types(x, T.UINT8, T.INT8, T.INT16, T.FLOAT32, role="input")
+        self.quantized = x.type != T.FLOAT32
+        self.wide = False
+        if not self.quantized:
+            self.require_types(filters, T.INT8, role="filter")
+            self.require_types(output, T.FLOAT32, role="output")
+            if bias is not None:
+                self.require_types(bias, T.FLOAT32, role="bias")
+            if not has_scale(filters):
+                raise self.unsupported(f"the int8 filter {filters.name!r} of a hybrid convolution has no scale")
+            scales = np.asarray(filters.quantization.scale, np.float32)
+            in_channels, group_in = int(x.shape[3]), int(filters.shape[3])
+            grouped = group_in > 0 and in_channels != group_in
+            distinct = scales.size > 1 and bool(np.any(scales != scales[0]))
+            # TFLite: per-channel path when the scales differ, and for every grouped conv.
+            self.mode = "hybrid_per_channel" if distinct or grouped else "hybrid"
+            if grouped and scales.size != int(filters.shape[0]):
+                # TFLite refuses it too (its grouped hybrid kernel reads one scale per channel).
+                raise self.unsupported(
+                    f"a grouped hybrid convolution needs one filter scale per output channel "
+                    f"({filters.shape[0]}), got {scales.size}"
+                )
+            return
+        for tensor, role in ((x, "input"), (filters, "filter"), (output, "output")):
+            if not has_scale(tensor):
+                raise self.unsupported(f"the {role} {tensor.name!r} ({tensor.type_name}) has no quantization scale")
+        self.require_types(output, x.type, role="output")
+        if x.type == T.UINT8:
+            self.mode = "uint8"
+            self.require_types(filters, T.UINT8, role="filter")
+            if bias is not None:
+                self.require_types(bias, T.INT32, role="bias")
+            message = uint8_bias_scale_error(x, filters, bias, output)
+            if message:
+                raise self.unsupported(message)
+            return
+        self.require_types(filters, T.INT8, role="filter")
+        if np.any(np.asarray(filters.quantization.zero_point) != 0):
+            raise self.unsupported(f"the filter of an {x.type_name} convolution must have zero points 0")
+        if x.type == T.INT8:
+            self.mode = "int8"
+            if bias is not None:
+                self.require_types(bias, T.INT32, role="bias")
+            return
+        self.mode = "int16"
+        if zero_point_of(x) != 0 or zero_point_of(output) != 0:
+            raise self.unsupported("int16 input and output must have zero point 0")
+        bias_type = int(getattr(self.params, "quantized_bias_type", T.FLOAT32) or T.FLOAT32)
+        if bias_type not in (T.FLOAT32, T.INT32, T.INT64):
+            raise self.unsupported(f"quantized_bias_type must be INT32 or INT64, got {bias_type}")
+        if bias is not None:
+            if bias_type == T.INT32:
+                self.require_types(bias, T.INT32, role="bias (quantized_bias_type INT32)")
+            else:
+                # Without quantized_bias_type TFLite reads the bias as int64.
+                self.require_types(bias, T.INT64, role="bias")
+        self.wide = bias_type != T.INT32
+
+    def check_filter_quantization(self, filters, out_channels: int) -> None:
+        q = filters.quantization
+        if q.scale.size not in (1, out_channels):
+            raise self.unsupported(f"the filter has {q.scale.size} scales; expected 1 or {out_channels}")
+        if q.scale.size > 1:
+            if self.mode == "uint8":
+                raise self.unsupported("a uint8 filter must be quantized per tensor (TFLite: per channel is int8/int16)")
+            if int(q.quantized_dimension) != 0:
+                raise self.unsupported(
+                    f"a per-channel filter must be quantized along dimension 0, not {q.quantized_dimension}"
+                )
+
+    @property
+    def input_zero_point(self) -> int:
+        return zero_point_of(self.inputs[0]) if self.quantized else 0
+
+    def centered_filter(self, filters: np.ndarray) -> np.ndarray:
+        return filters.astype(np.int64) - self.filter_zero_point
+
+    def weight_matrices(self, filters: np.ndarray) -> np.ndarray:
+        """OHWI filter -> ``[groups, KH*KW*I, O/groups]`` (float), rows in the columns'
+        (ky, kx, i) order; also keeps ``sum w`` per output channel (int64)."""
+        centered = self.centered_filter(filters)
+        out_channels, kh, kw, group_in = centered.shape
+        self.weights_sums = centered.reshape(out_channels, -1).sum(axis=1)
+        per_group = centered.reshape(self.groups, self.group_out, kh, kw, group_in)
+        matrices = per_group.transpose(0, 2, 3, 4, 1).reshape(self.groups, self.depth, self.group_out)
+        return np.ascontiguousarray(matrices, dtype=self.float_type)
+
+    def read_bias(self) -> np.ndarray:
+        bias = self.inputs[2] if len(self.inputs) == 3 else None
+        dtype = np.int64 if self.quantized else np.float32
+        if bias is None:
+            return np.zeros(self.out_channels, dtype)
+        return bias.data.reshape(-1).astype(dtype)
+
+    def accumulator_offset(self, weight_sums: np.ndarray, bias: np.ndarray) -> np.ndarray:
+        """What every accumulator gets besides ``sum w * x``: ``bias - z_in * sum w``."""
+        return bias - self.input_zero_point * weight_sums
+
+    # -- invoke ----------------------------------------------------------------------
+    def convolve(self, x: np.ndarray) -> np.ndarray:
+        """``sum w * x`` for every output, ``[M, O]`` (exact integers in a float type)."""
+        weights = self.weights
+        if weights is None:
+            weights = self.weight_matrices(self.inputs[1].data)
+        self.float_input(x)
+        if not self.pointwise:
+            self.columns[...] = self.windows
+        columns = self.column_matrices
+        if self.groups == 1:
+            np.matmul(columns[0], weights[0], out=self.products[0])
+            return self.products[0]
+        np.matmul(columns, weights, out=self.products)
+        return self.products.transpose(1, 0, 2).reshape(self.rows, self.out_channels)
+
+    def invoke(self) -> None:
+        x = self.inputs[0].data
+        out = self.outputs[0].data
+        if self.mode == "hybrid":
+            self.invoke_hybrid(x, out)
+        elif self.mode == "hybrid_per_channel":
+            self.invoke_hybrid_per_channel(x, out)
+        else:
+            sums = self.convolve(x)
+            offset = self.acc_offset
+            if offset is None:
+                bias = self.bias_values if self.bias_values is not None else self.read_bias()
+                offset = self.accumulator_offset(self.weights_sums, bias)
+            self.quantization.requantize(sums, offset, out.reshape(self.rows, self.out_channels))
+
+    def invoke_hybrid(self, x: np.ndarray, out: np.ndarray) -> None:
+        """Per-tensor hybrid: symmetric per-batch quantization, one scale per batch."""
+        batch = x.shape[0]
+        quantized, scaling = symmetric_quantize(x.reshape(batch, -1))
+        scaling = (scaling * self.filter_scale).astype(np.float32)  # scaling_factors[b] *= s_w
+        sums = self.convolve(quantized.reshape(x.shape))
+        result = self.result
+        np.copyto(result, sums, casting="unsafe")  # float(acc)
+        per_batch = result.reshape(batch, -1, self.out_channels)
+        per_batch *= scaling[:, None, None]
+        self.finish_float(result, out)
+
+    def invoke_hybrid_per_channel(self, x: np.ndarray, out: np.ndarray) -> None:
+        """Per-channel hybrid: asymmetric per-batch quantization; positions outside the
+        input contribute 0, so the padding holds ``q - offset = 0``."""
+        batch = x.shape[0]
+        quantized, scaling, offsets = asymmetric_quantize(x.reshape(batch, -1))
+        quantized -= offsets.astype(np.float32)[:, None]
+        sums = self.convolve(quantized.reshape(x.shape))
+        result = self.result
+        np.copyto(result, sums, casting="unsafe")  # float(acc)
+        result *= self.filter_scales  # acc * per_channel_scale[c] ...
+        per_batch = result.reshape(batch, -1, self.out_channels)
+        per_batch *= scaling[:, None, None]  # ... * scaling_factor[b]
+        self.finish_float(result, out)
+
+    def finish_float(self, result: np.ndarray, out: np.ndarray) -> None:
+        bias = self.bias_values if self.bias_values is not None else self.read_bias()
+        result += bias
+        clamp(result, self.bounds)
+        out.reshape(self.rows, self.out_channels)[...] = result

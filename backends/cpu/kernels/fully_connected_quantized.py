@@ -1,0 +1,361 @@
+"""FULLY_CONNECTED on quantized tensors: integer (uint8, int8, int16) and hybrid.
+
+Integer kernels (input, weights and output quantized; TFLite's reference kernels)::
+
+    acc[b, u] = sum_d (w[u, d] - w_zp) * (x[b, d] - x_zp) + bias[u]        (exact)
+
+then, for uint8/int8 outputs and int16 x int8, the reference kernels of the LiteRT we
+match rescale in double (``reference_integer_ops::FullyConnected`` with scales; no
+``MultiplyByQuantizedMultiplier``)::
+
+    out = clamp(int32(round(double(acc) * (double(s_x) * s_w[u] / s_out))) + out_zp)
+
+and int16 x int16 weights (version 7) use ``MultiplyByQuantizedMultiplier`` on an
+int64 accumulator. Per-channel weights (one scale per unit, zero points ignored) are
+taken with int8/int16 inputs. The accumulator is int32 where TFLite's is (int8, uint8,
+int16 x int8 with an int32 bias): it wraps like the compiled C when the bound from the
+shapes says it could overflow.
+
+The sum is one BLAS matmul on floats, exact because every partial sum of integers stays
+below 2**24 (float32) or 2**53 (float64), a bound computed at prepare from the
+weights; the weights with their zero point removed are laid out once at prepare.
+
+Hybrid (float32 input, int8 weights, float32 output; ``EvalHybridDense``): each row of
+the input is quantized to int8 on the fly, symmetrically (``x * 127 / max|x|``) or,
+with ``asymmetric_quantize_inputs``, with a zero point, exactly as the wheel's tensor
+utils do (``_hybrid.py``); the integer dot products are scaled back in float32 as
+``MatrixBatchVectorMultiplyAccumulate`` does::
+
+    out = bias + float(dot - row_sum(w) * x_zp) * (row_scale * s_w[u])
+
+then the fused activation (any of them, including TANH and SIGN_BIT, on floats).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from backends.cpu.kernel import CpuKernel, register
+from backends.cpu.kernels._hybrid import apply_float_activation, quantize_rows
+from backends.cpu.quantization import (
+    activation_range_quantized,
+    exact_float_dtype,
+    legacy_params,
+    multiply_by_quantized_multiplier_int64,
+    quantize_multiplier,
+    quantize_multipliers,
+    round_half_away,
+    wrap_int32,
+)
+from schema.enums import ActivationFunctionType, BuiltinOperator, FullyConnectedOptionsWeightsFormat, TensorType
+
+T = TensorType
+Act = ActivationFunctionType
+
+#: (input, weights, output) types of TFLite's integer FULLY_CONNECTED kernels.
+INTEGER_SIGNATURES = {
+    (T.UINT8, T.UINT8, T.UINT8),
+    (T.INT8, T.INT8, T.INT8),
+    (T.INT16, T.INT8, T.INT16),
+    (T.INT16, T.INT16, T.INT16),
+    (T.UINT8, T.UINT8, T.INT16),
+}
+CLAMPING_ACTIVATIONS = (Act.NONE, Act.RELU, Act.RELU_N1_TO_1, Act.RELU6)
+INT32_LIMIT = 2**31
+
+
+# v1: uint8 (uint8 -> uint8 or int16 output), and int16 activations x int8 weights
+#     (int64 bias) which op_version stamps v1 too.
+# v3: hybrid (float32 input, int8 weights, symmetric input quantization).
+# v4: int8 (per tensor, or per-channel weights).
+# v5: keep_num_dims, v6: no bias input, for any of the quantized kinds above.
+# v7: int16 activations x int16 weights (MultiplyByQuantizedMultiplier, int64 accumulator).
+# v9: hybrid with asymmetric_quantize_inputs.
+# v11: int16 x int8 with an explicit quantized_bias_type (int32 or int64 bias).
+# v12: hybrid with per-channel weights.
+# Not here: v2 (shuffled 4x16 uint8 weights), v8 (sparse weights), v10/v13/v14
+# (int4/int2 weights). Float32 nodes of v1/v5/v6 go to the float kernel.
+@register(BuiltinOperator.FULLY_CONNECTED, 1, 1)
+@register(BuiltinOperator.FULLY_CONNECTED, 3, 7)
+@register(BuiltinOperator.FULLY_CONNECTED, 9, 9)
+@register(BuiltinOperator.FULLY_CONNECTED, 11, 12)
+class FullyConnectedQuantized(CpuKernel):
+    """FULLY_CONNECTED v1, v3-v7, v9, v11, v12 on quantized weights (integer and hybrid)."""
+
+    @classmethod
+    def accepts(cls, context, node) -> bool:
+        if len(node.inputs) < 2 or node.inputs[1] < 0:
+            return False
+        return context.tensors[node.inputs[1]].type in (T.UINT8, T.INT8, T.INT16)
+
+    # -- prepare -----------------------------------------------------------------------------
+    def prepare(self) -> None:
+        self.require_num_inputs(2, 3)
+        x, weights, out = self.inputs[0], self.inputs[1], self.outputs[0]
+        self.bias = self.inputs[2] if len(self.inputs) == 3 else None
+        params = self.params
+        if params.weights_format != FullyConnectedOptionsWeightsFormat.DEFAULT:
+            raise self.unsupported(
+                f"weights_format {FullyConnectedOptionsWeightsFormat(params.weights_format).name} "
+                "(version 2's shuffled uint8 weights) is not supported; only DEFAULT"
+            )
+        self.require_types(weights, T.UINT8, T.INT8, T.INT16, role="weights")
+        if weights.sparsity is not None:
+            raise self.unsupported("sparse weights (version 8) are not supported; densify them first")
+        if len(weights.shape) != 2:
+            raise self.unsupported(f"weights must be 2-D [units, depth], got {list(weights.shape)}")
+        if weights.quantization is None or not weights.quantization.is_quantized:
+            raise self.unsupported(f"weights {weights.name!r} of type {weights.type_name} have no quantization")
+        self.units, self.depth = (int(d) for d in weights.shape)
+        if self.bias is not None and self.bias.num_elements != self.units:
+            raise self.unsupported(f"bias has {self.bias.num_elements} elements, expected {self.units}")
+        if self.depth == 0:
+            batch = int(np.prod(x.shape[:-1], dtype=np.int64)) if len(x.shape) else 1
+        else:
+            if x.num_elements % self.depth:
+                raise self.unsupported(
+                    f"input of {x.num_elements} elements cannot be split into rows of depth {self.depth}"
+                )
+            batch = x.num_elements // self.depth
+        self.batch = batch
+        if params.keep_num_dims:
+            if not x.shape or x.shape[-1] != self.depth:
+                raise self.unsupported(
+                    f"keep_num_dims: the last axis of the input {list(x.shape)} must be the depth {self.depth}"
+                )
+            out.resize((*x.shape[:-1], self.units))
+        else:
+            out.resize((batch, self.units))
+        self.activation = ActivationFunctionType(params.fused_activation_function)
+        self._require_version(x, weights, out)
+        if x.type == T.FLOAT32:
+            self._prepare_hybrid(x, weights, out)
+        else:
+            self._prepare_integer(x, weights, out)
+
+    def _require_version(self, x, weights, out) -> None:
+        """Refuse a node whose kind needs a later version than it claims (a mis-stamped
+        or newer-featured node must not silently run as an older version)."""
+        kind = f"{x.type_name} input x {weights.type_name} weights -> {out.type_name}"
+        needed = 1
+        if x.type == T.FLOAT32:
+            needed, kind = 3, f"hybrid ({kind})"
+            if self.params.asymmetric_quantize_inputs:
+                needed, kind = 9, f"{kind} with asymmetric_quantize_inputs"
+            if weights.quantization is not None and weights.quantization.scale.size > 1:
+                needed, kind = 12, f"{kind} with per-channel weights"
+        elif x.type == T.INT8:
+            needed = 4
+        elif x.type == T.INT16 and weights.type == T.INT16:
+            needed = 7
+        elif x.type == T.INT16 and int(self.params.quantized_bias_type or 0) != T.FLOAT32:
+            needed, kind = 11, f"{kind} with quantized_bias_type"
+        if self.version < needed:
+            raise self.unsupported(f"{kind} needs version {needed} or later; this node claims version {self.version}")
+
+    def _weights_per_channel(self, weights) -> np.ndarray | None:
+        """The per-unit weight scales (float32[units]) of per-channel weights, else None."""
+        q = weights.quantization
+        if q.scale.size <= 1:
+            return None
+        axis = int(q.quantized_dimension)
+        if not 0 <= axis < 2 or weights.shape[axis] != q.scale.size or q.scale.size != self.units:
+            raise self.unsupported(
+                f"weights {weights.name!r} have {q.scale.size} scales along quantized_dimension {axis}; "
+                f"per-channel weights need one scale per unit ({self.units}) along axis 0"
+            )
+        return np.asarray(q.scale, np.float32)
+
+    def _prepare_integer(self, x, weights, out) -> None:
+        self.mode = "integer"
+        signature = (x.type, weights.type, out.type)
+        if signature not in INTEGER_SIGNATURES:
+            names = ", ".join(f"{a.name} x {b.name} -> {c.name}" for a, b, c in sorted(INTEGER_SIGNATURES))
+            raise self.unsupported(
+                f"input {x.type_name}, weights {weights.type_name}, output {out.type_name}; "
+                f"quantized FULLY_CONNECTED takes {names} (or float32 input for hybrid)"
+            )
+        if self.activation not in CLAMPING_ACTIVATIONS:
+            raise self.unsupported(
+                f"fused activation {self.activation.name}; supported: NONE, RELU, RELU_N1_TO_1, RELU6"
+            )
+        for tensor, role in ((x, "input"), (out, "output")):
+            if tensor.quantization is None or not tensor.quantization.is_quantized:
+                raise self.unsupported(f"{role} {tensor.name!r} of type {tensor.type_name} has no quantization")
+        in_scale, in_zp = legacy_params(x)
+        out_scale, out_zp = legacy_params(out)
+        w_scales = self._weights_per_channel(weights)
+        per_channel = w_scales is not None
+        if per_channel and x.type not in (T.INT8, T.INT16):
+            raise self.unsupported(f"per-channel weights need int8 or int16 input, got {x.type_name}")
+        w_scale, w_zp = legacy_params(weights)
+        if per_channel:
+            w_zp = 0  # TFLite's per-channel kernels assume symmetric weights
+        if x.type == T.INT16 and out.type == T.INT16 and (in_zp != 0 or out_zp != 0):
+            raise self.unsupported("int16 input and output need zero points 0")
+
+        # Bias and accumulator types, as TFLite's Eval picks its template arguments.
+        bias_type = TensorType(int(self.params.quantized_bias_type or 0))
+        if x.type == T.INT16 and weights.type == T.INT8:
+            if bias_type not in (T.FLOAT32, T.INT32, T.INT64):
+                raise self.unsupported(f"quantized_bias_type {bias_type.name}; expected INT32 or INT64")
+            expected_bias = T.INT32 if bias_type == T.INT32 else T.INT64
+            self.acc_is_int32 = expected_bias == T.INT32
+        elif x.type == T.INT16:  # int16 weights: int64 accumulator, bias read per quantized_bias_type
+            expected_bias = T.INT64 if bias_type == T.INT64 else T.INT32
+            self.acc_is_int32 = False
+        else:
+            expected_bias = T.INT32
+            self.acc_is_int32 = True
+        if self.bias is not None:
+            self.require_types(self.bias, expected_bias, role="bias")
+        elif signature == (T.UINT8, T.UINT8, T.INT16):
+            raise self.unsupported("uint8 input with int16 output needs a bias (TFLite reads it unconditionally)")
+        if self.bias is not None and not per_channel:
+            # GetQuantizedConvolutionMultipler's consistency check of the bias scale.
+            bias_scale, _ = legacy_params(self.bias)
+            product = float(np.float32(in_scale) * np.float32(w_scale))
+            if out_scale and abs(product - bias_scale) / out_scale > 0.02:
+                raise self.unsupported(
+                    f"bias scale {bias_scale} differs from input scale x weights scale {product} "
+                    "by more than 2% of the output scale"
+                )
+
+        self.low, self.high = activation_range_quantized(self.activation, out_scale, out_zp, out.dtype)
+        self.out_zp = out_zp
+        self.in_zp = in_zp
+        channel_scales = w_scales.astype(np.float64) if per_channel else np.float64(np.float32(w_scale))
+        self.use_mbqm = weights.type == T.INT16
+        if self.use_mbqm:
+            if per_channel:
+                reals = float(np.float32(in_scale)) * channel_scales / float(np.float32(out_scale))
+                self.multiplier, self.shift = quantize_multipliers(reals)
+            else:
+                # GetQuantizedConvolutionMultipler: the product of the scales in float.
+                product = float(np.float32(in_scale) * np.float32(w_scale))
+                self.multiplier, self.shift = quantize_multiplier(product / float(np.float32(out_scale)))
+        else:
+            self.effective_scale = float(np.float32(in_scale)) * channel_scales / float(np.float32(out_scale))
+
+        # Exactness bound of the integer sums, and the weights as they enter the matmul.
+        x_info = np.iinfo(x.dtype)
+        max_x = max(abs(int(x_info.min) - in_zp), abs(int(x_info.max) - in_zp))
+        self.w_zp = w_zp
+        if weights.is_constant:
+            centered = weights.data.astype(np.int64).reshape(self.units, self.depth) - w_zp
+            row_bound = int(np.abs(centered).sum(axis=1).max(initial=0)) * max_x
+        else:
+            w_info = np.iinfo(weights.dtype)
+            max_w = max(abs(int(w_info.min) - w_zp), abs(int(w_info.max) - w_zp))
+            centered = None
+            row_bound = self.depth * max_w * max_x
+        self.float_type = exact_float_dtype(row_bound)
+        if self.float_type is None:
+            raise self.unsupported(f"the accumulators (up to {row_bound}) are too large to compute exactly")
+        self.weights_t = None if centered is None else np.ascontiguousarray(centered.T.astype(self.float_type))
+        bias_bound = 0
+        if self.bias is not None:
+            bias_bound = int(np.abs(self.bias.data.astype(np.int64)).max(initial=0)) if self.bias.is_constant else 2**63
+        acc_bound = row_bound + bias_bound
+        self.wrap_accumulator = self.acc_is_int32 and acc_bound >= INT32_LIMIT
+        if not self.use_mbqm:
+            max_scale = float(np.max(self.effective_scale)) if np.size(self.effective_scale) else 0.0
+            self.check_int32_conversion = acc_bound * max_scale >= INT32_LIMIT - 2**17
+        self.x_buffer = np.empty((self.batch, self.depth), self.float_type)
+        self.acc_buffer = np.empty((self.batch, self.units), np.float64)
+        self.round_scratch = np.empty((self.batch, self.units), np.float64)
+        self.product_buffer = (
+            self.acc_buffer if self.float_type == np.float64 else np.empty((self.batch, self.units), self.float_type)
+        )
+
+    def _prepare_hybrid(self, x, weights, out) -> None:
+        self.mode = "hybrid"
+        if weights.type != T.INT8:
+            raise self.unsupported(f"hybrid (float32 input) needs int8 weights, got {weights.type_name}")
+        self.require_types(out, T.FLOAT32, role="output")
+        if self.bias is not None:
+            self.require_types(self.bias, T.FLOAT32, role="bias")
+        if self.activation not in (Act.NONE, Act.RELU, Act.RELU_N1_TO_1, Act.RELU6, Act.TANH, Act.SIGN_BIT):
+            raise self.unsupported(f"fused activation {self.activation.name}")
+        self.asymmetric = bool(self.params.asymmetric_quantize_inputs)
+        w_scales = self._weights_per_channel(weights)
+        self.per_channel_scale = w_scales  # float32[units] or None
+        self.weights_scale = np.float32(legacy_params(weights)[0])
+        if weights.is_constant:
+            self._set_hybrid_weights(weights.data)
+
+    def _set_hybrid_weights(self, data: np.ndarray) -> None:
+        matrix = data.reshape(self.units, self.depth)
+        self.row_sums = matrix.astype(np.int64).sum(axis=1)
+        bound = int(np.abs(matrix.astype(np.int64)).sum(axis=1).max(initial=0)) * 128
+        self.float_type = exact_float_dtype(bound)
+        self.weights_t = np.ascontiguousarray(matrix.T.astype(self.float_type))
+
+    # -- invoke ------------------------------------------------------------------------------
+    def invoke(self) -> None:
+        out = self.outputs[0].data
+        if out.size == 0:
+            return
+        if self.depth == 0:
+            out[...] = 0  # TFLite memsets the output
+            return
+        if self.mode == "hybrid":
+            self._invoke_hybrid(out.reshape(self.batch, self.units))
+        else:
+            self._invoke_integer(out.reshape(self.batch, self.units))
+
+    def _invoke_integer(self, out: np.ndarray) -> None:
+        x = self.inputs[0].data.reshape(self.batch, self.depth)
+        weights_t = self.weights_t
+        if weights_t is None:
+            matrix = self.inputs[1].data.reshape(self.units, self.depth).astype(self.float_type)
+            weights_t = (matrix - self.w_zp).T
+        np.subtract(x, self.in_zp, out=self.x_buffer, dtype=self.float_type)
+        acc = np.matmul(self.x_buffer, weights_t, out=self.product_buffer)  # exact integers
+        if acc is not self.acc_buffer:
+            self.acc_buffer[...] = acc
+        acc = self.acc_buffer
+        if self.bias is not None:
+            np.add(acc, self.bias.data.reshape(-1), out=acc)
+        if self.wrap_accumulator:  # int32 accumulation wraps in TFLite's C
+            acc[...] = wrap_int32(acc.astype(np.int64))
+        if self.use_mbqm:
+            scaled = multiply_by_quantized_multiplier_int64(acc.astype(np.int64), self.multiplier, self.shift)
+            np.clip(scaled + self.out_zp, self.low, self.high, out=out, casting="unsafe")
+            return
+        np.multiply(acc, self.effective_scale, out=acc)
+        rounded = round_half_away(acc, out=acc, scratch=self.round_scratch)
+        if self.check_int32_conversion:
+            outside = ~((rounded >= -INT32_LIMIT) & (rounded < INT32_LIMIT))
+            if outside.any():  # x86 converts out-of-range doubles to INT32_MIN; the add wraps
+                whole = np.where(outside, -INT32_LIMIT, rounded).astype(np.int64)
+                np.clip(wrap_int32(whole + self.out_zp), self.low, self.high, out=out, casting="unsafe")
+                return
+        np.add(rounded, self.out_zp, out=rounded)
+        np.clip(rounded, self.low, self.high, out=rounded)
+        out[...] = rounded
+
+    def _invoke_hybrid(self, out: np.ndarray) -> None:
+        x = self.inputs[0].data.reshape(self.batch, self.depth)
+        if not self.inputs[1].is_constant:
+            self._set_hybrid_weights(self.inputs[1].data)
+        if self.bias is not None:
+            out[...] = self.bias.data.reshape(1, -1)
+        else:
+            out[...] = 0
+        if not x.any():  # TFLite skips the product for an all-zero input
+            apply_float_activation(out, self.activation)
+            return
+        quantized, factors, offsets = quantize_rows(x, self.asymmetric)
+        if self.per_channel_scale is None:
+            factors = factors * self.weights_scale  # float32
+            scale = factors[:, None]
+        else:
+            scale = factors[:, None] * self.per_channel_scale[None, :]  # float32
+        dot = np.matmul(quantized.astype(self.float_type), self.weights_t)
+        dot = np.rint(dot).astype(np.int64)
+        if offsets is not None:
+            dot -= self.row_sums[None, :] * offsets[:, None]
+        dot = wrap_int32(dot)  # TFLite's int32 dot product
+        out += dot.astype(np.float32) * scale
+        apply_float_activation(out, self.activation)

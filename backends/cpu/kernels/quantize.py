@@ -1,0 +1,171 @@
+"""QUANTIZE: float32 to uint8/int8/int16 (per tensor or per channel), and requantization
+between integer types with new scales.
+
+Float input (TFLite's ``reference_ops::AffineQuantize`` / ``PerChannelQuantize``)::
+
+    q = clamp(int32(roundf(x / scale)) + zero_point)     # x / scale in float32
+
+``roundf`` rounds halves away from zero; a quotient outside int32 (or NaN) converts to
+INT32_MIN as x86 does, and adding the zero point wraps in int32, as in the wheel.
+
+Integer input (``reference_ops::Requantize``)::
+
+    q = clamp(MultiplyByQuantizedMultiplier(x - in_zp, M, s) + out_zp)
+
+with ``M, s = QuantizeMultiplier(double(in_scale) / double(out_scale))``. For 8- and
+16-bit inputs the whole map is tabulated at prepare (256 or 65536 entries), so invoke is
+one ``take``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from backends.cpu.kernel import CpuKernel, register
+from backends.cpu.quantization import (
+    INT32_MIN,
+    legacy_params,
+    multiply_by_quantized_multiplier,
+    quantize_multiplier,
+    round_half_away,
+    wrap_int32,
+)
+from schema.enums import BuiltinOperator, TensorType
+
+T = TensorType
+FLOAT_OUTPUTS = (T.UINT8, T.INT8, T.INT16)
+#: Requantization pairs TFLite's Prepare/Eval accept (input type -> output types).
+REQUANTIZE = {
+    T.INT8: (T.INT8, T.UINT8),
+    T.UINT8: (T.INT8, T.UINT8),
+    T.INT16: (T.INT8, T.INT16, T.INT32),
+    T.INT32: (T.INT8, T.INT16),
+}
+#: Below this magnitude a rounded quotient plus any zero point stays inside int32.
+_SAFE = float(2**31 - 2**17)
+
+
+# v1: float32 -> uint8/int8, and requantization int8/uint8 -> int8/uint8, int16 -> int8,
+#     int16 -> int32, int32 -> int8 (per tensor).
+# v2: int16 output (float32 -> int16, int16 -> int16, int32 -> int16).
+# v3: per-channel output (float32 -> per-channel uint8/int8/int16).
+# Not here: v4/v5 (int4/uint4 outputs).
+@register(BuiltinOperator.QUANTIZE, 1, 3)
+class Quantize(CpuKernel):
+    """QUANTIZE v1-v3: float32 to uint8/int8/int16 (per tensor or channel); requantize."""
+
+    def prepare(self) -> None:
+        self.require_num_inputs(1)
+        x, out = self.inputs[0], self.outputs[0]
+        self.require_types(out, *FLOAT_OUTPUTS, T.INT32, role="output")
+        q = out.quantization
+        if q is None or not q.is_quantized:
+            raise self.unsupported(f"output {out.name!r} has no quantization parameters")
+        out.resize(x.shape)
+        needed = 3 if q.is_per_channel else 2 if out.type == T.INT16 else 1
+        if self.version < needed:
+            kind = "a per-channel output" if q.is_per_channel else "an INT16 output"
+            raise self.unsupported(f"{kind} needs version {needed} or later; this node claims version {self.version}")
+        info = np.iinfo(out.dtype)
+        self.low, self.high = int(info.min), int(info.max)
+        if x.type == T.FLOAT32:
+            self.require_types(out, *FLOAT_OUTPUTS, role="output")
+            self._prepare_quantize(x, out)
+        else:
+            self.require_types(x, T.FLOAT32, *REQUANTIZE, role="input")
+            self.require_types(out, *REQUANTIZE[x.type], role="output")
+            self._prepare_requantize(x, out)
+
+    # -- float32 -> integer ------------------------------------------------------------------
+    def _prepare_quantize(self, x, out) -> None:
+        self.mode = "quantize"
+        q = out.quantization
+        scale = np.asarray(q.scale, np.float32)
+        zero_point = np.asarray(q.zero_point, np.int64).ravel()
+        if q.is_per_channel:
+            axis = int(q.quantized_dimension)
+            if not 0 <= axis < len(x.shape) or x.shape[axis] != scale.size:
+                raise self.unsupported(
+                    f"output {out.name!r} has {scale.size} scales along quantized_dimension {axis} "
+                    f"but shape {list(x.shape)}"
+                )
+            if zero_point.size != scale.size:  # TFLite repeats the first zero point
+                zero_point = np.full(scale.size, zero_point[0] if zero_point.size else 0, np.int64)
+            channel_shape = [1] * len(x.shape)
+            channel_shape[axis] = scale.size
+            self.scale = scale.reshape(channel_shape)
+            self.zero_point = zero_point.reshape(channel_shape)
+        else:
+            self.scale = np.float32(scale[0])
+            self.zero_point = np.int64(zero_point[0] if zero_point.size else 0)
+        self.zero_point_f = np.asarray(self.zero_point, np.float32)
+        # Quotients clamped to [low - zp, high - zp] before rounding round into it.
+        self.quotient_low = (self.low - self.zero_point).astype(np.float32)
+        self.quotient_high = (self.high - self.zero_point).astype(np.float32)
+        self.buffer = np.empty(x.shape, np.float32)
+        self.scratch = np.empty(x.shape, np.float32)
+
+    # -- integer -> integer --------------------------------------------------------------------
+    def _prepare_requantize(self, x, out) -> None:
+        self.mode = "requantize"
+        for tensor, role in ((x, "input"), (out, "output")):
+            q = tensor.quantization
+            if q is None or not q.is_quantized:
+                raise self.unsupported(f"{role} {tensor.name!r} of type {tensor.type_name} has no quantization")
+            if q.is_per_channel:
+                raise self.unsupported(f"requantizing a per-channel {role} ({tensor.name!r}) is not supported")
+        in_scale, in_zp = legacy_params(x)
+        out_scale, out_zp = legacy_params(out)
+        if x.type == T.INT16 and out.type == T.INT16 and (in_zp != 0 or out_zp != 0):
+            raise self.unsupported("int16 -> int16 requantization needs zero points 0")
+        multiplier, shift = quantize_multiplier(float(in_scale) / float(out_scale))
+        self.in_zp, self.out_zp, self.multiplier, self.shift = in_zp, out_zp, multiplier, shift
+        self.table = None
+        if x.type != T.INT32:
+            # Tabulate every possible input, indexed by its bit pattern (the unsigned view).
+            info = np.iinfo(x.dtype)
+            values = np.arange(int(info.min), int(info.max) + 1, dtype=np.int64)
+            table = self._requantize(values)
+            self.table = np.roll(table, int(info.min))
+            self.unsigned = np.dtype(f"u{x.dtype.itemsize}")
+            # Shortcuts for maps that are a bit flip (int8 <-> uint8 at the same scale,
+            # zero points 128 apart) or the identity: no lookup needed.
+            bits = np.arange(self.table.size, dtype=np.int64)
+            table_bits = self.table.view(np.dtype(f"u{out.dtype.itemsize}")).astype(np.int64)
+            self.xor = None
+            if x.dtype.itemsize == out.dtype.itemsize:
+                for flip in (0, 1 << (8 * x.dtype.itemsize - 1)):
+                    if np.array_equal(table_bits, bits ^ flip):
+                        self.xor = flip
+
+    def _requantize(self, values: np.ndarray) -> np.ndarray:
+        shifted = wrap_int32(values - self.in_zp)
+        scaled = multiply_by_quantized_multiplier(shifted, self.multiplier, self.shift) + self.out_zp
+        return np.clip(wrap_int32(scaled), self.low, self.high).astype(self.outputs[0].dtype)
+
+    def invoke(self) -> None:
+        x, out = self.inputs[0].data, self.outputs[0].data
+        if self.mode == "requantize":
+            if self.table is None:
+                out[...] = self._requantize(x.astype(np.int64))
+            elif self.xor is not None:
+                np.bitwise_xor(x.view(self.unsigned), self.xor, out=out.view(self.unsigned))
+            else:
+                np.take(self.table, x.view(self.unsigned), out=out)
+            return
+        with np.errstate(invalid="ignore", over="ignore"):
+            self._quantize(x, out)
+
+    def _quantize(self, x: np.ndarray, out: np.ndarray) -> None:
+        quotient = np.divide(x, self.scale, out=self.buffer)  # float32 / float32
+        if x.size and not (quotient.min() > -_SAFE and quotient.max() < _SAFE):
+            # Out of int32 (or NaN): emulate the x86 conversion and the int32 wrap.
+            rounded = round_half_away(quotient, out=quotient, scratch=self.scratch)
+            inside = (rounded >= -(2.0**31)) & (rounded < 2.0**31)
+            whole = np.where(inside, rounded, INT32_MIN).astype(np.int64)
+            out[...] = np.clip(wrap_int32(whole + self.zero_point), self.low, self.high)
+            return
+        # clamp(round(q) + zp) == round(clamp(q, low - zp, high - zp)) + zp (integer bounds).
+        np.clip(quotient, self.quotient_low, self.quotient_high, out=quotient)
+        round_half_away(quotient, out=quotient, scratch=self.scratch)
+        np.add(quotient, self.zero_point_f, out=out, casting="unsafe")

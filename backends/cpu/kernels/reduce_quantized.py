@@ -1,0 +1,175 @@
+"""Quantized reductions: MEAN and SUM (uint8, int8, int16, requantizing to the output's
+scale and zero point) and REDUCE_MAX / REDUCE_MIN (raw values), bit-exact with TFLite's
+reference kernels (``kernels/reduce.cc``, ``reference/reduce.h``).
+
+MEAN and SUM (``reference_ops::QuantizedMeanOrSum``), for each output element with
+``n`` reduced input elements::
+
+    acc   = sum(q)                          (int32, wrapping like TFLite's temp_sum)
+    shifted = int32(acc - z_in * n)
+    (m, e) = QuantizeMultiplier(double(s_in) / double(s_out))
+    MEAN only: k = min(floor(log2 n), 32, 31 + e); m = (m << k) / n; e = e - k
+    out   = clamp(M(shifted, m, e) + z_out, type range)
+
+(``M`` is ``MultiplyByQuantizedMultiplier``; no fused activation.) LiteRT 2.3's
+reference MEAN takes this path for every input, also when input and output share their
+quantization and for the 4-D mean over H and W (the special paths of older TFLite
+releases are gone; the tests check both cases). An empty input gives 0. int16 needs zero
+points 0. SUM follows the same reference arithmetic for every type; LiteRT 2.3's reference
+SUM runs its uint8 code on int8/int16 data (a bug of that build, documented and worked
+around in tests/cpu/test_reduce_quantized.py), which this kernel does not reproduce.
+
+REDUCE_MAX / REDUCE_MIN compare raw values and require the output to have the input's
+scale and zero point (TFLite checks it); an empty reduction gives the type's lowest
+(highest) value.
+
+Axes follow reduce.py (negative, repeated, empty lists; a non-constant axis tensor makes
+the output dynamic).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from backends.cpu.kernel import CpuKernel, register
+from backends.cpu.kernels.reduce import reduced_shape, resolve_axes
+from backends.cpu.quantization import is_quantized, multiply_by_quantized_multiplier, quantize_multiplier
+from schema.enums import BuiltinOperator, TensorType
+
+B = BuiltinOperator
+T = TensorType
+
+QUANTIZED_TYPES = (T.UINT8, T.INT8, T.INT16)
+
+
+def _params(tensor) -> tuple[float, int]:
+    q = tensor.quantization
+    return float(np.float32(q.scale[0])), int(q.zero_point[0]) if q.zero_point.size else 0
+
+
+class _Plan:
+    """Axes, output shape and element count of one (input shape, axis values)."""
+
+    def __init__(self, shape: tuple[int, ...], axis_values: np.ndarray, keep_dims: bool) -> None:
+        self.axes = resolve_axes(axis_values, len(shape))
+        self.out_shape = reduced_shape(shape, self.axes, keep_dims)
+        self.count = int(np.prod([shape[a] for a in self.axes], dtype=np.int64))
+        self.empty = int(np.prod(shape, dtype=np.int64)) == 0
+
+
+class _QuantizedReduce(CpuKernel):
+    """Shared prepare (types, axes, static or dynamic output) and invoke."""
+
+    def prepare(self) -> None:
+        self.require_num_inputs(2)
+        data, axis = self.inputs
+        self.require_types(data, *QUANTIZED_TYPES)
+        self.require_types(axis, T.INT32, role="axis")
+        self.require_types(self.outputs[0], data.type, role="output")
+        self.keep_dims = bool(self.params.keep_dims) if self.params is not None else False
+        self.check_quantization()
+        if axis.is_constant or axis.num_elements == 0:
+            values = axis.data if axis.num_elements else np.zeros(0, np.int32)
+            self.plan = self.make_plan(data.shape, values)
+            self.outputs[0].resize(self.plan.out_shape)
+        else:
+            self.plan = None
+            self.outputs[0].set_dynamic()
+
+    def make_plan(self, shape, axis_values) -> _Plan:
+        try:
+            return _Plan(tuple(shape), axis_values, self.keep_dims)
+        except ValueError as error:
+            raise self.unsupported(str(error)) from None
+
+    def invoke(self) -> None:
+        x = self.inputs[0].data
+        if self.plan is not None:
+            self.reduce(x, self.plan, self.outputs[0].data)
+            return
+        plan = self.make_plan(x.shape, self.inputs[1].data)
+        out = np.empty(plan.out_shape, dtype=x.dtype)
+        self.reduce(x, plan, out)
+        self.outputs[0].set_data(out)
+
+    def check_quantization(self) -> None:
+        raise NotImplementedError
+
+    def reduce(self, x: np.ndarray, plan: _Plan, out: np.ndarray) -> None:
+        raise NotImplementedError
+
+
+# v1: uint8 (float32/int32/int64 v1 are in reduce.py); v2: int8; v3: int16.
+@register(B.MEAN, 1, 3)
+# v1: uint8 and int16 (TFLite stamps no separate version for int16); v2: int8.
+@register(B.SUM, 1, 2)
+class QuantizedMeanSum(_QuantizedReduce):
+    """MEAN v1-v3 and SUM v1-v2 on quantized uint8, int8, int16 (requantizing)."""
+
+    @classmethod
+    def accepts(cls, context, node) -> bool:
+        first = node.inputs[0] if len(node.inputs) else -1
+        return first >= 0 and context.tensors[first].type in QUANTIZED_TYPES and is_quantized(context.tensors[first])
+
+    def check_quantization(self) -> None:
+        data, out = self.inputs[0], self.outputs[0]
+        for tensor in (data, out):
+            if not is_quantized(tensor) or tensor.quantization.is_per_channel:
+                raise self.unsupported(f"tensor {tensor.name!r} must be quantized per tensor (a scale and zero point)")
+        (s_in, self.z_in), (s_out, self.z_out) = _params(data), _params(out)
+        if data.type == T.INT16 and (self.z_in != 0 or self.z_out != 0):
+            raise self.unsupported("int16 tensors must have zero point 0 (symmetric int16)")
+        if s_out == 0.0:
+            raise self.unsupported(f"output {out.name!r} has scale 0")
+        self.multiplier, self.shift = quantize_multiplier(s_in / s_out)
+        self.is_mean = self.op == B.MEAN
+        info = np.iinfo(data.dtype)
+        self.limits = (int(info.min), int(info.max))
+
+    def reduce(self, x: np.ndarray, plan: _Plan, out: np.ndarray) -> None:
+        if plan.empty:
+            out[...] = 0
+            return
+        # TFLite accumulates in int32 with wrap-around; numpy's int32 sum wraps the same way.
+        sums = np.asarray(np.add.reduce(x, axis=plan.axes, dtype=np.int32, keepdims=self.keep_dims))
+        count = plan.count
+        multiplier, shift = self.multiplier, self.shift
+        if self.is_mean:
+            # 1/count folded into the multiplier (quantize_multiplier's shift is >= -31,
+            # so k >= 0); the int64 quotient truncates as C's does (both positive).
+            k = min(count.bit_length() - 1, 32, 31 + shift)
+            multiplier = (multiplier << k) // count
+            shift -= k
+        shifted = (sums.astype(np.int64) - self.z_in * count).astype(np.int32)  # static_cast<int32_t>
+        result = multiply_by_quantized_multiplier(shifted, multiplier, shift) + self.z_out
+        out[...] = np.clip(result, *self.limits).reshape(out.shape)
+
+
+# v1: uint8 (float32/int32/int64/bool v1 are in reduce.py); v2: int8; v3: int16.
+@register(B.REDUCE_MAX, 1, 3)
+@register(B.REDUCE_MIN, 1, 3)
+class QuantizedReduceMaxMin(_QuantizedReduce):
+    """REDUCE_MAX, REDUCE_MIN v1-v3 on uint8, int8, int16: the largest (smallest) raw value."""
+
+    @classmethod
+    def accepts(cls, context, node) -> bool:
+        first = node.inputs[0] if len(node.inputs) else -1
+        return first >= 0 and context.tensors[first].type in QUANTIZED_TYPES
+
+    def check_quantization(self) -> None:
+        data, out = self.inputs[0], self.outputs[0]
+        params_in = _params(data) if is_quantized(data) else (0.0, 0)
+        params_out = _params(out) if is_quantized(out) else (0.0, 0)
+        if params_in != params_out:
+            raise self.unsupported(
+                f"input (scale, zero point) {params_in} and output {params_out} must be equal: "
+                "TFLite's quantized REDUCE_MAX/REDUCE_MIN do not requantize"
+            )
+        info = np.iinfo(data.dtype)
+        self.is_max = self.op == B.REDUCE_MAX
+        self.ufunc = np.maximum if self.is_max else np.minimum
+        self.initial = info.min if self.is_max else info.max
+
+    def reduce(self, x: np.ndarray, plan: _Plan, out: np.ndarray) -> None:
+        result = self.ufunc.reduce(x, axis=plan.axes, keepdims=self.keep_dims, initial=self.initial)
+        out[...] = np.asarray(result).reshape(out.shape)

@@ -1,0 +1,266 @@
+"""Quantized SOFTMAX (uint8 v1, int8 v2, int16 v3) and LOG_SOFTMAX (uint8 v1, int8 v2),
+bit-exact with TFLite's reference kernels (``kernels/activations.cc``, ``SoftmaxPrepare``
+and ``LogSoftmaxPrepare`` with ``kReference``; ``internal/reference/softmax.h``,
+``reference/log_softmax.h``, ``reference/integer_ops/log_softmax.h``).
+
+Per row of the last axis, with ``d = q - max(row)`` (raw values, ``d <= 0``):
+
+- SOFTMAX, 8-bit inputs (gemmlowp fixed point; the output's scale and zero point are
+  not read: the result is 1/256 steps from the type's minimum, 1/65536 for an int16
+  output)::
+
+      e(d)  = exp_on_negative_values(M(d, m, s)) in Q0.31     for d >= diff_min, else 0
+      sum   = sum over the row of e(d) rescaled to Q12.19
+      1/sum = GetReciprocal(sum) = (Q0.31 scale, bits over unit n)
+      out   = clamp(RDBPOT(scale * e(d), n + 31 - bits(out)) + min(out))
+
+  where ``M(d, m, s)`` multiplies by ``beta * s_in * 2**26`` (``PreprocessSoftmaxScaling``,
+  in double) and ``diff_min = -floor(31 * 2**26 / 2**s)`` (``CalculateInputRadius``).
+- SOFTMAX int16 (LUT-based, ``SoftmaxInt16``): ``d`` is rescaled so that [-65535, 0]
+  spans [-10, 0], looked up in a 513-entry exp table (interpolated), the row sum is
+  normalized and looked up in a 1/(1 + x) table, and each exp is multiplied by it.
+- LOG_SOFTMAX (uint8 zero point 255, int8 127, scale 16/256): the same sum of exps, its
+  fixed-point log ``L`` (``log_x_for_x_greater_than_or_equal_to_1``), then
+  ``out = clamp(RDBPOT(M(d) - L, 22) + zero_point)`` for ``d`` above a per-row threshold,
+  the type's minimum below it.
+
+How: ``d`` takes only 256 values for 8-bit inputs (65536 for int16), so everything that
+depends on ``d`` alone (the rescaled difference, its exp) is tabulated at prepare; invoke
+gathers from the tables and does the per-row normalization vectorized over rows.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from backends.cpu.kernel import CpuKernel, register
+from backends.cpu.kernels import _fixed_point as fp
+from backends.cpu.quantization import SINGLE_ROUNDING, is_quantized, multiply_by_quantized_multiplier, quantize_multiplier
+from schema.enums import BuiltinOperator, TensorType
+
+T = TensorType
+
+SCALED_DIFF_INTEGER_BITS = 5  # kScaledDiffIntegerBits: exp's input is Q5.26
+ACCUMULATION_INTEGER_BITS = 12  # kAccumulationIntegerBits: the sum of exps is Q12.19
+
+
+def tensor_scale_zero_point(tensor) -> tuple[float, int]:
+    """TFLite's per-tensor ``params``: (scale as the float32 value in a Python float, zero point)."""
+    q = tensor.quantization
+    return float(np.float32(q.scale[0])), int(q.zero_point[0]) if q.zero_point is not None and q.zero_point.size else 0
+
+
+def preprocess_softmax_scaling(kernel: CpuKernel, beta: float, input_scale: float) -> tuple[int, int]:
+    """TFLite's ``PreprocessSoftmaxScaling(beta, input_scale, 5)``: the multiplier of
+    ``beta * input_scale`` onto Q5.26, in double, capped (``QuantizeMultiplierGreaterThanOne``)."""
+    max_real_multiplier = float((1 << 30) - 1) if SINGLE_ROUNDING else float((1 << 31) - 1)
+    real = min(beta * input_scale * (1 << (31 - SCALED_DIFF_INTEGER_BITS)), max_real_multiplier)
+    if not real > 1.0:
+        raise kernel.unsupported(
+            f"beta * input scale * 2^26 is {real!r}; TFLite's kernel needs it above 1 "
+            "(QuantizeMultiplierGreaterThanOne aborts otherwise)"
+        )
+    return quantize_multiplier(real)
+
+
+def calculate_input_radius(integer_bits: int, left_shift: int, total_signed_bits: int = 31) -> int:
+    """TFLite's ``CalculateInputRadius`` (double arithmetic, floored)."""
+    max_input_rescaled = 1.0 * ((1 << integer_bits) - 1) * (1 << (total_signed_bits - integer_bits)) / (1 << left_shift)
+    return int(math.floor(max_input_rescaled))
+
+
+class _QuantizedLastAxis(CpuKernel):
+    """Shared: quantized input; rows along the last axis; the difference tables."""
+
+    @classmethod
+    def accepts(cls, context, node) -> bool:
+        index = node.inputs[0] if len(node.inputs) else -1
+        return index >= 0 and is_quantized(context.tensors[index])
+
+    #: the first version of the op for each input type (TFLite's op_version.cc)
+    MIN_VERSION: dict[int, int] = {}
+
+    def check_io(self, allowed: dict[int, tuple[int, ...]]) -> None:
+        self.require_num_inputs(1)
+        x, y = self.inputs[0], self.outputs[0]
+        self.require_types(x, *allowed)
+        self.require_types(y, *allowed[x.type], role="output")
+        for tensor, role in ((x, "input"), (y, "output")):
+            if not is_quantized(tensor):
+                raise self.unsupported(f"the {role} {tensor.name!r} ({tensor.type_name}) has no quantization parameters")
+            if tensor.quantization.is_per_channel:
+                raise self.unsupported(f"the {role} {tensor.name!r} is quantized per channel; TFLite needs one scale")
+        if len(x.shape) < 1:
+            raise self.unsupported("the input must have at least one dimension")
+        self.outputs[0].resize(x.shape)
+        self.in_min = int(np.iinfo(x.dtype).min)
+        self.in_range = int(np.iinfo(x.dtype).max) - self.in_min  # the most negative difference
+        self.out_info = np.iinfo(y.dtype)
+
+    def rows(self):
+        """The input as int32 rows, each row's max, and the table index ``d + range``."""
+        x = self.inputs[0].data
+        if x.size == 0:
+            return x.reshape(0, 1)
+        rows = x.reshape(-1, x.shape[-1]).astype(np.int32)
+        row_max = rows.max(axis=1, keepdims=True)
+        index = rows - row_max
+        index += self.in_range
+        return index
+
+
+@register(BuiltinOperator.SOFTMAX, 1, 3)  # v1: uint8 (float32 is softmax.py's); v2: int8; v3: int16
+class QuantizedSoftmax(_QuantizedLastAxis):
+    """SOFTMAX v1 (uint8), v2 (int8), v3 (int16): uint8 -> uint8/int16, int8 -> int8/int16, int16 -> int16."""
+
+    MIN_VERSION = {T.UINT8: 1, T.INT8: 2, T.INT16: 3}
+
+    def prepare(self) -> None:
+        self.check_io({T.UINT8: (T.UINT8, T.INT16), T.INT8: (T.INT8, T.INT16), T.INT16: (T.INT16,)})
+        x, y = self.inputs[0], self.outputs[0]
+        input_scale, input_zero_point = tensor_scale_zero_point(x)
+        output_scale, output_zero_point = tensor_scale_zero_point(y)
+        beta = float(np.float32(self.params.beta if self.params is not None else 0.0))
+        # SoftmaxPrepare's checks on the output (the uint8 output is not checked).
+        if x.type == T.INT8 and y.type == T.INT8:
+            self.require_output_params(output_zero_point, -128, output_scale, 1 / 256)
+        elif x.type == T.INT16:
+            self.require_output_params(output_zero_point, 0, output_scale, 1 / 32768)
+        if x.type == T.INT16:
+            self.prepare_int16(input_scale, input_zero_point, beta)
+        else:
+            self.prepare_8bit(input_scale, beta)
+
+    def require_output_params(self, zero_point: int, want_zero_point: int, scale: float, want_scale: float) -> None:
+        want32 = np.float32(want_scale)
+        if zero_point != want_zero_point or not abs(np.float32(scale) - want32) <= np.float32(0.001) * want32:
+            raise self.unsupported(
+                f"the output {self.outputs[0].name!r} has scale {scale!r} and zero point {zero_point}; "
+                f"TFLite's kernel needs scale {want_scale!r} (within 0.1%) and zero point {want_zero_point}"
+            )
+
+    def prepare_8bit(self, input_scale: float, beta: float) -> None:
+        multiplier, left_shift = preprocess_softmax_scaling(self, beta, input_scale)
+        diff_min = -calculate_input_radius(SCALED_DIFF_INTEGER_BITS, left_shift)
+        diffs = np.arange(-self.in_range, 1, dtype=np.int64)
+        rescaled = multiply_by_quantized_multiplier(diffs, multiplier, left_shift)
+        exp = fp.exp_on_negative_values(rescaled, SCALED_DIFF_INTEGER_BITS)
+        #: exp(d) in Q0.31 per difference (0 below diff_min: the output is then the minimum).
+        self.exp_table = np.where(diffs >= diff_min, exp, 0)
+        #: the same in Q12.19, what the row sum adds
+        self.exp_accumulated = fp.rescale(self.exp_table, 0, ACCUMULATION_INTEGER_BITS)
+        self.exponent_offset = 31 - 8 * self.outputs[0].dtype.itemsize
+        self.invoke = self.invoke_8bit
+
+    def invoke_8bit(self) -> None:
+        index = self.rows()
+        if index.size == 0:
+            return
+        exp = self.exp_table[index]
+        sum_of_exps = fp.wrap32(self.exp_accumulated[index].sum(axis=1, keepdims=True))
+        shifted_scale, num_bits_over_unit = fp.per_value(fp.get_reciprocal, sum_of_exps, ACCUMULATION_INTEGER_BITS)
+        exponent = num_bits_over_unit + self.exponent_offset
+        if np.any((exponent < 0) | (exponent > 31)):
+            raise RuntimeError(
+                f"{self.op_name}: the sum of exps of a row is too large (TFLite aborts here: the output "
+                "exponent leaves [0, 31] once the sum reaches 2^28 in Q12.19, e.g. 512 equal maxima)"
+            )
+        # RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(scale, exp), exponent). Both
+        # factors are >= 0 (no saturation, halves round up), and the two roundings fold
+        # into one shift: floor((p + 2^30 + 2^(30 + k)) / 2^(31 + k)), exact in int64.
+        out = exp * shifted_scale
+        out += (1 << 30) + (np.int64(1) << (30 + exponent))
+        out >>= 31 + exponent
+        out += int(self.out_info.min)
+        np.clip(out, self.out_info.min, self.out_info.max, out=out)
+        self.outputs[0].data[...] = out.reshape(self.outputs[0].shape)
+
+    def prepare_int16(self, input_scale: float, input_zero_point: int, beta: float) -> None:
+        if input_zero_point != 0:
+            raise self.unsupported(f"the int16 input has zero point {input_zero_point}; TFLite's kernel needs 0")
+        if not 1 <= len(self.inputs[0].shape) <= 4:
+            raise self.unsupported("int16 SOFTMAX takes 1D to 4D tensors (as TFLite's kernel)")
+        value_range = 32767 - (-32768)
+        # exp on [-10, 0] and 1 / (1 + x) on [0, 1], both onto [-1, 1]; in double.
+        exp_lut = fp.lut_populate_int16(math.exp, 10.0 / value_range, 32767, 2.0 / value_range, 0)
+        self.one_over_one_plus_x_lut = fp.lut_populate_int16(
+            lambda v: 1.0 / (1.0 + v), 1.0 / value_range, -32768, 2.0 / value_range, 0
+        )
+        # input->params.scale * params->beta is float32 math, then divided in double.
+        rescale = float(np.float32(input_scale) * np.float32(beta)) / (10.0 / 65535.0)
+        multiplier, shift = quantize_multiplier(rescale)
+        diffs = np.arange(-value_range, 1, dtype=np.int64)
+        scaled = multiply_by_quantized_multiplier(diffs, multiplier, shift)
+        symmetric = np.clip(scaled + 32767, -32768, 32767)
+        #: exp(d) in Q0.15 per difference d in [-65535, 0] (SoftMaxCalculateExp)
+        self.exp_table = fp.lut_lookup_int16(symmetric, exp_lut)
+        self.invoke = self.invoke_int16
+
+    def invoke_int16(self) -> None:
+        index = self.rows()
+        if index.size == 0:
+            return
+        exp = self.exp_table[index]
+        sum_of_exps = fp.wrap32(exp.sum(axis=1, keepdims=True))
+        headroom_plus_one = fp.count_leading_zeros32(sum_of_exps)
+        shifted_sum = ((sum_of_exps << (headroom_plus_one - 1)) + (1 << 13)) >> 14
+        symmetric = np.clip(shifted_sum - ((1 << 15) + (1 << 16)), -32768, 32767)
+        reciprocal = fp.lut_lookup_int16(symmetric, self.one_over_one_plus_x_lut)
+        right_shift = 31 - headroom_plus_one
+        result = fp.wrap32((exp * reciprocal + (np.int64(1) << (right_shift - 1))) >> right_shift)
+        np.clip(result, 0, 32767, out=result)
+        self.outputs[0].data[...] = result.reshape(self.outputs[0].shape)
+
+
+@register(BuiltinOperator.LOG_SOFTMAX, 1, 2)  # v1: uint8 (float32 is softmax.py's); v2: int8
+class QuantizedLogSoftmax(_QuantizedLastAxis):
+    """LOG_SOFTMAX v1 (uint8) and v2 (int8): output scale 16/256, zero point 255 / 127."""
+
+    MIN_VERSION = {T.UINT8: 1, T.INT8: 2}
+
+    def prepare(self) -> None:
+        self.check_io({T.UINT8: (T.UINT8,), T.INT8: (T.INT8,)})
+        x, y = self.inputs[0], self.outputs[0]
+        input_scale, _ = tensor_scale_zero_point(x)
+        output_scale, output_zero_point = tensor_scale_zero_point(y)
+        self.zero_point = 255 if x.type == T.UINT8 else 127
+        if output_scale != 16.0 / 256 or output_zero_point != self.zero_point:
+            raise self.unsupported(
+                f"the output {y.name!r} has scale {output_scale!r} and zero point {output_zero_point}; "
+                f"TFLite's kernel needs scale 0.0625 and zero point {self.zero_point}"
+            )
+        # PreprocessLogSoftmaxScalingExp(beta = 1.0, input_scale, 5)
+        multiplier, left_shift = preprocess_softmax_scaling(self, 1.0, input_scale)
+        real_reverse = (1 << (31 - left_shift)) / float(multiplier)
+        if not 0.0 <= real_reverse < 1.0:
+            raise self.unsupported(
+                f"the reverse scaling factor is {real_reverse!r}; TFLite's kernel needs it in [0, 1) "
+                "(QuantizeMultiplierSmallerThanOneExp aborts otherwise)"
+            )
+        self.reverse_multiplier, self.reverse_shift = quantize_multiplier(real_reverse)
+        self.diff_min = -calculate_input_radius(SCALED_DIFF_INTEGER_BITS, left_shift)
+        diffs = np.arange(-self.in_range, 1, dtype=np.int64)
+        #: d in Q5.26 per difference (wraps below diff_min, where it is never used)
+        self.diff_q5 = multiply_by_quantized_multiplier(diffs, multiplier, left_shift)
+        exp = fp.exp_on_negative_values(self.diff_q5, SCALED_DIFF_INTEGER_BITS)
+        self.exp_accumulated = np.where(diffs >= self.diff_min, fp.rescale(exp, 0, ACCUMULATION_INTEGER_BITS), 0)
+        self.diffs = diffs
+
+    def invoke(self) -> None:
+        index = self.rows()
+        if index.size == 0:
+            return
+        sum_of_exps = fp.wrap32(self.exp_accumulated[index].sum(axis=1, keepdims=True))
+        log_sum = fp.per_value(
+            fp.log_x_for_x_greater_than_or_equal_to_1, sum_of_exps, SCALED_DIFF_INTEGER_BITS, ACCUMULATION_INTEGER_BITS
+        )
+        threshold = multiply_by_quantized_multiplier(
+            fp.wrap32(log_sum + np.iinfo(np.int32).min), self.reverse_multiplier, self.reverse_shift
+        )
+        adjusted_diff_min = np.maximum(self.diff_min - 1, threshold)
+        out = fp.rdbpot(fp.wrap32(self.diff_q5[index] - log_sum), 31 - SCALED_DIFF_INTEGER_BITS - 4) + self.zero_point
+        np.clip(out, self.out_info.min, self.out_info.max, out=out)
+        out = np.where(self.diffs[index] > adjusted_diff_min, out, self.out_info.min)
+        self.outputs[0].data[...] = out.reshape(self.outputs[0].shape)

@@ -1,0 +1,297 @@
+"""TRANSPOSE_CONV on quantized tensors, bit-exact with TFLite's reference kernels.
+
+Inputs: ``output_shape`` (int32 ``[4]``), weights ``[O, KH, KW, I]``, input
+``[N, H, W, I]`` and, from version 3, an optional bias ``[O]``. Every input pixel
+scatters its weighted filter into the output (see ``transpose_conv.py``):
+``acc[n, y*sh + ky - pad_top, x*sw + kx - pad_left, o] += (in - z_in) * (w - z_w)``,
+then ``acc += bias``. The arithmetic, chosen (as TFLite does) by the tensor types:
+
+- uint8 (per tensor): int32 accumulators, ``out = clamp(MultiplyByQuantized
+  Multiplier(acc, m, s) + z_out)``, one multiplier from ``float(s_in * s_w) / s_out``
+  (``reference_ops::TransposeConv``);
+- int8 (weights per channel along dimension 0, or per tensor; their zero points are
+  ignored, as TFLite does): one multiplier per output channel from
+  ``double(s_in) * s_w[o] / s_out`` (``reference_integer_ops::TransposeConv``);
+- int16 activations x int8 weights (zero points 0): int64 accumulators and bias with
+  the int64 ``MultiplyByQuantizedMultiplier``; with ``quantized_bias_type`` INT32,
+  int32 ones with the int32 rescaling;
+- hybrid (float32 input and output, int8 weights): each batch quantized
+  asymmetrically on the fly (scale ``s_b``, offset ``o_b``), ``acc = sum w *
+  (q - o_b)``, ``out = float(acc) * (s_b * s_w[o]) + bias``
+  (``reference_ops::HybridTransposeConv``); this one agrees with LiteRT to within
+  float rounding (about 1e-7 relative), not bit for bit: the order of its float
+  operations is not reproduced.
+
+The fused activation (version 4) clamps in the quantized domain (a float clamp for
+the hybrid kernel).
+
+How: as the float kernel: one BLAS matmul of the input (minus its zero point,
+converted to float) by the weights re-laid out at prepare as ``[I, KH*KW*O]`` gives
+every pixel's patch, a loop over the KH*KW taps adds them into a zeroed canvas, the
+canvas is cropped. Every partial sum is an integer below ``sum |w| * max |x - z|``
+of its output channel, so float32 is exact when that is below 2**24, else float64.
+Then one requantization pass.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from backends.cpu.common import compute_padding
+from backends.cpu.kernel import CpuKernel, register
+from backends.cpu.kernels._quantized_window import (
+    ConvQuantization,
+    accumulator_dtype,
+    asymmetric_quantize,
+    has_scale,
+    uint8_bias_scale_error,
+    zero_point_of,
+)
+from backends.cpu.kernels._window import activation_bounds, clamp
+from backends.cpu.quantization import is_quantized
+from schema.enums import BuiltinOperator, TensorType
+
+T = TensorType
+
+
+def required_version(x, weights) -> int | None:
+    """The least TRANSPOSE_CONV version for a quantized or hybrid node's types (TFLite's
+    ``GetBuiltinOperatorVersion``: int8 weights are version 2), or None for other nodes.
+    (The bias, version 3, and the fused activation, version 4, are not checked, as in
+    the float kernel.)"""
+    if is_quantized(x) or (x.type == T.FLOAT32 and weights.type == T.INT8):
+        return 2 if weights.type == T.INT8 else 1
+    return None
+
+
+# v1: uint8 (per tensor) here; float32 in transpose_conv.py.
+# v2: int8 weights: int8 (per channel or per tensor), int16 x int8, and hybrid
+#     (float32 input with int8 weights).
+# v3: an optional bias as 4th input (any of the above types).
+# v4: fused activation function.
+# v5: int16 x int8 with an explicit quantized_bias_type (INT32 or INT64 bias);
+#     TFLite's rule tests input 0 (the output shape) for int16, so files written by
+#     its rules never carry v5; the kernel runs it all the same.
+@register(BuiltinOperator.TRANSPOSE_CONV, 1, 5)
+class QuantizedTransposeConv(CpuKernel):
+    """TRANSPOSE_CONV v1-v5 on uint8, int8, int16x8 and hybrid (float x int8) tensors."""
+
+    @classmethod
+    def accepts(cls, context, node) -> bool:
+        """Quantized and hybrid nodes (chosen by their types, as TFLite's kernel does)."""
+        if len(node.inputs) < 3 or node.inputs[1] < 0 or node.inputs[2] < 0:
+            return False
+        weights, x = context.tensors[node.inputs[1]], context.tensors[node.inputs[2]]
+        required = required_version(x, weights)
+        return required is not None
+
+    def prepare(self) -> None:
+        self.require_num_inputs(3, 4)
+        shape_tensor, weights, x = self.inputs[0], self.inputs[1], self.inputs[2]
+        bias = self.inputs[3] if len(self.inputs) == 4 else None
+        output = self.outputs[0]
+        self.require_types(shape_tensor, T.INT32, role="output_shape")
+        self.check_types(x, weights, bias, output)
+        if len(shape_tensor.shape) != 1 or shape_tensor.num_elements != 4:
+            raise self.unsupported(
+                f"output_shape must be a 1-D tensor of 4 values, got shape {list(shape_tensor.shape)}"
+            )
+        if len(x.shape) != 4 or len(weights.shape) != 4:
+            raise self.unsupported(
+                f"input and weights must be 4-D (NHWC, OHWI), got {list(x.shape)} and {list(weights.shape)}"
+            )
+        if x.shape[3] != weights.shape[3]:
+            raise self.unsupported(
+                f"input channels ({x.shape[3]}) differ from the weights' in-channels ({weights.shape[3]})"
+            )
+        out_channels = int(weights.shape[0])
+        if bias is not None and bias.num_elements != out_channels:
+            raise self.unsupported(f"bias has {bias.num_elements} elements, expected {out_channels}")
+        q = weights.quantization
+        if q.scale.size not in (1, out_channels):
+            raise self.unsupported(f"the weights have {q.scale.size} scales; expected 1 or {out_channels}")
+        if q.scale.size > 1:
+            if self.mode == "uint8":
+                raise self.unsupported("uint8 weights must be quantized per tensor (TFLite: per channel is int8/int16)")
+            if int(q.quantized_dimension) != 0:
+                raise self.unsupported(
+                    f"per-channel weights must be quantized along dimension 0, not {q.quantized_dimension}"
+                )
+        params = self.params
+        if params.stride_h <= 0 or params.stride_w <= 0:
+            raise self.unsupported(f"strides must be positive, got {[params.stride_h, params.stride_w]}")
+        self.out_channels = out_channels
+
+        self.weight_zero_point = zero_point_of(weights) if self.mode == "uint8" else 0
+        if self.mode == "hybrid":
+            self.input_zero_point, input_abs_max = 0, 255  # q - offset
+        else:
+            self.input_zero_point = zero_point_of(x)
+            info = np.iinfo(x.dtype)
+            input_abs_max = max(abs(int(info.min) - self.input_zero_point), abs(int(info.max) - self.input_zero_point))
+        if weights.is_constant:
+            abs_sums = np.abs(self.centered_weights(weights.data)).reshape(out_channels, -1).sum(axis=1)
+        else:
+            abs_sums = np.full(out_channels, int(np.prod(weights.shape[1:])) * 255, np.int64)
+        try:
+            self.float_type = accumulator_dtype(abs_sums, input_abs_max)
+        except ValueError as error:
+            raise self.unsupported(str(error)) from None
+        self.inputs_float = np.empty((int(np.prod(x.shape[:3])), int(x.shape[3])), self.float_type)
+
+        self.weight_matrix = self.patches_matrix(weights.data) if weights.is_constant else None
+        self.bias_values = self.read_bias() if bias is None or bias.is_constant else None
+        if self.mode == "hybrid":
+            self.bounds = activation_bounds(params.fused_activation_function)
+            scales = np.asarray(q.scale, np.float32)
+            self.weight_scales = np.broadcast_to(scales, (out_channels,)).astype(np.float32)
+        else:
+            self.quantization = ConvQuantization.of(
+                x, weights, output, out_channels, params.fused_activation_function, wide=self.wide
+            )
+            if self.bias_values is not None:
+                self.quantization.accumulator_bound = int(
+                    np.max(abs_sums * input_abs_max + np.abs(self.bias_values))
+                )
+
+        self.plan_shape = None
+        if shape_tensor.is_constant:
+            self.plan(self.read_output_shape())
+            output.resize(self.plan_shape)
+        else:
+            output.set_dynamic()  # the shape is only known at invoke
+
+    def check_types(self, x, weights, bias, output) -> None:
+        """Pick the arithmetic from the types (as TFLite does) and check the rest."""
+        self.require_types(x, T.UINT8, T.INT8, T.INT16, T.FLOAT32, role="input")
+        self.wide = False
+        if x.type == T.FLOAT32:
+            self.mode = "hybrid"
+            self.require_types(weights, T.INT8, role="weights")
+            self.require_types(output, T.FLOAT32, role="output")
+            if bias is not None:
+                self.require_types(bias, T.FLOAT32, role="bias")
+            if not has_scale(weights):
+                raise self.unsupported(f"the int8 weights {weights.name!r} of a hybrid convolution have no scale")
+            return
+        for tensor, role in ((x, "input"), (weights, "weights"), (output, "output")):
+            if not has_scale(tensor):
+                raise self.unsupported(f"the {role} {tensor.name!r} ({tensor.type_name}) has no quantization scale")
+        self.require_types(output, x.type, role="output")
+        if x.type == T.UINT8:
+            self.mode = "uint8"
+            self.require_types(weights, T.UINT8, role="weights")
+            if bias is not None:
+                self.require_types(bias, T.INT32, role="bias")
+            message = uint8_bias_scale_error(x, weights, bias, output)
+            if message:
+                raise self.unsupported(message)
+            return
+        self.require_types(weights, T.INT8, role="weights")
+        if x.type == T.INT8:
+            self.mode = "int8"
+            if bias is not None:
+                self.require_types(bias, T.INT32, role="bias")
+            return
+        self.mode = "int16"
+        if zero_point_of(x) != 0 or zero_point_of(output) != 0:
+            raise self.unsupported("int16 input and output must have zero point 0")
+        bias_type = int(getattr(self.params, "quantized_bias_type", T.FLOAT32) or T.FLOAT32)
+        if bias_type not in (T.FLOAT32, T.INT32, T.INT64):
+            raise self.unsupported(f"quantized_bias_type must be INT32 or INT64, got {bias_type}")
+        if bias is not None:
+            if bias_type == T.INT32:
+                self.require_types(bias, T.INT32, role="bias (quantized_bias_type INT32)")
+            else:
+                # Without quantized_bias_type TFLite reads the bias as int64.
+                self.require_types(bias, T.INT64, role="bias")
+        self.wide = bias_type != T.INT32
+
+    def centered_weights(self, weights: np.ndarray) -> np.ndarray:
+        return weights.astype(np.int64) - self.weight_zero_point
+
+    def patches_matrix(self, weights: np.ndarray) -> np.ndarray:
+        """``[O, KH, KW, I]`` -> ``[I, KH*KW*O]`` (float): an input pixel times it is its patch."""
+        centered = self.centered_weights(weights)
+        out_channels, kh, kw, in_channels = centered.shape
+        matrix = centered.transpose(3, 1, 2, 0).reshape(in_channels, kh * kw * out_channels)
+        return np.ascontiguousarray(matrix, dtype=self.float_type)
+
+    def read_bias(self) -> np.ndarray:
+        bias = self.inputs[3] if len(self.inputs) == 4 else None
+        dtype = np.float32 if self.mode == "hybrid" else np.int64
+        if bias is None:
+            return np.zeros(self.out_channels, dtype)
+        return bias.data.reshape(-1).astype(dtype)
+
+    def read_output_shape(self) -> tuple[int, ...]:
+        shape = tuple(int(d) for d in self.inputs[0].data)
+        x, weights = self.inputs[2], self.inputs[1]
+        if any(d <= 0 for d in shape) or shape[0] != x.shape[0] or shape[3] != weights.shape[0]:
+            raise self.unsupported(
+                f"output_shape {list(shape)} must be positive, with batch {x.shape[0]} and {weights.shape[0]} channels"
+            )
+        return shape
+
+    def plan(self, output_shape: tuple[int, ...]) -> None:
+        """Padding, canvas and patch buffers for one output shape (done once per shape)."""
+        params, x, weights = self.params, self.inputs[2], self.inputs[1]
+        batch, out_h, out_w, out_channels = output_shape
+        _, in_h, in_w, _ = x.shape
+        _, kh, kw, _ = weights.shape
+        rows = compute_padding(params.padding, out_h, kh, params.stride_h)
+        cols = compute_padding(params.padding, out_w, kw, params.stride_w)
+        if (rows.out_size, cols.out_size) != (in_h, in_w):
+            raise self.unsupported(
+                f"output_shape {list(output_shape)} does not match the input {list(x.shape)}: a CONV_2D of "
+                f"that output with this filter, stride and padding gives {rows.out_size}x{cols.out_size}, "
+                f"not {in_h}x{in_w}"
+            )
+        self.pad_top, self.pad_left = rows.before, cols.before
+        canvas_h = max((in_h - 1) * params.stride_h + kh, self.pad_top + out_h)
+        canvas_w = max((in_w - 1) * params.stride_w + kw, self.pad_left + out_w)
+        self.canvas = np.empty((batch, canvas_h, canvas_w, out_channels), self.float_type)
+        self.patches = np.empty((batch, in_h, in_w, kh, kw, out_channels), self.float_type)
+        self.plan_shape = tuple(output_shape)
+
+    def scatter(self, values: np.ndarray) -> np.ndarray:
+        """``sum w * v`` scattered to every output position: ``[N, OH, OW, O]`` view
+        of the canvas (exact integers in a float type)."""
+        weight_matrix = self.weight_matrix
+        if weight_matrix is None:
+            weight_matrix = self.patches_matrix(self.inputs[1].data)
+        batch, in_h, in_w, kh, kw, out_channels = self.patches.shape
+        np.matmul(values, weight_matrix, out=self.patches.reshape(batch * in_h * in_w, -1))
+        canvas = self.canvas
+        canvas.fill(0)
+        sh, sw = self.params.stride_h, self.params.stride_w
+        for ky in range(kh):
+            for kx in range(kw):
+                target = canvas[:, ky : ky + (in_h - 1) * sh + 1 : sh, kx : kx + (in_w - 1) * sw + 1 : sw, :]
+                np.add(target, self.patches[:, :, :, ky, kx, :], out=target)
+        _, out_h, out_w, _ = self.plan_shape
+        return canvas[:, self.pad_top : self.pad_top + out_h, self.pad_left : self.pad_left + out_w, :]
+
+    def invoke(self) -> None:
+        if self.plan_shape is None or self.outputs[0].is_dynamic:
+            shape = self.read_output_shape()
+            if shape != self.plan_shape:
+                self.plan(shape)
+            self.outputs[0].set_data(np.empty(shape, self.outputs[0].dtype))
+        x, out = self.inputs[2].data, self.outputs[0].data
+        values = self.inputs_float
+        bias = self.bias_values if self.bias_values is not None else self.read_bias()
+        if self.mode == "hybrid":
+            batch = x.shape[0]
+            quantized, scaling, offsets = asymmetric_quantize(x.reshape(batch, -1))
+            quantized -= offsets.astype(np.float32)[:, None]
+            np.copyto(values, quantized.reshape(values.shape))
+            result = self.scatter(values).astype(np.float32)  # float(acc)
+            factors = (scaling[:, None] * self.weight_scales[None, :]).astype(np.float32)  # [N, O]
+            result *= factors[:, None, None, :]
+            result += bias
+            clamp(result, self.bounds)
+            out[...] = result
+            return
+        np.subtract(x.reshape(values.shape), self.input_zero_point, out=values, dtype=self.float_type)
+        self.quantization.requantize(self.scatter(values), bias, out)

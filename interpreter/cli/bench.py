@@ -1,0 +1,179 @@
+"""``litedelegate bench MODEL``: time a model, per op and per partition, optionally against LiteRT.
+
+Every timed run is ``Interpreter.invoke_profiled()``: one time per plan step (a CPU node,
+or a whole delegate partition). ``--compare-litert`` also times plain ``invoke()`` of
+litedelegate and of ai-edge-litert on one thread with its default kernels (XNNPACK) and
+its reference kernels (BUILTIN_REF), as ``benchmarks/compare_litert.py`` does. Timings are
+only comparable within one run on one machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+import warnings
+from typing import Any, Callable
+
+from interpreter.cli.common import DELEGATES, UsageError, load_model, make_delegate, set_inputs
+from interpreter.cli.output import Printer, Styled, Table, print_json, progress
+
+
+def add_parser(commands, parents) -> None:
+    parser = commands.add_parser(
+        "bench", parents=parents, help="time a model per op and per partition (optionally against LiteRT)",
+        description="Run a model N times with Interpreter.invoke_profiled() and print the time per op and per "
+        "delegate partition; --compare-litert adds ai-edge-litert (one thread, XNNPACK and BUILTIN_REF).",
+    )
+    parser.add_argument("model", nargs="?", help="a .tflite file (default: the shipped example model)")
+    parser.add_argument("--delegate", choices=DELEGATES, default="none", help="as for run")
+    parser.add_argument("--runs", type=int, default=50, help="timed runs (default 50), after one warm-up")
+    parser.add_argument("--compare-litert", action="store_true", help="also time ai-edge-litert when it is installed")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    parser.add_argument("--json", action="store_true", help="print the timings as JSON")
+    parser.set_defaults(handler=main)
+
+
+def _stats(seconds: list[float]) -> dict[str, float]:
+    ordered = sorted(seconds)
+    return {
+        "median_ms": statistics.median(ordered) * 1e3,
+        "mean_ms": statistics.fmean(ordered) * 1e3,
+        "min_ms": ordered[0] * 1e3,
+        "p90_ms": ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))] * 1e3,
+    }
+
+
+def _timed(invoke: Callable[[], Any], runs: int, description: str) -> list[float]:
+    invoke()  # warm-up
+    times = []
+    for _ in progress(range(runs), runs, description):
+        start = time.perf_counter()
+        invoke()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def main(args: argparse.Namespace) -> int:
+    from interpreter import Interpreter
+
+    if args.runs < 1:
+        raise UsageError("--runs must be at least 1")
+    choice = make_delegate(args.delegate)
+    loaded = load_model(args.model)
+    interpreter = Interpreter(model_content=loaded.data, num_threads=1)
+    if choice.delegate is not None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            report = interpreter.modify_graph_with_delegate(choice.delegate)
+        if report.error:
+            raise RuntimeError(f"{choice.name} failed in prepare: {report.error}")
+    interpreter.allocate_tensors()
+    set_inputs(interpreter, {}, args.seed)
+
+    interpreter.invoke_profiled()  # warm-up
+    steps: dict[int, dict[str, Any]] = {}
+    totals = []
+    for _ in progress(range(args.runs), args.runs, "profiling"):
+        total = 0.0
+        for step in interpreter.invoke_profiled():
+            entry = steps.setdefault(step["index"], {**step, "times": []})
+            entry["times"].append(step["seconds"])
+            total += step["seconds"]
+        totals.append(total)
+
+    step_rows = []
+    for position, (index, entry) in enumerate(steps.items()):
+        median = statistics.median(entry["times"])
+        step_rows.append({
+            "step": position, "plan_index": index, "op": entry["op_name"], "version": entry["version"],
+            "delegate": entry["delegate"], "nodes": entry["replaces"], "median_ms": median * 1e3,
+        })
+    whole = sum(r["median_ms"] for r in step_rows) or 1e-12
+    by_op: dict[str, dict[str, Any]] = {}
+    for row in step_rows:
+        if row["delegate"]:
+            continue
+        entry = by_op.setdefault(f"{row['op']} v{row['version']}", {"op": f"{row['op']} v{row['version']}", "nodes": 0, "median_ms": 0.0})
+        entry["nodes"] += 1
+        entry["median_ms"] += row["median_ms"]
+    ops = sorted(by_op.values(), key=lambda e: -e["median_ms"])
+    partitions = [
+        {"partition": k, "delegate": r["delegate"], "nodes": len(r["nodes"]), "node_indices": r["nodes"], "median_ms": r["median_ms"]}
+        for k, r in enumerate(r for r in step_rows if r["delegate"])
+    ]
+    for entry in (*ops, *partitions):
+        entry["share"] = entry["median_ms"] / whole
+
+    result: dict[str, Any] = {
+        "model": loaded.label,
+        "delegate": choice.describe(),
+        "runs": args.runs,
+        "profiled_invoke": _stats(totals),
+        "ops": ops,
+        "partitions": partitions,
+        "steps": step_rows,
+        "litert": None,
+    }
+    if args.compare_litert:
+        result["litert"] = _compare_litert(loaded.data, interpreter, args.runs, args.seed)
+
+    if args.json:
+        print_json(result)
+        return 0
+    out = Printer()
+    out.line(Styled(f"model: {loaded.label}", "bold"))
+    out.line(f"delegate: {choice.describe()}; {args.runs} profiled run(s) after one warm-up")
+    stats = result["profiled_invoke"]
+    out.line(f"invoke (sum of steps): median {stats['median_ms']:.3f} ms, mean {stats['mean_ms']:.3f} ms, "
+             f"min {stats['min_ms']:.3f} ms, p90 {stats['p90_ms']:.3f} ms")
+    if ops:
+        table = Table(["op", "nodes", "median ms", "share"], right=frozenset({"nodes", "median ms", "share"}), title="CPU time per op")
+        for entry in ops:
+            table.add(entry["op"], entry["nodes"], f"{entry['median_ms']:.3f}", f"{100 * entry['share']:.1f}%")
+        out.line()
+        out.table(table)
+    if partitions:
+        table = Table(["partition", "delegate", "nodes", "median ms", "share"],
+                      right=frozenset({"partition", "nodes", "median ms", "share"}), title="time per delegate partition")
+        for entry in partitions:
+            table.add(entry["partition"], entry["delegate"], entry["nodes"], f"{entry['median_ms']:.3f}", f"{100 * entry['share']:.1f}%")
+        out.line()
+        out.table(table)
+    litert = result["litert"]
+    if litert is not None:
+        out.line()
+        if not litert["available"]:
+            out.line(Styled(f"ai-edge-litert: {litert['note']}", "yellow"))
+        else:
+            table = Table(["runtime", "median ms", "litedelegate / it"], right=frozenset({"median ms", "litedelegate / it"}),
+                          title="against ai-edge-litert (one thread; ratio below 1: litedelegate is faster)")
+            table.add("litedelegate (invoke)", f"{litert['litedelegate_ms']:.3f}", "")
+            for key, label in (("xnnpack", "LiteRT XNNPACK"), ("builtin_ref", "LiteRT BUILTIN_REF")):
+                entry = litert[key]
+                if entry.get("error"):
+                    table.add(label, entry["error"], "")
+                else:
+                    table.add(label, f"{entry['median_ms']:.3f}", f"{entry['ratio']:.2f}")
+            out.table(table)
+    return 0
+
+
+def _compare_litert(data: bytes, interpreter, runs: int, seed: int) -> dict[str, Any]:
+    try:
+        from ai_edge_litert.interpreter import Interpreter as LiteRT
+        from ai_edge_litert.interpreter import OpResolverType
+    except ImportError:
+        return {"available": False, "note": "not installed (pip install ai-edge-litert); comparison skipped"}
+    ours = statistics.median(_timed(interpreter.invoke, runs, "litedelegate")) * 1e3
+    result: dict[str, Any] = {"available": True, "litedelegate_ms": ours}
+    for key, kind in (("xnnpack", OpResolverType.AUTO), ("builtin_ref", OpResolverType.BUILTIN_REF)):
+        try:
+            other = LiteRT(model_content=data, num_threads=1, experimental_op_resolver_type=kind)
+            other.allocate_tensors()
+            set_inputs(other, {}, seed)
+            median = statistics.median(_timed(other.invoke, runs, key)) * 1e3
+            result[key] = {"median_ms": median, "ratio": ours / median if median else None}
+        except Exception as error:
+            result[key] = {"error": f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"}
+    return result
