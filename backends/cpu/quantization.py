@@ -161,7 +161,13 @@ def multiply_by_quantized_multiplier_int64(x: IntArray, multiplier: IntArray, sh
     return _wrap_int32((x * reduced + (np.int64(1) << (total_shift - 1))) >> total_shift)
 
 
-def round_half_away(values: np.ndarray, out: np.ndarray | None = None, scratch: np.ndarray | None = None) -> np.ndarray:
+def round_half_away(
+    values: np.ndarray,
+    out: np.ndarray | None = None,
+    scratch: np.ndarray | None = None,
+    *,
+    finite: bool = False,
+) -> np.ndarray:
     """C's ``round``/``roundf`` elementwise on a float array (halves away from zero),
     in the array's own float type.
 
@@ -170,14 +176,17 @@ def round_half_away(values: np.ndarray, out: np.ndarray | None = None, scratch: 
     ``d = -0.5`` at ``rint(x) <= 0`` down one; the fix runs only when some ``|d|`` is
     0.5. ``out`` and ``scratch`` are optional preallocated arrays of the shape and type
     of ``values`` for a hot path (``out`` may be ``values``; ``scratch`` must be
-    distinct from both).
+    distinct from both); ``finite=True`` promises no inf/NaN (skips an ``errstate``).
     """
     values = np.asarray(values)
     if scratch is None:
         scratch = np.empty_like(values)
     rounded = np.rint(values, out=scratch)
-    with np.errstate(invalid="ignore"):  # inf - inf: NaN, ignored below
+    if finite:
         difference = np.subtract(values, rounded, out=out)  # exact, in [-0.5, 0.5]
+    else:
+        with np.errstate(invalid="ignore"):  # inf - inf: NaN, ignored below
+            difference = np.subtract(values, rounded, out=out)
     if difference.size:
         high, low = difference.max(), difference.min()
         if not (high < 0.5 and low > -0.5):  # ties (or inf/NaN: left as rint gives them)

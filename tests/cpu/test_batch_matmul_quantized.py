@@ -194,16 +194,16 @@ def test_batch_matmul_int8_with_per_channel_rhs_fails_naming_the_op():
 
 
 @pytest.mark.parametrize("kind, claimed", [("int8", 1), ("int16", 2), ("asymmetric_hybrid", 3)])
-def test_batch_matmul_node_claiming_a_version_older_than_its_kind_fails_naming_the_op(kind, claimed):
+def test_batch_matmul_under_stamped_node_runs_as_litert_runs_it(kind, claimed):
     rng = np.random.default_rng(10)
     if kind == "int8":
-        model, _ = bmm_model((2, 4), (4, 3), (2, 3), T.INT8, T.INT8, T.INT8, rng=rng, x_quant=q8(rng),
-                             y_quant=q8(rng), out_quant=q8(rng), version=claimed)
+        model, inputs = bmm_model((2, 4), (4, 3), (2, 3), T.INT8, T.INT8, T.INT8, rng=rng, x_quant=q8(rng),
+                                  y_quant=q8(rng), out_quant=q8(rng), version=claimed)
     elif kind == "int16":
-        model, _ = bmm_model((2, 4), (4, 3), (2, 3), T.INT16, T.INT16, T.INT16, rng=rng, x_quant=q16(rng),
-                             y_quant=q16(rng), out_quant=q16(rng), version=claimed)
+        model, inputs = bmm_model((2, 4), (4, 3), (2, 3), T.INT16, T.INT16, T.INT16, rng=rng, x_quant=q16(rng),
+                                  y_quant=q16(rng), out_quant=q16(rng), version=claimed)
     else:
-        model, _ = bmm_model((2, 4), (4, 3), (2, 3), T.FLOAT32, T.INT8, T.FLOAT32, rng=rng,
-                             y_quant=q8(rng, zero_point=False), asymmetric=True, version=claimed)
-    with pytest.raises(KernelError, match=f"BATCH_MATMUL v{claimed}: .*needs version"):
-        Interpreter(model_content=model).allocate_tensors()
+        model, inputs = bmm_model((2, 4), (4, 3), (2, 3), T.FLOAT32, T.INT8, T.FLOAT32, rng=rng,
+                                  y_quant=q8(rng, zero_point=False), asymmetric=True, version=claimed)
+    assert stamped_version(model) == claimed
+    assert_matches_litert(model, inputs, **EXACT)

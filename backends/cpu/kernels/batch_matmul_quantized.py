@@ -47,6 +47,8 @@ INT32_LIMIT = 2**31
 # v2: int8 x int8 -> int8 (or -> int32, raw products).
 # v3: int16 x int16 -> int16 and int16 x int8 -> int16.
 # v4: hybrid with asymmetric_quantize_inputs.
+# The arithmetic follows the tensor types, as in TFLite: an under-stamped node runs as
+# LiteRT runs it.
 @register(BuiltinOperator.BATCH_MATMUL, 1, 4)
 class BatchMatMulQuantized(CpuKernel):
     """BATCH_MATMUL v1 (hybrid), v2 (int8), v3 (int16), v4 (asymmetric hybrid)."""
@@ -78,12 +80,6 @@ class BatchMatMulQuantized(CpuKernel):
         except ValueError as error:
             raise self.unsupported(f"batch axes do not broadcast: {error}") from None
         self.rows, self.depth, self.cols = int(rows), int(depth_x), int(cols)
-        needed = {T.FLOAT32: 4 if self.params.asymmetric_quantize_inputs else 1, T.INT8: 2, T.INT16: 3}[x.type]
-        if self.version < needed:
-            raise self.unsupported(
-                f"{x.type_name} lhs x {y.type_name} rhs needs version {needed} or later; "
-                f"this node claims version {self.version}"
-            )
         out.resize((*batch, rows, cols))
         if x.type == T.FLOAT32:
             self._prepare_hybrid(x, y, out)

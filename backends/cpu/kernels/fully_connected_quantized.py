@@ -74,7 +74,9 @@ INT32_LIMIT = 2**31
 # v11: int16 x int8 with an explicit quantized_bias_type (int32 or int64 bias).
 # v12: hybrid with per-channel weights.
 # Not here: v2 (shuffled 4x16 uint8 weights), v8 (sparse weights), v10/v13/v14
-# (int4/int2 weights). Float32 nodes of v1/v5/v6 go to the float kernel.
+# (int4/int2 weights). Float32 nodes of v1/v5/v6 go to the float kernel. Like TFLite's
+# kernel, this one chooses its arithmetic by the tensor types, so an under-stamped node
+# (say int8 claiming v1) runs as LiteRT runs it.
 @register(BuiltinOperator.FULLY_CONNECTED, 1, 1)
 @register(BuiltinOperator.FULLY_CONNECTED, 3, 7)
 @register(BuiltinOperator.FULLY_CONNECTED, 9, 9)
@@ -127,31 +129,10 @@ class FullyConnectedQuantized(CpuKernel):
         else:
             out.resize((batch, self.units))
         self.activation = ActivationFunctionType(params.fused_activation_function)
-        self._require_version(x, weights, out)
         if x.type == T.FLOAT32:
             self._prepare_hybrid(x, weights, out)
         else:
             self._prepare_integer(x, weights, out)
-
-    def _require_version(self, x, weights, out) -> None:
-        """Refuse a node whose kind needs a later version than it claims (a mis-stamped
-        or newer-featured node must not silently run as an older version)."""
-        kind = f"{x.type_name} input x {weights.type_name} weights -> {out.type_name}"
-        needed = 1
-        if x.type == T.FLOAT32:
-            needed, kind = 3, f"hybrid ({kind})"
-            if self.params.asymmetric_quantize_inputs:
-                needed, kind = 9, f"{kind} with asymmetric_quantize_inputs"
-            if weights.quantization is not None and weights.quantization.scale.size > 1:
-                needed, kind = 12, f"{kind} with per-channel weights"
-        elif x.type == T.INT8:
-            needed = 4
-        elif x.type == T.INT16 and weights.type == T.INT16:
-            needed = 7
-        elif x.type == T.INT16 and int(self.params.quantized_bias_type or 0) != T.FLOAT32:
-            needed, kind = 11, f"{kind} with quantized_bias_type"
-        if self.version < needed:
-            raise self.unsupported(f"{kind} needs version {needed} or later; this node claims version {self.version}")
 
     def _weights_per_channel(self, weights) -> np.ndarray | None:
         """The per-unit weight scales (float32[units]) of per-channel weights, else None."""
@@ -324,7 +305,7 @@ class FullyConnectedQuantized(CpuKernel):
             np.clip(scaled + self.out_zp, self.low, self.high, out=out, casting="unsafe")
             return
         np.multiply(acc, self.effective_scale, out=acc)
-        rounded = round_half_away(acc, out=acc, scratch=self.round_scratch)
+        rounded = round_half_away(acc, out=acc, scratch=self.round_scratch, finite=True)
         if self.check_int32_conversion:
             outside = ~((rounded >= -INT32_LIMIT) & (rounded < INT32_LIMIT))
             if outside.any():  # x86 converts out-of-range doubles to INT32_MIN; the add wraps
@@ -332,8 +313,8 @@ class FullyConnectedQuantized(CpuKernel):
                 np.clip(wrap_int32(whole + self.out_zp), self.low, self.high, out=out, casting="unsafe")
                 return
         np.add(rounded, self.out_zp, out=rounded)
-        np.clip(rounded, self.low, self.high, out=rounded)
-        out[...] = rounded
+        np.maximum(rounded, self.low, out=rounded)
+        np.minimum(rounded, self.high, out=out, casting="unsafe")
 
     def _invoke_hybrid(self, out: np.ndarray) -> None:
         x = self.inputs[0].data.reshape(self.batch, self.depth)

@@ -49,7 +49,8 @@ _SAFE = float(2**31 - 2**17)
 #     int16 -> int32, int32 -> int8 (per tensor).
 # v2: int16 output (float32 -> int16, int16 -> int16, int32 -> int16).
 # v3: per-channel output (float32 -> per-channel uint8/int8/int16).
-# Not here: v4/v5 (int4/uint4 outputs).
+# Not here: v4/v5 (int4/uint4 outputs). The arithmetic follows the tensor types, as in
+# TFLite: an under-stamped node runs as LiteRT runs it.
 @register(BuiltinOperator.QUANTIZE, 1, 3)
 class Quantize(CpuKernel):
     """QUANTIZE v1-v3: float32 to uint8/int8/int16 (per tensor or channel); requantize."""
@@ -62,10 +63,6 @@ class Quantize(CpuKernel):
         if q is None or not q.is_quantized:
             raise self.unsupported(f"output {out.name!r} has no quantization parameters")
         out.resize(x.shape)
-        needed = 3 if q.is_per_channel else 2 if out.type == T.INT16 else 1
-        if self.version < needed:
-            kind = "a per-channel output" if q.is_per_channel else "an INT16 output"
-            raise self.unsupported(f"{kind} needs version {needed} or later; this node claims version {self.version}")
         info = np.iinfo(out.dtype)
         self.low, self.high = int(info.min), int(info.max)
         if x.type == T.FLOAT32:
@@ -153,19 +150,22 @@ class Quantize(CpuKernel):
             else:
                 np.take(self.table, x.view(self.unsigned), out=out)
             return
-        with np.errstate(invalid="ignore", over="ignore"):
-            self._quantize(x, out)
-
-    def _quantize(self, x: np.ndarray, out: np.ndarray) -> None:
-        quotient = np.divide(x, self.scale, out=self.buffer)  # float32 / float32
-        if x.size and not (quotient.min() > -_SAFE and quotient.max() < _SAFE):
-            # Out of int32 (or NaN): emulate the x86 conversion and the int32 wrap.
-            rounded = round_half_away(quotient, out=quotient, scratch=self.scratch)
-            inside = (rounded >= -(2.0**31)) & (rounded < 2.0**31)
-            whole = np.where(inside, rounded, INT32_MIN).astype(np.int64)
-            out[...] = np.clip(wrap_int32(whole + self.zero_point), self.low, self.high)
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            quotient = np.divide(x, self.scale, out=self.buffer)  # float32 / float32
+        if x.size and not (np.minimum.reduce(quotient, None) > -_SAFE and np.maximum.reduce(quotient, None) < _SAFE):
+            with np.errstate(invalid="ignore", over="ignore"):
+                self._quantize_out_of_range(quotient, out)
             return
         # clamp(round(q) + zp) == round(clamp(q, low - zp, high - zp)) + zp (integer bounds).
-        np.clip(quotient, self.quotient_low, self.quotient_high, out=quotient)
-        round_half_away(quotient, out=quotient, scratch=self.scratch)
+        np.maximum(quotient, self.quotient_low, out=quotient)
+        np.minimum(quotient, self.quotient_high, out=quotient)
+        round_half_away(quotient, out=quotient, scratch=self.scratch, finite=True)
         np.add(quotient, self.zero_point_f, out=out, casting="unsafe")
+
+    def _quantize_out_of_range(self, quotient: np.ndarray, out: np.ndarray) -> None:
+        """Quotients outside int32 (or NaN): x86 converts them to INT32_MIN, and adding the
+        zero point wraps in int32."""
+        rounded = round_half_away(quotient, out=quotient, scratch=self.scratch)
+        inside = (rounded >= -(2.0**31)) & (rounded < 2.0**31)
+        whole = np.where(inside, rounded, INT32_MIN).astype(np.int64)
+        out[...] = np.clip(wrap_int32(whole + self.zero_point), self.low, self.high)
