@@ -29,7 +29,8 @@ class Interpreter:
       model_path: path of a ``.tflite`` file.
       model_content: the model's bytes (give one of ``model_path`` / ``model_content``).
       experimental_delegates: delegates applied in order, as ``modify_graph_with_delegate``.
-      num_threads: accepted for compatibility (>= 1); the numpy kernels use what BLAS uses.
+      num_threads: threads for the kernels' BLAS calls (>= 1; process-wide, as numpy's
+        BLAS is shared); None leaves BLAS's own default.
       experimental_preserve_all_tensors: keep every intermediate tensor readable after invoke.
       op_resolver: which kernels run which (op, version); defaults to every CPU kernel.
         Use ``builtin_op_resolver().capped({...})`` or ``.as_of_release(...)`` to behave
@@ -57,6 +58,10 @@ class Interpreter:
                 raise ValueError("type of num_threads should be int")
             if num_threads < 1:
                 raise ValueError("num_threads should >= 1")
+        if num_threads is not None:
+            from backends.cpu.common import set_blas_threads
+
+            set_blas_threads(num_threads)
         if model_path and not model_content:
             self._model = Model.from_path(model_path)
         elif model_content and not model_path:
@@ -260,7 +265,7 @@ class Interpreter:
         return view
 
     def _ensure_safe(self) -> None:
-        if _HeldView.live_views(self):
+        if self._views and _HeldView.live_views(self):
             raise RuntimeError(
                 "There is at least 1 reference to internal data in the interpreter in the form of a "
                 "numpy array or slice. Be sure to only hold the function returned from tensor() if "

@@ -105,16 +105,14 @@ _OPENBLAS_SUFFIXES = ("64_", "_64_", "")
 
 
 def _openblas_library():
-    """The OpenBLAS numpy loaded (ctypes handle), or None."""
-    import numpy
-
+    """The (set, get) thread-count functions of the OpenBLAS numpy loaded, or None."""
     candidates = []
     try:
         with open("/proc/self/maps") as maps:  # Linux: the libraries actually mapped
             candidates += sorted({line.split()[-1] for line in maps if "openblas" in line.lower() and "/" in line})
     except OSError:
         pass
-    base = os.path.dirname(os.path.dirname(numpy.__file__))
+    base = os.path.dirname(os.path.dirname(np.__file__))
     for pattern in ("numpy.libs/*openblas*", "numpy/.dylibs/*openblas*", "numpy.libs/*.dll"):
         candidates += sorted(glob.glob(os.path.join(base, pattern)))
     for path in candidates:

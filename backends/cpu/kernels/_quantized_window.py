@@ -45,6 +45,11 @@ from backends.cpu.quantization import (
 )
 from schema.enums import TensorType
 
+try:  # the clip ufunc itself: np.clip adds a few microseconds of Python per call
+    from numpy._core.umath import clip as _clip
+except ImportError:  # numpy < 2
+    from numpy.core.umath import clip as _clip
+
 #: Largest |q| of each input type (the zero point is folded into the bias).
 RAW_ABS_MAX = {TensorType.INT8: 128, TensorType.UINT8: 255, TensorType.INT16: 32768}
 #: |q| of the hybrid kernels' quantized inputs: symmetric (-127..127) and
@@ -122,6 +127,9 @@ class ConvQuantization:
         plan = self._plans.get(sums.shape)
         if plan is None:
             plan = self._plans[sums.shape] = _OutputPlan(self, sums.shape)
+        single = quantization.SINGLE_ROUNDING
+        if plan.exact_float and not single and plan.requantize_float(sums, offset, out):
+            return
         acc = plan.acc
         np.copyto(acc, sums, casting="unsafe")
         if plan.shared:
@@ -133,7 +141,6 @@ class ConvQuantization:
             self._finish(scaled, out)
             return
         # (acc + offset) * m = acc * m + offset * m: the offset joins the rounding constant.
-        single = quantization.SINGLE_ROUNDING
         np.multiply(acc, plan.multipliers, out=acc)
         np.add(acc, plan.rounding_constant(offset, single), out=acc)
         if single:
@@ -174,9 +181,12 @@ class _OutputPlan:
         self.acc = np.empty(shape, np.int64)
         right = -stage.shifts  # RoundingDivideByPOT's exponent, where shifts <= 0
         self.shared = stage.wide or bool(np.any(right < 0))
+        self.exact_float = False
         if self.shared:
             return
         self.tile = int(np.prod(shape, dtype=np.int64)) <= TILE_LIMIT
+        self.stage = stage
+        self._prepare_float(stage, right)
         bound = stage.accumulator_bound
         narrow = bound is not None and bound + (1 << 30) + 2 < (1 << 31)
         self.h = np.empty(shape, np.int32) if narrow else self.acc
@@ -189,6 +199,104 @@ class _OutputPlan:
         self.round_mask = self.operand(np.where(right > 0, -1, 0), h_type) if np.any(right == 0) else None
         self.total_shift = self.operand(right + 31, np.int64)
         self._constant = self._offset = self._single = None
+
+    def _prepare_float(self, stage: ConvQuantization, right: np.ndarray) -> None:
+        """The double-rounding output stage in float64, when every intermediate is an
+        exactly representable multiple of ``2**-(31 + r)``.
+
+        With ``x = (acc + offset) * m + 2**30`` (an integer), gemmlowp computes
+        ``h = x >> 31`` then ``(h + 2**(r-1) - [h < 0]) >> r`` (just ``h`` for r = 0).
+        Since ``floor((floor(x / 2**31) + c) / 2**r) = floor((x + c * 2**31) / 2**(31+r))``
+        and ``h < 0`` exactly when ``x < 0``, that is one floor,
+        ``floor(v - [x < 0] * 2**-r)`` with ``v = (x + 2**(30+r)) / 2**(31+r)``
+        (for r = 0: ``floor(x / 2**31)``). In ``q = v - 1/2`` (``q < 0`` exactly when
+        ``x < 0``; for r = 0, ``q = v``) the conditional step is ``copysign(2**-(r+1), q)
+        - 2**-(r+1)``. Every term is an integer times ``2**-(31+r)`` below ``2**53`` in
+        magnitude, so each float64 operation is exact. The zero point and ``-min`` of
+        the output type are added before the clamp, so the clamped value is >= 0 and
+        the truncating store into the unsigned view of the output is the floor; the
+        sign bit flipped back gives the signed value.
+        """
+        bound = stage.accumulator_bound
+        if bound is None:
+            return
+        multipliers = stage.multipliers
+        if multipliers.size == 0 or np.any(multipliers < 0) or np.any(right > 31):
+            return
+        zero = abs(stage.output_zero_point)
+        worst = 0
+        for m, r in zip(multipliers.tolist(), right.tolist()):
+            worst = max(worst, bound * m + (1 << 30) + (1 << (31 + r)) * (2 + zero))
+        if worst >= (1 << 52):
+            return
+        self.exact_float = True
+        self.float_right = right  # [C] int64
+        scale = np.ldexp(1.0, -(31 + right))  # 2**-(31+r), exact
+        positive = right > 0
+        half_step = np.where(positive, np.ldexp(1.0, -right - 1), 0.0)  # 2**-(r+1)
+        centre = np.where(positive, 0.5, 0.0)  # q = v - centre
+        self.float_scale = scale
+        self.float_centre = centre
+        self.float_multipliers = self.operand(multipliers.astype(np.float64) * scale, np.float64)
+        self.float_half_step = self.operand(half_step, np.float64)
+        self.t = np.empty(self.shape, np.float64)
+        self.step = np.empty(self.shape, np.float64)
+        self._float_constant = self._float_offset = self._float_offset_source = None
+        self._float_back = None
+
+    def _float_constants(self, offset: np.ndarray, out_dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+        stage = self.stage
+        offset = np.asarray(offset, np.int64)
+        integer = offset * stage.multipliers + (1 << 30)
+        integer = integer + np.where(self.float_right > 0, np.left_shift(1, 30 + self.float_right), 0)
+        # q = x' * 2**-(31+r) - centre, with x' = x + 2**(30+r) (r > 0) or x (r = 0)
+        constant = integer.astype(np.float64) * self.float_scale - self.float_centre
+        return self.operand(constant, np.float64)
+
+    def requantize_float(self, sums: np.ndarray, offset: np.ndarray, out: np.ndarray) -> bool:
+        constant = self._float_constant
+        if offset is not self._float_offset_source and (
+            constant is None or not np.array_equal(offset, self._float_offset)
+        ):
+            constant = self._float_constant = self._float_constants(offset, out.dtype)
+            self._float_offset = np.array(offset, copy=True)
+        self._float_offset_source = offset  # the kernel's prepare-time array: unchanged
+        back = self._float_back
+        if back is None or back[0] != out.dtype:
+            back = self._float_back = self._store_constants(out.dtype)
+            if back[1] is None:
+                self.exact_float = False
+                return False
+        _, lift, low, high, unsigned, sign_bit = back
+        t = self.t
+        np.multiply(sums, self.float_multipliers, out=t)
+        np.add(t, constant, out=t)  # q
+        step = np.copysign(self.float_half_step, t, out=self.step)
+        np.add(t, step, out=t)
+        np.add(t, lift, out=t)  # + centre - half_step + z_out - min(type)
+        _clip(t, low, high, out=t)
+        target = out.view(unsigned)
+        np.copyto(target, t, casting="unsafe")  # t >= 0: truncation is the floor
+        if sign_bit:
+            np.bitwise_xor(target, sign_bit, out=target)
+        return True
+
+    def _store_constants(self, dtype: np.dtype) -> tuple:
+        stage = self.stage
+        dtype = np.dtype(dtype)
+        info = np.iinfo(dtype)
+        base = -int(info.min)  # 0 for unsigned types
+        unsigned = np.dtype(f"u{dtype.itemsize}")
+        lift = self.operand(self.float_centre - np.where(self.float_right > 0, np.ldexp(1.0, -self.float_right - 1), 0.0)
+                            + stage.output_zero_point + base, np.float64)
+        low, high = np.float64(stage.low + base), np.float64(stage.high + base)
+        # The final sum (lift included) may round where it exceeds 2**53 units of
+        # 2**-(31+r); rounding is monotone, so only values in [low, high + 1) must be
+        # exact (the rest clamp the same either way).
+        if any((int(high) + 2) << (31 + r) > (1 << 52) for r in self.float_right.tolist()) or low < 0:
+            return dtype, None, None, None, None, None
+        sign_bit = unsigned.type(base) if base else 0
+        return dtype, lift, low, high, unsigned, sign_bit
 
     def operand(self, values: np.ndarray, dtype) -> np.ndarray:
         """A per-channel row as an operand of the accumulators' shape."""

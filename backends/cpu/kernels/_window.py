@@ -172,6 +172,9 @@ class PaddedInput:
             self.interior = grouped[:, g.pad_top : g.pad_top + g.in_h, g.pad_left : g.pad_left + g.in_w]
             if repeat == 1:
                 self.interior = self.interior[..., 0]
+            # One copy per repetition: each is a strided copy with long inner loops (a single
+            # broadcast copy x[..., None] would loop over runs of `repeat` values).
+            self.copies = [self.interior[..., r] for r in range(repeat)] if repeat > 1 else [self.interior]
         else:
             self.buffer = None
             self.interior = None
@@ -180,7 +183,8 @@ class PaddedInput:
         """The padded input for ``x`` (``x`` itself when there is nothing to do)."""
         if self.buffer is None:
             return x
-        self.interior[...] = x[..., None] if self.repeat > 1 else x
+        for interior in self.copies:
+            interior[...] = x
         return self.buffer
 
 
@@ -241,9 +245,18 @@ SMALL_CLIP_LIMIT = 1 << 13
 
 def same_arrays(cached: tuple | None, arrays: tuple) -> bool:
     """Whether ``cached`` holds exactly the array objects ``arrays`` (identity, not values):
-    the test kernels use to reuse views of arena buffers, which stay the same objects
-    from one allocation to the next ``allocate_tensors``."""
+    how kernels tell that views they made of arena buffers still hold (``tensor.data``
+    stays the same array object until the next ``allocate_tensors``)."""
     return cached is not None and len(cached) == len(arrays) and all(a is b for a, b in zip(cached, arrays))
+
+
+def reshaped_view(array: np.ndarray, shape) -> np.ndarray:
+    """``array.reshape(shape)``, which must be a view (a kernel keeps it to write or read
+    the array through it later): raises ValueError where numpy would copy."""
+    view = array.reshape(shape)
+    if view.size and not np.may_share_memory(view, array):
+        raise ValueError(f"an array of shape {array.shape} and strides {array.strides} has no view of shape {shape}")
+    return view
 
 
 #: Runs of up to this many bytes are copied as one void "record" each (``record_pair``).
@@ -275,9 +288,18 @@ def record_pair(target: np.ndarray, source: np.ndarray) -> tuple[np.ndarray, np.
         return target, source
 
 
-@functools.lru_cache(maxsize=256)
 def filled(value: float, size: int, dtype: str = "float32") -> np.ndarray:
-    """A read-only 1-D array of ``size`` copies of ``value`` (shared, cached)."""
+    """A read-only 1-D array of ``size`` copies of ``value`` (shared between kernels when
+    small: the cache holds at most 64 arrays of at most 64 KiB)."""
+    if size * np.dtype(dtype).itemsize <= 1 << 16:
+        return _filled(value, size, dtype)
+    array = np.full(size, value, dtype=dtype)
+    array.flags.writeable = False
+    return array
+
+
+@functools.lru_cache(maxsize=64)
+def _filled(value: float, size: int, dtype: str) -> np.ndarray:
     array = np.full(size, value, dtype=dtype)
     array.flags.writeable = False
     return array

@@ -113,10 +113,44 @@ class PairTableLookup:
         self.index = np.empty(out_shape, dtype=np.intp)
 
     def __call__(self, x: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:
+        if self.fixed is not None:
+            self.fixed(x, y, out)
+            return
         index = self.index
         np.multiply(x.view(np.uint8), 256, out=index, dtype=np.intp)
         np.add(index, y.view(np.uint8), out=index)
         np.take(self.table, index, out=out)
+
+    fixed = None
+
+    def fix_constant(self, x, y) -> None:
+        """When one input is a constant (known at prepare), its part of the index is
+        folded in: a single constant value leaves a 256-entry table of the other input
+        (one ``take``); a constant array leaves one add and one ``take``."""
+        table = self.table.reshape(256, 256)  # [x bits, y bits]
+        if y.is_constant and not x.is_constant:
+            constant, variable, rows, variable_first = y.data, x, table.T, True  # rows: [y bits, x bits]
+        elif x.is_constant and not y.is_constant:
+            constant, variable, rows, variable_first = x.data, y, table, False
+        else:
+            return
+        bits = np.asarray(constant).view(np.uint8)
+        if bits.size == 1 and tuple(variable.shape) == tuple(self.index.shape):
+            single = np.ascontiguousarray(rows[int(bits.reshape(-1)[0])])
+
+            def lookup(x, y, out):
+                np.take(single, (x if variable_first else y).view(np.uint8), out=out)
+
+        else:
+            flat = np.ascontiguousarray(rows).reshape(-1)
+            offsets = np.ascontiguousarray(np.broadcast_to(bits.astype(np.intp) * 256, self.index.shape))
+            index = self.index
+
+            def lookup(x, y, out):
+                np.add((x if variable_first else y).view(np.uint8), offsets, out=index)
+                np.take(flat, index, out=out)
+
+        self.fixed = lookup
 
 
 class QuantizedPairwise(CpuKernel):
@@ -161,6 +195,7 @@ class QuantizedPairwise(CpuKernel):
         self.lookup = None
         if x.type in (T.UINT8, T.INT8):
             self.lookup = PairTableLookup(pair_table(self.compute, x.dtype, out.dtype), self.out_shape)
+            self.lookup.fix_constant(x, y)
 
     def setup(self) -> None:
         raise NotImplementedError

@@ -28,6 +28,7 @@ from backends.cpu.kernels._window import (
     activation_bounds,
     make_clamp,
     record_pair,
+    reshaped_view,
     tiled_rows,
     window_view,
 )
@@ -109,13 +110,15 @@ class Conv2D(CpuKernel):
                 target = self.columns.reshape(windows.shape)
                 self.column_copy = record_pair(target, windows)
             else:
-                windows = np.reshape(windows, (n, oh, ow, kh, kw, groups, group_in), copy=False)
+                windows = reshaped_view(windows, (n, oh, ow, kh, kw, groups, group_in))
                 self.column_copy = (self.columns, windows.transpose(5, 0, 1, 2, 3, 4, 6))
         if groups > 1:
             self.group_results = np.empty((groups, self.rows, self.group_out), np.float32)
         self.weights = self.weight_matrices(filters.data) if filters.is_constant else None
         self.has_bias = bias is not None
-        self.tiled_bias = tiled_rows(bias.data, (self.rows, out_channels)) if bias is not None and bias.is_constant else None
+        self.tiled_bias = None
+        if bias is not None and bias.is_constant:
+            self.tiled_bias = tiled_rows(bias.data, (self.rows, out_channels))
         self._bound = (None, None)
 
     def weight_matrices(self, filters: np.ndarray) -> np.ndarray:
@@ -129,7 +132,9 @@ class Conv2D(CpuKernel):
         self.out_rows = out.reshape(self.rows, -1)
         if self.pointwise:  # 1x1, stride 1: every pixel is its own window (no copy)
             self.column_matrices = x.reshape(self.rows, self.groups, self.depth).transpose(1, 0, 2)
-        self.out_groups = out.reshape(self.rows, self.groups, self.group_out).transpose(1, 0, 2) if self.groups > 1 else None
+        self.out_groups = None
+        if self.groups > 1:
+            self.out_groups = out.reshape(self.rows, self.groups, self.group_out).transpose(1, 0, 2)
         self.clamp = make_clamp(self.bounds, out)
         # (a reshape of a non-contiguous array is a copy: then bind again at every invoke)
         self._bound = (x, out) if x.flags.c_contiguous else (None, None)

@@ -9,25 +9,27 @@ elements count (TFLite's padding rule):
 where ``count`` is the number of window elements inside the input (not the filter
 size), then the fused activation is applied.
 
-How, by size (the same values all ways: sums combine the taps in TFLite's order, one by
-one, starting from the identity; padding adds 0, resp. -inf; a max does not depend on
-the order, up to the sign of a zero):
+How, by size:
 
-- tiny outputs (at most ``GATHER_LIMIT`` taps in all): at prepare, the flat input index of
-  every tap of every output (``[KH*KW, outputs]``, taps outside the input pointing at an
-  extra identity element); invoke copies the input next to that element, gathers with
-  one ``take`` and reduces over the taps with one ``reduce``: four numpy calls, whatever
-  the window;
-- MAX_POOL_2D without padding: separably, the max over each column of taps first (one
-  fmax per filter row, on whole input rows), then over the columns; fmax is exact, so
-  this is the same max (the identity -inf applied last);
-- otherwise a loop over the filter taps. At prepare, each tap gets the block of output
-  positions where it falls inside the input and the strided block of input it reads
-  there (``WindowGeometry.clipped_taps``); invoke starts the output at the identity (0,
-  or -inf for the max) and combines each tap's input block into its output block, so
-  no padded copy of the input is made (the blocks are views made once per allocation);
 - when the output has fewer positions than the filter has taps (global pools), one
-  reduction over the ``sliding_window_view`` of all windows of a padded input.
+  reduction over the ``sliding_window_view`` of all windows of a padded input (padding
+  adds 0, resp. -inf);
+- otherwise the taps are combined one after the other, in TFLite's order, starting
+  from the identity (0, or -inf for the max), in one of three ways that give the same
+  bits:
+  - tiny outputs (at most ``GATHER_LIMIT`` values for all taps): at prepare, the flat
+    input index of every tap of every output (``[KH*KW, outputs]``, taps outside the
+    input pointing at an extra identity element); invoke copies the input next to that
+    element, gathers with one ``take`` and combines the taps with one reduction (an
+    ``einsum`` for the sums: it adds the rows one after the other, as the tap loop);
+  - MAX_POOL_2D without padding: separably, the max over each column of taps first (one
+    fmax per filter row, on whole input rows), then over the columns, then with the
+    identity; fmax is exact, so the same max (up to the sign of a zero);
+  - otherwise a loop over the filter taps. At prepare, each tap gets the block of output
+    positions where it falls inside the input and the strided block of input it reads
+    there (``WindowGeometry.clipped_taps``); invoke starts the output at the identity and
+    combines each tap's input block into its output block, so no padded copy of the
+    input is made (the blocks are views made once per allocation).
 
 ``count`` is a prepared array of the output's shape (dividing by a broadcast
 ``[OH, OW, 1]`` costs several times more on small outputs).
@@ -45,6 +47,11 @@ import numpy as np
 from backends.cpu.kernel import CpuKernel, register
 from backends.cpu.kernels._window import PaddedInput, WindowGeometry, activation_bounds, filled, make_clamp, window_view
 from schema.enums import BuiltinOperator, TensorType
+
+try:  # the C implementation behind np.einsum(optimize=False), without its Python wrapper
+    from numpy._core.multiarray import c_einsum as _einsum
+except ImportError:  # pragma: no cover - older numpy
+    _einsum = np.einsum
 
 
 #: Up to this many gathered values (taps x outputs), the gather path.
@@ -91,16 +98,16 @@ class Pool2D(CpuKernel):
         self.tap_blocks = None
         self.pad = None
         self.separable = False
-        if taps * outputs <= GATHER_LIMIT:
+        if taps > geometry.out_h * geometry.out_w:
+            self.pad = PaddedInput(geometry, fill=self.identity, always=True)
+            self.windows = window_view(geometry, self.pad.buffer)
+        elif taps * outputs <= GATHER_LIMIT:
             self._prepare_gather(x.shape)
         elif self.is_max and not geometry.is_padded and taps > 1:
             self._prepare_separable(x.shape)
-        elif taps <= geometry.out_h * geometry.out_w:
+        else:
             self.tap_blocks = geometry.clipped_taps()
             self.squares = np.empty(x.shape, np.float32) if self.is_l2 else None
-        else:
-            self.pad = PaddedInput(geometry, fill=self.identity, always=True)
-            self.windows = window_view(geometry, self.pad.buffer)
         self._bound = (None, None)
 
     def _prepare_gather(self, input_shape) -> None:
@@ -111,7 +118,8 @@ class Pool2D(CpuKernel):
         self.extended = np.full(size + 1, self.identity, np.float32)
         self.extended_input = self.extended[:size].reshape(input_shape)
         padded = np.full(g.padded_shape, size, np.intp)
-        padded[:, g.pad_top : g.pad_top + g.in_h, g.pad_left : g.pad_left + g.in_w] = np.arange(size).reshape(input_shape)
+        inside = (slice(None), slice(g.pad_top, g.pad_top + g.in_h), slice(g.pad_left, g.pad_left + g.in_w))
+        padded[inside] = np.arange(size).reshape(input_shape)
         windows = window_view(g, padded)  # [N, OH, OW, KH, KW, C]
         self.gather = np.ascontiguousarray(windows.transpose(3, 4, 0, 1, 2, 5)).reshape(g.filter_h * g.filter_w, -1)
         self.gathered = np.empty(self.gather.shape, np.float32)
@@ -126,9 +134,7 @@ class Pool2D(CpuKernel):
             g.batch, g.out_h, g.out_w, g.channels
         )
         span_w = (g.out_w - 1) * g.stride_w + 1
-        self.column_taps = [
-            self.column_max[:, :, kx : kx + span_w : g.stride_w] for kx in range(g.filter_w)
-        ]
+        self.column_taps = [self.column_max[:, :, kx : kx + span_w : g.stride_w] for kx in range(g.filter_w)]
 
     def _bind(self, x: np.ndarray, out: np.ndarray) -> None:
         """Views of this allocation's input and output buffers (fixed until the next one)."""
@@ -153,10 +159,15 @@ class Pool2D(CpuKernel):
         if self.gather is not None:
             self.extended_input[...] = x
             gathered = self.gathered
-            self.extended.take(self.gather, out=gathered)
+            self.extended.take(self.gather, out=gathered, mode="clip")  # (valid indices: "clip" skips a temporary)
             if self.is_l2:
                 np.square(gathered, out=gathered)
-            combine.reduce(gathered, axis=0, out=self.out_flat)
+            if self.is_max:  # from the identity, as the tap loop: a window of NaN gives -inf
+                combine.reduce(gathered, 0, None, self.out_flat, False, -np.inf)  # (positional: cheaper)
+            elif gathered.shape[1] < 2:
+                combine.reduce(gathered, 0, None, self.out_flat, False, 0.0)
+            else:  # 0 + tap after tap, as the tap loop (see reduce.py), at a fraction of the cost
+                _einsum("to->o", gathered, out=self.out_flat)
         elif self.separable:
             # fmax is exact and NaN loses: any grouping gives the max of the non-NaN taps;
             # a window of NaN only gives NaN here, and -inf (the identity) after the last fmax.

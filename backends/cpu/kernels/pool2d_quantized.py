@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
+from backends.cpu.kernels._quantized_window import _clip
 from backends.cpu.kernels._window import PaddedInput, WindowGeometry, window_view
 from backends.cpu.quantization import activation_range_quantized, is_quantized
 from schema.enums import BuiltinOperator, TensorType
@@ -93,8 +94,112 @@ class QuantizedPool2D(CpuKernel):
         else:
             self.tap_blocks = None
             self.pad = PaddedInput(geometry, dtype=self.work_dtype, fill=self.identity)
+        self.prepare_gather(x, out)
+
+    # -- the few-call paths ----------------------------------------------------------
+    def prepare_gather(self, x, out) -> None:
+        """Index arrays for invoke in a few numpy calls.
+
+        MAX: every window's input elements, tap-major ``[taps, N*OH*OW, C]`` indices
+        into the flat input, the positions in the padding replaced by one of the
+        window's own pixels (a repeat leaves a max unchanged): one gather, one
+        max-reduction over the taps.
+        AVERAGE: the window means as one float64 matmul with a matrix ``[OH*OW, H*W]``
+        holding 1/count inside each window, rounded halves away from zero
+        (``v + copysign(0.5 + 1/(4 count), v)``, clamped, truncated by the store).
+        """
+        g = self.geometry
+        self.gather = None
+        self.pool_matrix = None
+        self._source = None
+        windows = []  # per output position: the flat pixel indices inside the input
+        for oy in range(g.out_h):
+            for ox in range(g.out_w):
+                pixels = []
+                for ky in range(g.filter_h):
+                    iy = oy * g.stride_h + ky - g.pad_top
+                    if not 0 <= iy < g.in_h:
+                        continue
+                    for kx in range(g.filter_w):
+                        ix = ox * g.stride_w + kx - g.pad_left
+                        if 0 <= ix < g.in_w:
+                            pixels.append(iy * g.in_w + ix)
+                if not pixels:
+                    return
+                windows.append(pixels)
+        positions, pixels_per_image = g.out_h * g.out_w, g.in_h * g.in_w
+        taps = g.filter_h * g.filter_w
+        info = np.iinfo(x.dtype)
+        self.full_range = self.low <= int(info.min) and self.high >= int(info.max)
+        if self.is_max:
+            if g.batch * positions * taps * g.channels > (1 << 20):
+                return
+            index = np.empty((g.batch, positions, taps), np.intp)
+            for p, pixels in enumerate(windows):
+                row = pixels + [pixels[0]] * (taps - len(pixels))
+                index[:, p, :] = row
+            index += (np.arange(g.batch, dtype=np.intp) * pixels_per_image)[:, None, None]
+            rows = index.reshape(g.batch * positions, taps).T  # [taps, N*P] pixel rows
+            # element indices, tap-major: the max then reduces over the outer axis
+            elements = rows[:, :, None] * g.channels + np.arange(g.channels, dtype=np.intp)
+            self.gather = np.ascontiguousarray(elements)  # [taps, N*P, C]
+            self.gathered = np.empty(self.gather.shape, x.dtype)
+            return
+        if positions * pixels_per_image > (1 << 20) or max(len(w) for w in windows) > 4096:
+            return
+        matrix = np.zeros((positions, pixels_per_image), np.float64)
+        counts = [len(w) for w in windows]
+        for p, pixels in enumerate(windows):
+            matrix[p, pixels] = 1.0 / counts[p]
+        self.pool_matrix = matrix
+        # The matmul gives acc / count within count * 2^15 * 2^-52 <= 2^-25 (at most
+        # 4096 terms below 2^15 in magnitude, each add off by at most 2^-37); a quotient that is not a half is at least
+        # 1 / (2 count) from one, so 0.5 + 1 / (4 count) rounds every half away from 0
+        # and moves no other quotient across an integer.
+        halves = 0.5 + 0.25 / np.array(counts, np.float64)
+        self.pool_halves = np.ascontiguousarray(
+            np.broadcast_to(halves[None, :, None], (g.batch, positions, g.channels))
+        )
+        self.pool_sums = np.empty((g.batch, positions, g.channels), np.float64)
+        self.pool_half = np.empty_like(self.pool_sums)
+
+    def bind(self, x: np.ndarray) -> None:
+        """Views of the arena arrays (fixed between allocations)."""
+        g = self.geometry
+        self._source = x
+        out = self.outputs[0].data
+        if self.gather is not None:
+            self._low, self._high = out.dtype.type(self.low), out.dtype.type(self.high)
+            self._rows = x.reshape(-1)
+            self._out_rows = out.reshape(-1, g.channels)
+        else:
+            self._images = x.reshape(g.batch, g.in_h * g.in_w, g.channels)
+            self._store = out.reshape(self.pool_sums.shape)
 
     def invoke(self) -> None:
+        if self.gather is not None:
+            x = self.inputs[0].data
+            if x is not self._source:
+                self.bind(x)
+            np.take(self._rows, self.gather, out=self.gathered)
+            np.maximum.reduce(self.gathered, axis=0, out=self._out_rows)
+            if not self.full_range:
+                _clip(self._out_rows, self._low, self._high, out=self._out_rows)
+            return
+        if self.pool_matrix is not None:
+            x = self.inputs[0].data
+            if x is not self._source:
+                self.bind(x)
+            sums = np.matmul(self.pool_matrix, self._images, out=self.pool_sums)  # ~acc / count
+            half = np.copysign(self.pool_halves, sums, out=self.pool_half)
+            np.add(sums, half, out=sums)
+            if not self.full_range:  # an average of values in the type's range stays in it
+                _clip(sums, np.float64(self.low), np.float64(self.high), out=sums)
+            np.copyto(self._store, sums, casting="unsafe")  # truncation toward zero
+            return
+        self.invoke_taps()
+
+    def invoke_taps(self) -> None:
         out = self.outputs[0].data
         x = self.inputs[0].data
         target = out if self.is_max else self.accumulator

@@ -33,7 +33,9 @@ import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
 from backends.cpu.kernels.reduce import reduced_shape, resolve_axes
-from backends.cpu.quantization import is_quantized, multiply_by_quantized_multiplier, quantize_multiplier
+from backends.cpu import quantization
+from backends.cpu.kernels._quantized_window import ConvQuantization
+from backends.cpu.quantization import INT32_MAX, INT32_MIN, is_quantized, multiply_by_quantized_multiplier, quantize_multiplier
 from schema.enums import BuiltinOperator, TensorType
 
 B = BuiltinOperator
@@ -125,6 +127,74 @@ class QuantizedMeanSum(_QuantizedReduce):
         self.is_mean = self.op == B.MEAN
         info = np.iinfo(data.dtype)
         self.limits = (int(info.min), int(info.max))
+
+    def prepare(self) -> None:
+        super().prepare()
+        self._fast = None
+        plan = self.plan
+        if plan is not None and not plan.empty:
+            multiplier, shift = self.multiplier, self.shift
+            if self.is_mean:
+                count = plan.count
+                k = min(count.bit_length() - 1, 32, 31 + shift)
+                multiplier = (multiplier << k) // count
+                shift -= k
+            # (multiplier, shift, z_in * count) of the static plan, and whether the
+            # output is small enough for Python ints (fewer calls than numpy's).
+            size = int(np.prod(plan.out_shape, dtype=np.int64))
+            self._fast = (multiplier, shift, self.z_in * plan.count, size <= 16)
+            self._source = None
+            # Larger outputs: the convolutions' output stage (its exact float64 path)
+            # on acc = sum - z_in * count, when that cannot leave int32 (no wrap).
+            info = np.iinfo(self.inputs[0].dtype)
+            bound = plan.count * (max(abs(int(info.min)), int(info.max)) + abs(self.z_in))
+            self._stage = None
+            if bound < (1 << 31):
+                low, high = self.limits
+                self._stage = ConvQuantization([multiplier], [shift], 0, self.z_out, low, high, False)
+                self._stage.accumulator_bound = bound
+                self._offset = np.array([-self.z_in * plan.count], np.int64)
+
+    def invoke(self) -> None:
+        fast = self._fast
+        if fast is None or quantization.SINGLE_ROUNDING:
+            super().invoke()
+            return
+        x = self.inputs[0].data
+        if x is not self._source:
+            self._source = x
+            self._sums = np.empty(self.plan.out_shape, np.int32)
+            self._flat_out = self.outputs[0].data.reshape(-1)
+        # TFLite accumulates in int32 with wrap-around; numpy's int32 sum wraps the same way.
+        sums = np.add.reduce(x, axis=self.plan.axes, dtype=np.int32, keepdims=self.keep_dims, out=self._sums)
+        multiplier, shift, zero_sum, small = fast
+        low, high = self.limits
+        if small:
+            left = shift if shift > 0 else 0
+            right = -shift if shift < 0 else 0
+            mask = (1 << right) - 1
+            half = mask >> 1
+            z_out = self.z_out
+            results = []
+            for total in sums.reshape(-1).tolist():
+                value = ((total - zero_sum + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)  # int32
+                if left:
+                    value = (((value << left) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+                if value == multiplier == INT32_MIN:
+                    high_mul = INT32_MAX
+                else:
+                    high_mul = (value * multiplier + (1 << 30)) >> 31
+                value = (high_mul >> right) + ((high_mul & mask) > half + (high_mul < 0)) + z_out
+                results.append(low if value < low else high if value > high else value)
+            self._flat_out[:] = results
+            return
+        if self._stage is not None:
+            self._stage.requantize(sums, self._offset, self.outputs[0].data)
+            return
+        shifted = (sums.astype(np.int64) - zero_sum).astype(np.int32)  # static_cast<int32_t>
+        result = multiply_by_quantized_multiplier(shifted, multiplier, shift) + self.z_out
+        np.clip(result, low, high, out=result)
+        np.copyto(self._flat_out, result.reshape(-1), casting="unsafe")
 
     def reduce(self, x: np.ndarray, plan: _Plan, out: np.ndarray) -> None:
         if plan.empty:

@@ -40,7 +40,8 @@ class _LastAxisKernel(CpuKernel):
         row_shape = () if self.single_row else (*x.shape[:-1], 1)
         self.row_max = np.empty(row_shape, dtype=np.float32)
         self.row_sum = np.empty(row_shape, dtype=np.float32)
-        self.reduce_axes = {} if self.single_row else {"axis": -1, "keepdims": True}
+        # ufunc.reduce's positional (axis, dtype, out, keepdims): keywords cost up to ~0.7 us a call
+        self.reduce_axis, self.keep_dims = (0, False) if self.single_row else (-1, True)
         self._bound = (None, None)
 
     def bind(self) -> tuple[np.ndarray, np.ndarray]:
@@ -70,12 +71,12 @@ class Softmax(_LastAxisKernel):
         x, y = self.bind()
         if y.size == 0:
             return
-        np.maximum.reduce(x, out=self.row_max, **self.reduce_axes)
+        np.maximum.reduce(x, self.reduce_axis, None, self.row_max, self.keep_dims)
         np.subtract(x, self.row_max, out=y)
         if self.beta != 1:
             np.multiply(y, self.beta, out=y)
         np.exp(y, out=y)
-        np.add.reduce(y, out=self.row_sum, **self.reduce_axes)
+        np.add.reduce(y, self.reduce_axis, None, self.row_sum, self.keep_dims)
         np.divide(y, self.row_sum, out=y)
 
 
@@ -87,10 +88,10 @@ class LogSoftmax(_LastAxisKernel):
         x, y = self.bind()
         if y.size == 0:
             return
-        np.maximum.reduce(x, out=self.row_max, **self.reduce_axes)
+        np.maximum.reduce(x, self.reduce_axis, None, self.row_max, self.keep_dims)
         np.subtract(x, self.row_max, out=y)
         np.exp(y, out=y)
-        np.add.reduce(y, out=self.row_sum, **self.reduce_axes)
+        np.add.reduce(y, self.reduce_axis, None, self.row_sum, self.keep_dims)
         np.log(self.row_sum, out=self.row_sum)
         np.subtract(x, self.row_max, out=y)
         np.subtract(y, self.row_sum, out=y)

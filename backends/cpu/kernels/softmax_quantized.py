@@ -152,30 +152,137 @@ class QuantizedSoftmax(_QuantizedLastAxis):
         #: the same in Q12.19, what the row sum adds
         self.exp_accumulated = fp.rescale(self.exp_table, 0, ACCUMULATION_INTEGER_BITS)
         self.exponent_offset = 31 - 8 * self.outputs[0].dtype.itemsize
+        self._source = None
         self.invoke = self.invoke_8bit
 
     def invoke_8bit(self) -> None:
-        index = self.rows()
-        if index.size == 0:
+        x = self.inputs[0].data
+        if x is not self._source:
+            self._bind_8bit(x)
+        if self._empty:
             return
-        exp = self.exp_table[index]
-        sum_of_exps = fp.wrap32(self.exp_accumulated[index].sum(axis=1, keepdims=True))
-        shifted_scale, num_bits_over_unit = fp.per_value(fp.get_reciprocal, sum_of_exps, ACCUMULATION_INTEGER_BITS)
+        if self._small:
+            self._invoke_small()
+            return
+        rows, row_max, index, exp, accumulated = self._rows, self._row_max, self._index, self._exp, self._accumulated
+        np.maximum.reduce(rows, axis=1, keepdims=True, out=row_max)
+        np.subtract(rows, row_max, out=index, dtype=np.int16)  # d in [-range, 0]
+        np.take(self._exp_by_difference, index, out=exp)  # negative d: index from the end
+        np.take(self._accumulated_by_difference, index, out=accumulated)
+        sums = np.add.reduce(accumulated, axis=1, out=self._sums)
+        if self._sum_may_wrap:
+            sums = fp.wrap32(sums)
+        if sums.size <= 8:
+            scale, shift, constant = self._row_factors(sums.tolist())
+        else:
+            scale, shift, constant = self._row_factor_arrays(sums)
+        # RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(scale, exp), exponent). Both
+        # factors are >= 0 (no saturation, halves round up), and the two roundings fold
+        # into one shift: floor((p + 2^30 + 2^(30 + k)) / 2^(31 + k)), exact in int64
+        # (p < 2^62); the type's minimum joins the constant where it fits.
+        np.multiply(exp, scale, out=exp)
+        np.add(exp, constant, out=exp)
+        np.right_shift(exp, shift, out=exp)
+        if self._separate_minimum:
+            np.add(exp, self.out_info.min, out=exp)
+        np.minimum(exp, self._out_max, out=exp)
+        np.copyto(self._out_rows, exp, casting="unsafe")
+
+    def _invoke_small(self) -> None:
+        """The same arithmetic on Python ints, for a few values (cheaper than ~10 numpy
+        calls): per row, exps from the tables, the sum, the memoized reciprocal."""
+        exp_of, accumulated_of = self._exp_list, self._accumulated_list
+        top, wrap = self._out_max, self._sum_may_wrap
+        minimum = int(self.out_info.min)
+        for row_index, row in enumerate(self._rows.tolist()):
+            row_max = max(row)
+            exps = [exp_of[v - row_max] for v in row]
+            total = sum([accumulated_of[v - row_max] for v in row])
+            if wrap:
+                total = ((total + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+            scale, shift, constant = self._row_factor(total)
+            if constant is None:
+                half = (1 << 30) + (1 << (shift - 1))
+                self._out_rows[row_index] = [min(((e * scale + half) >> shift) + minimum, top) for e in exps]
+            else:
+                self._out_rows[row_index] = [min((e * scale + constant) >> shift, top) for e in exps]
+
+    def _bind_8bit(self, x: np.ndarray) -> None:
+        """Views and buffers for the arena arrays (fixed between allocations)."""
+        self._source = x
+        self._empty = x.size == 0
+        if self._empty:
+            return
+        n = x.shape[-1]
+        rows = x.reshape(-1, n)
+        self._rows = rows
+        self._out_rows = self.outputs[0].data.reshape(-1, n)
+        count = rows.shape[0]
+        self._row_max = np.empty((count, 1), x.dtype)
+        self._index = np.empty(rows.shape, np.int16)
+        self._exp = np.empty(rows.shape, np.int64)
+        self._accumulated = np.empty(rows.shape, np.int64)
+        self._sums = np.empty(count, np.int64)
+        # d in [-range, 0] indexes from the end for d < 0: table[d mod (range + 1)].
+        self._exp_by_difference = np.roll(self.exp_table, 1)
+        self._accumulated_by_difference = np.roll(self.exp_accumulated, 1)
+        self._sum_may_wrap = int(self.exp_accumulated.max(initial=0)) * n >= (1 << 31)
+        self._out_max = int(self.out_info.max)
+        self._reciprocals: dict[int, tuple[int, int, int]] = {}
+        self._separate_minimum = False
+        self._small = x.size <= 32
+        self._exp_list = self._exp_by_difference.tolist()  # index d < 0 from the end
+        self._accumulated_list = self._accumulated_by_difference.tolist()
+
+    def _row_factor(self, total: int) -> tuple[int, int, int]:
+        """(scale, 31 + exponent, rounding constant) of one row's sum of exps (memoized:
+        a pure function of the sum)."""
+        found = self._reciprocals.get(total)
+        if found is not None:
+            return found
+        shifted_scale, num_bits_over_unit = fp.get_reciprocal(int(total), ACCUMULATION_INTEGER_BITS)
+        exponent = int(num_bits_over_unit) + self.exponent_offset
+        if exponent < 0 or exponent > 31:
+            raise RuntimeError(
+                f"{self.op_name}: the sum of exps of a row is too large (TFLite aborts here: the output "
+                "exponent leaves [0, 31] once the sum reaches 2^28 in Q12.19, e.g. 512 equal maxima)"
+            )
+        shift = 31 + exponent
+        constant = (1 << 30) + (1 << (30 + exponent))
+        minimum = int(self.out_info.min)
+        if -minimum < (1 << (62 - shift)):  # minimum << shift stays within int64
+            constant += minimum << shift
+        else:
+            constant = None
+        found = (int(shifted_scale), shift, constant)
+        if len(self._reciprocals) < 4096:
+            self._reciprocals[total] = found
+        return found
+
+    def _row_factors(self, sums: list[int]):
+        factors = [self._row_factor(total) for total in sums]
+        self._separate_minimum = any(f[2] is None for f in factors)
+        if self._separate_minimum:
+            factors = [(f[0], f[1], (1 << 30) + (1 << (f[1] - 1))) for f in factors]
+        if len(factors) == 1:
+            return factors[0]
+        scale, shift, constant = zip(*factors)
+        column = (len(factors), 1)
+        return (np.array(scale, np.int64).reshape(column), np.array(shift, np.int64).reshape(column),
+                np.array(constant, np.int64).reshape(column))
+
+    def _row_factor_arrays(self, sums: np.ndarray):
+        sums = sums.reshape(-1, 1)
+        shifted_scale, num_bits_over_unit = fp.get_reciprocal(sums, ACCUMULATION_INTEGER_BITS)
         exponent = num_bits_over_unit + self.exponent_offset
         if np.any((exponent < 0) | (exponent > 31)):
             raise RuntimeError(
                 f"{self.op_name}: the sum of exps of a row is too large (TFLite aborts here: the output "
                 "exponent leaves [0, 31] once the sum reaches 2^28 in Q12.19, e.g. 512 equal maxima)"
             )
-        # RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(scale, exp), exponent). Both
-        # factors are >= 0 (no saturation, halves round up), and the two roundings fold
-        # into one shift: floor((p + 2^30 + 2^(30 + k)) / 2^(31 + k)), exact in int64.
-        out = exp * shifted_scale
-        out += (1 << 30) + (np.int64(1) << (30 + exponent))
-        out >>= 31 + exponent
-        out += int(self.out_info.min)
-        np.clip(out, self.out_info.min, self.out_info.max, out=out)
-        self.outputs[0].data[...] = out.reshape(self.outputs[0].shape)
+        self._separate_minimum = True
+        constant = (1 << 30) + (np.int64(1) << (30 + exponent))
+        return shifted_scale, 31 + exponent, constant
 
     def prepare_int16(self, input_scale: float, input_zero_point: int, beta: float) -> None:
         if input_zero_point != 0:
