@@ -72,6 +72,8 @@ class WindowGeometry:
         """Output size and padding (TFLite's rules) of a window over ``input_shape`` (NHWC)."""
         batch, in_h, in_w, channels = (int(d) for d in input_shape)
         (filter_h, filter_w), (stride_h, stride_w), (dilation_h, dilation_w) = filter_hw, strides, dilations
+        if min(filter_h, filter_w) <= 0:
+            raise ValueError(f"filter sizes must be positive, got {[filter_h, filter_w]}")
         if min(stride_h, stride_w) <= 0:
             raise ValueError(f"strides must be positive, got {[stride_h, stride_w]}")
         if min(dilation_h, dilation_w) <= 0:
@@ -105,6 +107,16 @@ class WindowGeometry:
     def output_shape(self) -> tuple[int, int, int]:
         """``(N, OH, OW)``: the caller appends the channel count."""
         return (self.batch, self.out_h, self.out_w)
+
+    def tap_slices(self, ky: int, kx: int) -> tuple[slice, ...]:
+        """What tap (ky, kx) reads of the *padded* input at every output position (NHWC)."""
+        top, left = ky * self.dilation_h, kx * self.dilation_w
+        return (
+            slice(None),
+            slice(top, top + (self.out_h - 1) * self.stride_h + 1, self.stride_h),
+            slice(left, left + (self.out_w - 1) * self.stride_w + 1, self.stride_w),
+            slice(None),
+        )
 
     def clipped_taps(self) -> list[tuple[tuple[slice, ...], tuple[slice, ...]]]:
         """For each filter tap (row-major order) that sees the input at all: the output

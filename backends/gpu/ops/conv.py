@@ -17,9 +17,9 @@ How:
   tap order.
 - FULLY_CONNECTED: one matmul with the weights transposed once at prepare.
 
-The window arithmetic (``WindowGeometry``, also used by the pools) is this module's own,
-on top of ``backends.cpu.common.compute_padding``, so the GPU ops do not depend on the
-CPU kernels' private helpers.
+The window arithmetic (``WindowGeometry``: TFLite's output sizes and padding, tap
+slices, clipped taps, valid counts) is the CPU kernels' own, shared so that both
+backends place every window identically.
 
 Versions claimed (``ops``; a claim means *every* version up to it runs):
 
@@ -34,12 +34,11 @@ Versions claimed (``ops``; a claim means *every* version up to it runs):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from backends.cpu.common import compute_padding
+from backends.cpu.kernels._window import WindowGeometry
 from backends.gpu.ops.elementwise import (
     Act,
     FloatOp,
@@ -52,97 +51,6 @@ from backends.gpu.ops.elementwise import (
 from schema.enums import BuiltinOperator, FullyConnectedOptionsWeightsFormat
 
 B = BuiltinOperator
-
-
-@dataclass(frozen=True)
-class WindowGeometry:
-    """A 2-D window (conv / pool) over an NHWC input: TFLite's output size and padding
-    (``ComputePaddingHeightWidth``: the extra pixel of an odd total goes after)."""
-
-    batch: int
-    in_h: int
-    in_w: int
-    channels: int
-    filter_h: int
-    filter_w: int
-    stride_h: int
-    stride_w: int
-    dilation_h: int
-    dilation_w: int
-    out_h: int
-    out_w: int
-    pad_top: int
-    pad_bottom: int
-    pad_left: int
-    pad_right: int
-
-    @classmethod
-    def of(cls, input_shape, filter_hw, padding: int, strides, dilations=(1, 1)) -> "WindowGeometry":
-        """Raises ValueError for a non-positive stride/dilation/filter or a window that does not fit."""
-        batch, in_h, in_w, channels = (int(d) for d in input_shape)
-        (filter_h, filter_w), (stride_h, stride_w), (dilation_h, dilation_w) = filter_hw, strides, dilations
-        for name, value in (("filter size", filter_h), ("filter size", filter_w), ("stride", stride_h),
-                            ("stride", stride_w), ("dilation", dilation_h), ("dilation", dilation_w)):
-            if value <= 0:
-                raise ValueError(f"{name} must be positive, got {value}")
-        rows = compute_padding(padding, in_h, filter_h, stride_h, dilation_h)
-        cols = compute_padding(padding, in_w, filter_w, stride_w, dilation_w)
-        if rows.out_size <= 0 or cols.out_size <= 0:
-            raise ValueError(
-                f"the window ({filter_h}x{filter_w}, dilation {dilation_h}x{dilation_w}) does not fit "
-                f"the {in_h}x{in_w} input: output would be {rows.out_size}x{cols.out_size}"
-            )
-        return cls(batch, in_h, in_w, channels, filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w,
-                   rows.out_size, cols.out_size, rows.before, rows.after, cols.before, cols.after)
-
-    @property
-    def is_padded(self) -> bool:
-        return bool(self.pad_top or self.pad_bottom or self.pad_left or self.pad_right)
-
-    def tap_slices(self, ky: int, kx: int) -> tuple[slice, ...]:
-        """What tap (ky, kx) reads of the *padded* input at every output position."""
-        top, left = ky * self.dilation_h, kx * self.dilation_w
-        return (
-            slice(None),
-            slice(top, top + (self.out_h - 1) * self.stride_h + 1, self.stride_h),
-            slice(left, left + (self.out_w - 1) * self.stride_w + 1, self.stride_w),
-            slice(None),
-        )
-
-    def clipped_taps(self) -> list[tuple[tuple[slice, ...], tuple[slice, ...]]]:
-        """For each tap (row-major) that sees the input at all: ``(output block, input
-        block)``, the output positions where it falls inside the *unpadded* input and the
-        strided input pixels it reads there."""
-        plan = []
-        every = slice(None)
-        for ky in range(self.filter_h):
-            rows = _clipped_axis(ky * self.dilation_h - self.pad_top, self.stride_h, self.out_h, self.in_h)
-            for kx in range(self.filter_w):
-                cols = _clipped_axis(kx * self.dilation_w - self.pad_left, self.stride_w, self.out_w, self.in_w)
-                if rows is not None and cols is not None:
-                    plan.append(((every, rows[0], cols[0], every), (every, rows[1], cols[1], every)))
-        return plan
-
-    def valid_counts(self) -> np.ndarray:
-        """``[OH, OW, 1]`` float32: how many taps of each window fall inside the input."""
-        rows = _valid_taps(self.out_h, self.stride_h, self.pad_top, self.filter_h, self.dilation_h, self.in_h)
-        cols = _valid_taps(self.out_w, self.stride_w, self.pad_left, self.filter_w, self.dilation_w, self.in_w)
-        return (rows[:, None] * cols[None, :]).astype(np.float32)[:, :, None]
-
-
-def _clipped_axis(offset: int, stride: int, out_size: int, in_size: int) -> tuple[slice, slice] | None:
-    """Outputs ``o`` with ``0 <= o*stride + offset < in_size``, and the inputs they read."""
-    first = max(0, -(offset // stride))  # ceil(-offset / stride), at least 0
-    last = min(out_size - 1, (in_size - 1 - offset) // stride)
-    if first > last:
-        return None
-    start = first * stride + offset
-    return slice(first, last + 1), slice(start, start + (last - first) * stride + 1, stride)
-
-
-def _valid_taps(out_size: int, stride: int, pad_before: int, filter_size: int, dilation: int, in_size: int) -> np.ndarray:
-    positions = np.arange(out_size)[:, None] * stride - pad_before + np.arange(filter_size)[None, :] * dilation
-    return ((positions >= 0) & (positions < in_size)).sum(axis=1)
 
 
 def padded(xp: Any, x: Any, geometry: WindowGeometry, fill: float = 0.0) -> Any:
