@@ -44,6 +44,7 @@ from backends.cpu.quantization import (
     round_half_away,
 )
 from schema.enums import TensorType
+from schema.enums import TensorType as T
 
 try:  # the clip ufunc itself: np.clip adds a few microseconds of Python per call
     from numpy._core.umath import clip as _clip
@@ -429,3 +430,70 @@ def asymmetric_quantize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
     if empty.any():
         quantized[empty] = 0
     return quantized, scales, offsets
+
+
+def select_conv_arithmetic(
+    kernel,
+    x,
+    filters,
+    bias,
+    output,
+    *,
+    filter_role: str = "filter",
+    what: str = "convolution",
+    filter_zero_points_must_be_zero: bool = True,
+    int16_bias_from_params: bool = True,
+) -> tuple[str, bool]:
+    """Pick a convolution's arithmetic from its tensor types, as TFLite does, and check
+    the types that go with it. Returns ``(mode, wide)``: mode is ``"hybrid"`` (float
+    input, int8 filter), ``"uint8"``, ``"int8"`` or ``"int16"`` (16x8); ``wide`` says the
+    int16 bias is int64.
+
+    ``int16_bias_from_params``: CONV_2D and TRANSPOSE_CONV read the int16 bias type from
+    ``quantized_bias_type`` (absent: int64); DEPTHWISE_CONV_2D's is always int64.
+    """
+    kernel.require_types(x, T.UINT8, T.INT8, T.INT16, T.FLOAT32, role="input")
+    if x.type == T.FLOAT32:
+        kernel.require_types(filters, T.INT8, role=filter_role)
+        kernel.require_types(output, T.FLOAT32, role="output")
+        if bias is not None:
+            kernel.require_types(bias, T.FLOAT32, role="bias")
+        if not has_scale(filters):
+            verb = "have" if filter_role == "weights" else "has"
+            raise kernel.unsupported(f"the int8 {filter_role} {filters.name!r} of a hybrid convolution {verb} no scale")
+        return "hybrid", False
+    for tensor, role in ((x, "input"), (filters, filter_role), (output, "output")):
+        if not has_scale(tensor):
+            raise kernel.unsupported(f"the {role} {tensor.name!r} ({tensor.type_name}) has no quantization scale")
+    kernel.require_types(output, x.type, role="output")
+    if x.type == T.UINT8:
+        kernel.require_types(filters, T.UINT8, role=filter_role)
+        if bias is not None:
+            kernel.require_types(bias, T.INT32, role="bias")
+        message = uint8_bias_scale_error(x, filters, bias, output)
+        if message:
+            raise kernel.unsupported(message)
+        return "uint8", False
+    kernel.require_types(filters, T.INT8, role=filter_role)
+    if filter_zero_points_must_be_zero and np.any(np.asarray(filters.quantization.zero_point) != 0):
+        raise kernel.unsupported(f"the filter of an {x.type_name} {what} must have zero points 0")
+    if x.type == T.INT8:
+        if bias is not None:
+            kernel.require_types(bias, T.INT32, role="bias")
+        return "int8", False
+    if zero_point_of(x) != 0 or zero_point_of(output) != 0:
+        raise kernel.unsupported("int16 input and output must have zero point 0")
+    if not int16_bias_from_params:
+        if bias is not None:
+            kernel.require_types(bias, T.INT64, role="bias")
+        return "int16", True
+    bias_type = int(getattr(kernel.params, "quantized_bias_type", T.FLOAT32) or T.FLOAT32)
+    if bias_type not in (T.FLOAT32, T.INT32, T.INT64):
+        raise kernel.unsupported(f"quantized_bias_type must be INT32 or INT64, got {bias_type}")
+    if bias is not None:
+        if bias_type == T.INT32:
+            kernel.require_types(bias, T.INT32, role="bias (quantized_bias_type INT32)")
+        else:
+            # Without quantized_bias_type TFLite reads the bias as int64.
+            kernel.require_types(bias, T.INT64, role="bias")
+    return "int16", bias_type != T.INT32

@@ -49,9 +49,8 @@ from backends.cpu.kernels._quantized_window import (
     FloatInput,
     accumulator_dtype,
     asymmetric_quantize,
-    has_scale,
     symmetric_quantize,
-    uint8_bias_scale_error,
+    select_conv_arithmetic,
     zero_point_of,
 )
 from backends.cpu.kernels._window import WindowGeometry, activation_bounds, clamp, window_view
@@ -198,16 +197,9 @@ class QuantizedConv2D(CpuKernel):
 
     def check_types(self, x, filters, bias, output) -> None:
         """Pick the arithmetic from the types (as TFLite does) and check the rest."""
-        self.require_types(x, T.UINT8, T.INT8, T.INT16, T.FLOAT32, role="input")
-        self.quantized = x.type != T.FLOAT32
-        self.wide = False
-        if not self.quantized:
-            self.require_types(filters, T.INT8, role="filter")
-            self.require_types(output, T.FLOAT32, role="output")
-            if bias is not None:
-                self.require_types(bias, T.FLOAT32, role="bias")
-            if not has_scale(filters):
-                raise self.unsupported(f"the int8 filter {filters.name!r} of a hybrid convolution has no scale")
+        self.mode, self.wide = select_conv_arithmetic(self, x, filters, bias, output)
+        self.quantized = self.mode != "hybrid"
+        if self.mode == "hybrid":
             scales = np.asarray(filters.quantization.scale, np.float32)
             in_channels, group_in = int(x.shape[3]), int(filters.shape[3])
             grouped = group_in > 0 and in_channels != group_in
@@ -220,41 +212,6 @@ class QuantizedConv2D(CpuKernel):
                     f"a grouped hybrid convolution needs one filter scale per output channel "
                     f"({filters.shape[0]}), got {scales.size}"
                 )
-            return
-        for tensor, role in ((x, "input"), (filters, "filter"), (output, "output")):
-            if not has_scale(tensor):
-                raise self.unsupported(f"the {role} {tensor.name!r} ({tensor.type_name}) has no quantization scale")
-        self.require_types(output, x.type, role="output")
-        if x.type == T.UINT8:
-            self.mode = "uint8"
-            self.require_types(filters, T.UINT8, role="filter")
-            if bias is not None:
-                self.require_types(bias, T.INT32, role="bias")
-            message = uint8_bias_scale_error(x, filters, bias, output)
-            if message:
-                raise self.unsupported(message)
-            return
-        self.require_types(filters, T.INT8, role="filter")
-        if np.any(np.asarray(filters.quantization.zero_point) != 0):
-            raise self.unsupported(f"the filter of an {x.type_name} convolution must have zero points 0")
-        if x.type == T.INT8:
-            self.mode = "int8"
-            if bias is not None:
-                self.require_types(bias, T.INT32, role="bias")
-            return
-        self.mode = "int16"
-        if zero_point_of(x) != 0 or zero_point_of(output) != 0:
-            raise self.unsupported("int16 input and output must have zero point 0")
-        bias_type = int(getattr(self.params, "quantized_bias_type", T.FLOAT32) or T.FLOAT32)
-        if bias_type not in (T.FLOAT32, T.INT32, T.INT64):
-            raise self.unsupported(f"quantized_bias_type must be INT32 or INT64, got {bias_type}")
-        if bias is not None:
-            if bias_type == T.INT32:
-                self.require_types(bias, T.INT32, role="bias (quantized_bias_type INT32)")
-            else:
-                # Without quantized_bias_type TFLite reads the bias as int64.
-                self.require_types(bias, T.INT64, role="bias")
-        self.wide = bias_type != T.INT32
 
     def check_filter_quantization(self, filters, out_channels: int) -> None:
         q = filters.quantization

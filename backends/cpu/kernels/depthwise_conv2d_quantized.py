@@ -58,8 +58,7 @@ from backends.cpu.kernels._quantized_window import (
     accumulator_dtype,
     asymmetric_quantize,
     depthwise_taps,
-    has_scale,
-    uint8_bias_scale_error,
+    select_conv_arithmetic,
     zero_point_of,
 )
 from backends.cpu.kernels._window import WindowGeometry, activation_bounds, clamp, window_view
@@ -177,42 +176,9 @@ class QuantizedDepthwiseConv2D(CpuKernel):
 
     def check_types(self, x, filters, bias, output) -> None:
         """Pick the arithmetic from the types (as TFLite does) and check the rest."""
-        self.require_types(x, T.UINT8, T.INT8, T.INT16, T.FLOAT32, role="input")
-        if x.type == T.FLOAT32:
-            self.mode = "hybrid"
-            self.require_types(filters, T.INT8, role="filter")
-            self.require_types(output, T.FLOAT32, role="output")
-            if bias is not None:
-                self.require_types(bias, T.FLOAT32, role="bias")
-            if not has_scale(filters):
-                raise self.unsupported(f"the int8 filter {filters.name!r} of a hybrid convolution has no scale")
-            return
-        for tensor, role in ((x, "input"), (filters, "filter"), (output, "output")):
-            if not has_scale(tensor):
-                raise self.unsupported(f"the {role} {tensor.name!r} ({tensor.type_name}) has no quantization scale")
-        self.require_types(output, x.type, role="output")
-        if x.type == T.UINT8:
-            self.mode = "uint8"
-            self.require_types(filters, T.UINT8, role="filter")
-            if bias is not None:
-                self.require_types(bias, T.INT32, role="bias")
-            message = uint8_bias_scale_error(x, filters, bias, output)
-            if message:
-                raise self.unsupported(message)
-            return
-        self.require_types(filters, T.INT8, role="filter")
-        if np.any(np.asarray(filters.quantization.zero_point) != 0):
-            raise self.unsupported(f"the filter of an {x.type_name} depthwise convolution must have zero points 0")
-        if x.type == T.INT8:
-            self.mode = "int8"
-            if bias is not None:
-                self.require_types(bias, T.INT32, role="bias")
-            return
-        self.mode = "int16"
-        if zero_point_of(x) != 0 or zero_point_of(output) != 0:
-            raise self.unsupported("int16 input and output must have zero point 0")
-        if bias is not None:
-            self.require_types(bias, T.INT64, role="bias")
+        self.mode, _ = select_conv_arithmetic(
+            self, x, filters, bias, output, what="depthwise convolution", int16_bias_from_params=False
+        )
 
     def check_filter_quantization(self, filters, out_channels: int) -> None:
         q = filters.quantization

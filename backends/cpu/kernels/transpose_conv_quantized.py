@@ -43,8 +43,7 @@ from backends.cpu.kernels._quantized_window import (
     ConvQuantization,
     accumulator_dtype,
     asymmetric_quantize,
-    has_scale,
-    uint8_bias_scale_error,
+    select_conv_arithmetic,
     zero_point_of,
 )
 from backends.cpu.kernels._window import activation_bounds, clamp
@@ -163,49 +162,9 @@ class QuantizedTransposeConv(CpuKernel):
 
     def check_types(self, x, weights, bias, output) -> None:
         """Pick the arithmetic from the types (as TFLite does) and check the rest."""
-        self.require_types(x, T.UINT8, T.INT8, T.INT16, T.FLOAT32, role="input")
-        self.wide = False
-        if x.type == T.FLOAT32:
-            self.mode = "hybrid"
-            self.require_types(weights, T.INT8, role="weights")
-            self.require_types(output, T.FLOAT32, role="output")
-            if bias is not None:
-                self.require_types(bias, T.FLOAT32, role="bias")
-            if not has_scale(weights):
-                raise self.unsupported(f"the int8 weights {weights.name!r} of a hybrid convolution have no scale")
-            return
-        for tensor, role in ((x, "input"), (weights, "weights"), (output, "output")):
-            if not has_scale(tensor):
-                raise self.unsupported(f"the {role} {tensor.name!r} ({tensor.type_name}) has no quantization scale")
-        self.require_types(output, x.type, role="output")
-        if x.type == T.UINT8:
-            self.mode = "uint8"
-            self.require_types(weights, T.UINT8, role="weights")
-            if bias is not None:
-                self.require_types(bias, T.INT32, role="bias")
-            message = uint8_bias_scale_error(x, weights, bias, output)
-            if message:
-                raise self.unsupported(message)
-            return
-        self.require_types(weights, T.INT8, role="weights")
-        if x.type == T.INT8:
-            self.mode = "int8"
-            if bias is not None:
-                self.require_types(bias, T.INT32, role="bias")
-            return
-        self.mode = "int16"
-        if zero_point_of(x) != 0 or zero_point_of(output) != 0:
-            raise self.unsupported("int16 input and output must have zero point 0")
-        bias_type = int(getattr(self.params, "quantized_bias_type", T.FLOAT32) or T.FLOAT32)
-        if bias_type not in (T.FLOAT32, T.INT32, T.INT64):
-            raise self.unsupported(f"quantized_bias_type must be INT32 or INT64, got {bias_type}")
-        if bias is not None:
-            if bias_type == T.INT32:
-                self.require_types(bias, T.INT32, role="bias (quantized_bias_type INT32)")
-            else:
-                # Without quantized_bias_type TFLite reads the bias as int64.
-                self.require_types(bias, T.INT64, role="bias")
-        self.wide = bias_type != T.INT32
+        self.mode, self.wide = select_conv_arithmetic(
+            self, x, weights, bias, output, filter_role="weights", filter_zero_points_must_be_zero=False
+        )
 
     def centered_weights(self, weights: np.ndarray) -> np.ndarray:
         return weights.astype(np.int64) - self.weight_zero_point
