@@ -13,8 +13,8 @@ Two levels, as in TFLite:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from schema.enums import BuiltinOperator, builtin_operator_name
 from delegate_sdk.registration import Registration

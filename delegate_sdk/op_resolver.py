@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from schema.enums import BuiltinOperator, builtin_operator_name
 from schema.versioning.runtime_version import (

@@ -29,7 +29,7 @@ from delegate_sdk.partition import NodeSubset, PlanNode, partition_graph_into_in
 from delegate_sdk.registration import Registration
 from delegate_sdk.tensor import Allocation, RuntimeTensor
 from schema.builder import ModelBuilder, quantization
-from schema.enums import ActivationFunctionType, BuiltinOperator, Padding, builtin_operator_name
+from schema.enums import BuiltinOperator, Padding, builtin_operator_name
 from schema.model import Model
 from schema.params import AddParams, DepthwiseConv2DParams, MulParams, SubParams
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from delegate_sdk.context import KernelError
 from delegate_sdk.op_resolver import OpResolver, resolve_model
-from delegate_sdk.tensor import Allocation, RuntimeTensor
+from delegate_sdk.tensor import RuntimeTensor
 from interpreter.delegation import DelegationReport, NodePlacement, apply_delegate, placements
 from interpreter.subgraph import SharedState, SubgraphRuntime
 from schema.enums import TENSOR_TYPE_OF_NUMPY_DTYPE, tensor_type_name

@@ -390,7 +390,7 @@ class _Blame:
         ) from error
 
 
-def _bind(function: Callable, context: Context, node: Node) -> Callable[[], None]:
+def _bind(function: Callable, context: DelegateContext, node: Node) -> Callable[[], None]:
     return lambda: function(context, node)
 
 

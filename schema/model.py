@@ -19,7 +19,6 @@ import struct
 from dataclasses import dataclass, field
 from typing import Iterator, Mapping, Sequence
 
-import flatbuffers
 import numpy as np
 
 from schema import schema_generated as fb

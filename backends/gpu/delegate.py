@@ -22,7 +22,6 @@ from backends.gpu.ops import gpu_op_classes, gpu_support_table
 from backends.gpu.ops.base import GpuOp
 from delegate_sdk.delegate import DelegateKernel, DelegateParams, SimpleDelegate
 from delegate_sdk.node import Node
-from schema.enums import BuiltinOperator
 
 PRECISIONS = {"float32": np.float32, "float16": np.float16}
 

@@ -7,7 +7,7 @@ emulation, numpy), which a user must ask for by name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 

@@ -18,7 +18,6 @@ from backends.cpu.kernels.reshape import (
     MOVABLE_TYPES,
     QUANTIZED_TYPES,
     inputs_pending,
-    int_values,
     quantization_params,
     require_int16_zero_point_0,
     require_same_quantization,
