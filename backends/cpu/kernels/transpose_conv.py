@@ -37,6 +37,10 @@ from schema.enums import BuiltinOperator, TensorType
 class TransposeConv(CpuKernel):
     """TRANSPOSE_CONV versions 1, 3 and 4 (float32; bias from v3, fused activation from v4)."""
 
+    #: dtype of the canvas and patch buffers (the quantized kernel, which reuses
+    #: ``plan``, picks float32 or float64 by its exactness bound)
+    float_type = np.float32
+
     def prepare(self) -> None:
         self.require_num_inputs(3, 4)
         shape_tensor, weights, x = self.inputs[0], self.inputs[1], self.inputs[2]
@@ -108,8 +112,8 @@ class TransposeConv(CpuKernel):
         # The canvas holds every scattered patch and the cropped output window.
         canvas_h = max((in_h - 1) * params.stride_h + kh, self.pad_top + out_h)
         canvas_w = max((in_w - 1) * params.stride_w + kw, self.pad_left + out_w)
-        self.canvas = np.empty((batch, canvas_h, canvas_w, out_channels), np.float32)
-        self.patches = np.empty((batch, in_h, in_w, kh, kw, out_channels), np.float32)
+        self.canvas = np.empty((batch, canvas_h, canvas_w, out_channels), self.float_type)
+        self.patches = np.empty((batch, in_h, in_w, kh, kw, out_channels), self.float_type)
         self.plan_shape = tuple(output_shape)
 
     def invoke(self) -> None:

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from backends.cpu.common import compute_padding
 from backends.cpu.kernel import CpuKernel, register
 from backends.cpu.kernels._quantized_window import (
     ConvQuantization,
@@ -47,6 +46,7 @@ from backends.cpu.kernels._quantized_window import (
     zero_point_of,
 )
 from backends.cpu.kernels._window import activation_bounds, clamp
+from backends.cpu.kernels.transpose_conv import TransposeConv
 from backends.cpu.quantization import is_quantized
 from schema.enums import BuiltinOperator, TensorType
 
@@ -192,26 +192,7 @@ class QuantizedTransposeConv(CpuKernel):
             )
         return shape
 
-    def plan(self, output_shape: tuple[int, ...]) -> None:
-        """Padding, canvas and patch buffers for one output shape (done once per shape)."""
-        params, x, weights = self.params, self.inputs[2], self.inputs[1]
-        batch, out_h, out_w, out_channels = output_shape
-        _, in_h, in_w, _ = x.shape
-        _, kh, kw, _ = weights.shape
-        rows = compute_padding(params.padding, out_h, kh, params.stride_h)
-        cols = compute_padding(params.padding, out_w, kw, params.stride_w)
-        if (rows.out_size, cols.out_size) != (in_h, in_w):
-            raise self.unsupported(
-                f"output_shape {list(output_shape)} does not match the input {list(x.shape)}: a CONV_2D of "
-                f"that output with this filter, stride and padding gives {rows.out_size}x{cols.out_size}, "
-                f"not {in_h}x{in_w}"
-            )
-        self.pad_top, self.pad_left = rows.before, cols.before
-        canvas_h = max((in_h - 1) * params.stride_h + kh, self.pad_top + out_h)
-        canvas_w = max((in_w - 1) * params.stride_w + kw, self.pad_left + out_w)
-        self.canvas = np.empty((batch, canvas_h, canvas_w, out_channels), self.float_type)
-        self.patches = np.empty((batch, in_h, in_w, kh, kw, out_channels), self.float_type)
-        self.plan_shape = tuple(output_shape)
+    plan = TransposeConv.plan  # padding, canvas and patch buffers: the float kernel's, in float_type
 
     def scatter(self, values: np.ndarray) -> np.ndarray:
         """``sum w * v`` scattered to every output position: ``[N, OH, OW, O]`` view
