@@ -292,7 +292,10 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
                 steps.append((node_index, self._reprepared_step(node, registration)))
             else:
                 kernel = node.user_data
-                direct = getattr(kernel, "invoke", None) if getattr(registration.invoke, "calls_user_data_invoke", False) else None
+                direct = None
+                if getattr(registration.invoke, "calls_user_data_invoke", False):
+                    with self._blame(node_index, "bind"):
+                        direct = kernel.bind()
                 steps.append((node_index, direct or _bind(registration.invoke, self, node)))
         self._steps = steps
 

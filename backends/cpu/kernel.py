@@ -66,6 +66,17 @@ class CpuKernel:
     def invoke(self) -> None:
         raise NotImplementedError(f"{type(self).__name__}.invoke")
 
+    def bind(self) -> Callable[[], None]:
+        """What the interpreter calls at invoke, asked once the arena is allocated.
+
+        Until the next ``allocate_tensors`` the ``data`` arrays of static tensors stay
+        the same objects, so a kernel may override this to take its views (reshaped
+        inputs and outputs, scratch) once and return a lean function of them. ``invoke``
+        must still work on its own: constant folding, delegates' kernels and nodes
+        re-prepared at every invoke call it directly. The default is ``self.invoke``.
+        """
+        return self.invoke
+
     # -- small checks with clear messages ---------------------------------------------------
     @property
     def op_name(self) -> str:
@@ -138,7 +149,7 @@ def registration_for(op: int, kernel_classes: list[type[CpuKernel]]) -> Registra
     def invoke(context: Context, node: Node) -> None:
         node.user_data.invoke()
 
-    invoke.calls_user_data_invoke = True  # the interpreter may call kernel.invoke directly
+    invoke.calls_user_data_invoke = True  # the interpreter may call kernel.bind()() directly
     return Registration(builtin_code=op, init=init, prepare=prepare, invoke=invoke)
 
 
