@@ -57,6 +57,7 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
             self.registrations.append(registration)
         self._execution_plan = list(range(len(self.nodes)))
         self._steps: list[tuple[int, Callable[[], None]]] = []
+        self._profile_steps: list[tuple[int, Callable[[], None] | None]] = []
         self.allocated = False
         self.arena: np.ndarray | None = None
         self.arena_bytes = 0
@@ -270,13 +271,45 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
         plan_outputs = [(*self.nodes[n].outputs, *self.nodes[n].temporaries) for n in live]
         whole = set(self.inputs) | set(self.outputs)
         lifetimes = tensor_lifetimes(arena_tensors, plan_inputs, plan_outputs, whole)
-        sizes = {t: self.tensors[t].nbytes for t in arena_tensors}
-        placements, total = plan_arena(sizes, lifetimes, share_memory=not self.shared.preserve_all_tensors)
+        shared = self._shared_buffers(live, arena_tensors)
+        for t, root in shared.items():  # the memory lives as long as any tensor placed on it
+            lifetimes[root] = (min(lifetimes[root][0], lifetimes[t][0]), max(lifetimes[root][1], lifetimes[t][1]))
+        planned = [t for t in arena_tensors if t not in shared]
+        sizes = {t: self.tensors[t].nbytes for t in planned}
+        placements, total = plan_arena(
+            sizes, {t: lifetimes[t] for t in planned}, share_memory=not self.shared.preserve_all_tensors
+        )
         self.arena = np.zeros(total, dtype=np.uint8)
         self.arena_bytes = total
+        offsets = {}
         for placement in placements:
             tensor = self.tensors[placement.tensor]
             tensor.data = make_views(self.arena, placement.offset, tensor.shape, tensor.dtype)
+            offsets[placement.tensor] = placement.offset
+        for t, root in shared.items():
+            tensor = self.tensors[t]
+            tensor.data = make_views(self.arena, offsets[root], tensor.shape, tensor.dtype)
+
+    def _shared_buffers(self, live: Sequence[int], arena_tensors: set[int]) -> dict[int, int]:
+        """{output: tensor whose memory it takes} for the nodes whose kernel says output 0
+        is input 0's bytes under a new shape (RESHAPE, SQUEEZE, EXPAND_DIMS), when both are
+        arena tensors of the same size and the input is not a subgraph input (what the
+        caller writes there stays apart from what the model computes)."""
+        shared: dict[int, int] = {}
+        for node_index in live:
+            node = self.nodes[node_index]
+            if not getattr(node.user_data, "output_shares_input", False) or node_index in self._reprepare:
+                continue
+            source, target = node.inputs[0], node.outputs[0]
+            if (
+                source in arena_tensors
+                and target in arena_tensors
+                and source not in self.inputs
+                and target not in shared
+                and self.tensors[source].nbytes == self.tensors[target].nbytes
+            ):
+                shared[target] = shared.get(source, source)
+        return shared
 
     def _dynamic_tensors(self, live: Sequence[int]) -> set[int]:
         """Outputs whose shape is only known at invoke (marked during prepare)."""
@@ -296,8 +329,12 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
                 if getattr(registration.invoke, "calls_user_data_invoke", False):
                     with self._blame(node_index, "bind"):
                         direct = kernel.bind()
+                    if direct is None:  # nothing to do at invoke (an output sharing its input's memory)
+                        steps.append((node_index, None))
+                        continue
                 steps.append((node_index, direct or _bind(registration.invoke, self, node)))
-        self._steps = steps
+        self._profile_steps = steps  # every live node; None for one with nothing to run
+        self._steps = [(node_index, step) for node_index, step in steps if step is not None]
 
     def _reprepared_step(self, node: Node, registration: Registration) -> Callable[[], None]:
         def step() -> None:
@@ -335,9 +372,10 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
         timings = []
         node_index = -1
         try:
-            for node_index, step in self._steps:
+            for node_index, step in self._profile_steps:
                 start = time.perf_counter()
-                step()
+                if step is not None:
+                    step()
                 timings.append((node_index, time.perf_counter() - start))
         except KernelError:
             raise

@@ -44,6 +44,12 @@ class CpuKernel:
     #: False for kernels with side effects or state (variables, control flow, random).
     foldable: ClassVar[bool] = True
 
+    #: Set by ``prepare`` when output 0 holds input 0's bytes unchanged under another
+    #: shape (RESHAPE, SQUEEZE, EXPAND_DIMS): the interpreter may then place both in the
+    #: same arena memory (TFLite's ``kTfLiteInplaceOpInput0Shared``), and ``bind``
+    #: returns None - nothing is left to do at invoke.
+    output_shares_input: bool = False
+
     def __init__(self, context: Context, node: Node, op: int, version: int) -> None:
         self.context = context
         self.node = node
@@ -73,8 +79,12 @@ class CpuKernel:
         the same objects, so a kernel may override this to take its views (reshaped
         inputs and outputs, scratch) once and return a lean function of them. ``invoke``
         must still work on its own: constant folding, delegates' kernels and nodes
-        re-prepared at every invoke call it directly. The default is ``self.invoke``.
+        re-prepared at every invoke call it directly. The default is ``self.invoke``, or
+        None (no step at all) when ``output_shares_input`` holds and the interpreter did
+        place the output in the input's memory.
         """
+        if self.output_shares_input and _same_memory(self.inputs[0].data, self.outputs[0].data):
+            return None
         return self.invoke
 
     # -- small checks with clear messages ---------------------------------------------------
@@ -98,6 +108,13 @@ class CpuKernel:
     def require_num_inputs(self, *counts: int) -> None:
         if len(self.inputs) not in counts:
             raise self.unsupported(f"expected {' or '.join(map(str, counts))} inputs, got {len(self.inputs)}")
+
+
+def _same_memory(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+    """Whether two arrays are the same bytes (same start, same size)."""
+    if a is None or b is None or a.nbytes != b.nbytes:
+        return False
+    return a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
 
 
 class UnsupportedKernelError(ValueError):

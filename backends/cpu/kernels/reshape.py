@@ -134,6 +134,7 @@ class Reshape(CpuKernel):
     """RESHAPE v1: new shape from a constant or runtime shape tensor, else from params."""
 
     def prepare(self) -> None:
+        self.output_shares_input = False
         if inputs_pending(self):
             return
         x = self.inputs[0]
@@ -157,6 +158,7 @@ class Reshape(CpuKernel):
                 requested = ()  # legacy models write [0] for a scalar
         self.outputs[0].resize(resolve_new_shape(self, requested, x.shape))
         self.copy = CopyInto()
+        self.output_shares_input = True
 
     def invoke(self) -> None:
         x, out = self.inputs[0].data, self.outputs[0]
@@ -178,6 +180,7 @@ class Squeeze(CpuKernel):
     """SQUEEZE v1: drop the listed size-1 axes (all size-1 axes when none are listed)."""
 
     def prepare(self) -> None:
+        self.output_shares_input = False
         if inputs_pending(self):
             return
         x = self.inputs[0]
@@ -200,6 +203,7 @@ class Squeeze(CpuKernel):
                 squeezed.add(axis)
         self.outputs[0].resize([d for i, d in enumerate(x.shape) if i not in squeezed])
         self.copy = CopyInto()
+        self.output_shares_input = True
 
     def invoke(self) -> None:
         self.copy(self.outputs[0].data, self.inputs[0].data)
@@ -225,6 +229,7 @@ class ExpandDims(CpuKernel):
     """EXPAND_DIMS v1: insert a size-1 axis; the axis comes from input 1 (int32 or int64)."""
 
     def prepare(self) -> None:
+        self.output_shares_input = False
         if inputs_pending(self):
             return
         x, axis = self.inputs[0], self.inputs[1]
@@ -240,6 +245,7 @@ class ExpandDims(CpuKernel):
             return
         self.outputs[0].resize(expanded_shape(self, x.shape, int_values(axis)[0]))
         self.copy = CopyInto()
+        self.output_shares_input = True
 
     def invoke(self) -> None:
         x, out = self.inputs[0].data, self.outputs[0]
