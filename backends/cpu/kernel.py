@@ -87,6 +87,11 @@ class CpuKernel:
             return None
         return self.invoke
 
+    def buffers_are_fixed(self) -> bool:
+        """Whether no input or output is DYNAMIC (its ``data`` replaced by ``set_data`` at
+        invoke): only then may ``bind`` keep views of them until the next allocation."""
+        return not any(t is not None and t.is_dynamic for t in (*self.inputs, *self.outputs))
+
     # -- small checks with clear messages ---------------------------------------------------
     @property
     def op_name(self) -> str:

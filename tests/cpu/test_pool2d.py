@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
-from oracle import MODELS_DIR, assert_matches_litert
+from oracle import MODELS_DIR, assert_matches_litert, run_litert, run_ours
 from schema.builder import ModelBuilder, quantization
 from schema.enums import ActivationFunctionType, BuiltinOperator, Padding
 from schema.model import Model
@@ -112,3 +112,22 @@ def test_pool_property_matches_litert(op, batch, height, width, channels, filter
         return  # no output: not a valid node
     model = pool_model(op, [batch, height, width, channels], pool_params(filter_hw, stride, padding, activation))
     assert_matches_litert(model, seed=seed)
+
+
+@pytest.mark.parametrize("op", [BuiltinOperator.AVERAGE_POOL_2D, BuiltinOperator.L2_POOL_2D], ids=lambda op: op.name)
+@pytest.mark.parametrize("special", [np.inf, np.nan], ids=["inf", "nan"])
+def test_small_pools_with_infinite_or_nan_inputs_touch_only_their_windows(op, special):
+    # Small average and L2 pools are one matrix product, where 0 * inf would spread NaN to
+    # every window; such an invoke falls back to the exact tap paths.
+    model = pool_model(op, [1, 6, 6, 2], pool_params((3, 3), (2, 2), Padding.SAME))
+    x = np.random.default_rng(2).standard_normal([1, 6, 6, 2]).astype(np.float32)
+    x[0, 1, 1, 0] = special
+    (got,) = run_ours(model, [x])
+    (want,) = run_litert(model, [x])
+    # (Only the window of the special value: there TFLite's activation range turns inf into
+    # FLT_MAX, which these kernels do not do yet.)
+    assert np.isnan(got[0, 0, 0, 0]) if np.isnan(special) else np.isinf(got[0, 0, 0, 0])
+    got[0, 0, 0, 0] = want[0, 0, 0, 0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    x[0, 1, 1, 0] = 1.0  # finite values again: the matrix path
+    assert_matches_litert(model, [x])

@@ -262,6 +262,7 @@ def same_arrays(cached: tuple | None, arrays: tuple) -> bool:
     return cached is not None and len(cached) == len(arrays) and all(a is b for a, b in zip(cached, arrays))
 
 
+
 def reshaped_view(array: np.ndarray, shape) -> np.ndarray:
     """``array.reshape(shape)``, which must be a view (a kernel keeps it to write or read
     the array through it later): raises ValueError where numpy would copy."""

@@ -202,6 +202,34 @@ class BinaryKernel(CpuKernel):
         if self.bound is not None:
             self.bound()
 
+    def bind_arithmetic(self, ufunc: np.ufunc) -> Callable[[], None]:
+        """``arithmetic(ufunc)`` as a function of no argument on this allocation's buffers
+        (``invoke`` when a tensor is dynamic)."""
+        if not self.buffers_are_fixed():
+            return self.invoke
+        x, y = self.operands()
+        out = self.outputs[0].data
+        self.bind_clamp(out)
+        clamp = self.bound
+        if clamp is None:
+            return lambda: ufunc(x, y, out=out)
+        if self.dtype.kind == "f" and self.clamp.lo == -FLT_MAX and self.clamp.hi == FLT_MAX and out.flags.c_contiguous:
+            # NONE (or TANH, SIGN_BIT): only an infinite result changes (see ActivationClamp).
+            flat, dot, isfinite, clip = out.reshape(-1), np.dot, math.isfinite, np.clip
+
+            def saturated() -> None:
+                ufunc(x, y, out=out)
+                if not isfinite(dot(flat, flat)):
+                    clip(out, -FLT_MAX, FLT_MAX, out=out)
+
+            return saturated
+
+        def clamped() -> None:
+            ufunc(x, y, out=out)
+            clamp()
+
+        return clamped
+
     def fused_activation(self) -> ActivationClamp | None:
         """The clamp of ``params.fused_activation_function``, or None when it changes nothing."""
         activation = getattr(self.params, "fused_activation_function", Act.NONE) if self.params is not None else Act.NONE
@@ -230,6 +258,9 @@ class Add(BinaryKernel):
     def invoke(self) -> None:
         self.arithmetic(np.add)
 
+    def bind(self) -> Callable[[], None]:
+        return self.bind_arithmetic(np.add)
+
 
 # v1: float32, int32 (and quantized uint8, not here); v2 int8
 @register(B.SUB, 1, 1)
@@ -246,6 +277,9 @@ class Sub(BinaryKernel):
 
     def invoke(self) -> None:
         self.arithmetic(np.subtract)
+
+    def bind(self) -> Callable[[], None]:
+        return self.bind_arithmetic(np.subtract)
 
 
 # v1: float32, int32 (and quantized uint8, not here); v2-v4 quantized int8/int16
@@ -273,6 +307,9 @@ class Mul(BinaryKernel):
             self.complex_multiply(x, y, self.outputs[0].data)
             return
         self.arithmetic(np.multiply)
+
+    def bind(self) -> Callable[[], None]:
+        return self.invoke if self.dtype.kind == "c" else self.bind_arithmetic(np.multiply)
 
     @staticmethod
     def complex_multiply(x: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:

@@ -7,6 +7,8 @@ The pieces are copied with slice assignments between views made once per allocat
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from backends.cpu.common import activation_range, check_activation
@@ -99,6 +101,30 @@ class Concatenation(CpuKernel):
             self.pieces.append((target, source, tensor, tensor.data))
         self.clamp = make_clamp(self.bounds, out) if out.dtype == np.float32 else None
         self._bound = out
+
+    def bind(self) -> Callable[[], None]:
+        """``invoke`` as a function of no argument on this allocation's buffers."""
+        if getattr(self, "axis", None) is None or not self.buffers_are_fixed():  # (not prepared, or scalars)
+            return self.invoke
+        self._bind(self.outputs[0].data)
+        copies = [(target, source) for target, source, _, _ in self.pieces]
+        clamp = self.clamp
+        if len(copies) == 2 and clamp is None:
+            (target_1, source_1), (target_2, source_2) = copies
+
+            def concatenate_two() -> None:
+                target_1[...] = source_1
+                target_2[...] = source_2
+
+            return concatenate_two
+
+        def concatenate() -> None:
+            for target, source in copies:
+                target[...] = source
+            if clamp is not None:
+                clamp()
+
+        return concatenate
 
     def invoke(self) -> None:
         out = self.outputs[0].data

@@ -18,6 +18,8 @@ the arena's input and output buffers are made on the first invoke after an alloc
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
@@ -146,6 +148,46 @@ class Conv2D(CpuKernel):
             target, source = self.column_copy
             target[...] = source
         return self.column_matrices
+
+    def bind(self) -> Callable[[], None]:
+        """One group with constant weights and bias: ``invoke`` as a function of no argument
+        on this allocation's buffers (``invoke`` itself otherwise)."""
+        x, out = self.inputs[0].data, self.outputs[0].data
+        if (
+            self.groups != 1
+            or self.weights is None
+            or (self.has_bias and self.tiled_bias is None)
+            or not self.buffers_are_fixed()
+            or not x.flags.c_contiguous
+        ):
+            return self.invoke
+        self._bind(x, out)
+        dot, add, rows, weights, bias, clamp = np.dot, np.add, self.out_rows, self.weights[0], self.tiled_bias, self.clamp
+        if self.pointwise:
+            columns, copies, target, source = self.column_matrices[0], (), None, None
+        else:
+            columns, copies = self.column_matrices[0], self.pad.copies
+            target, source = self.column_copy
+        if self.pointwise and bias is not None and clamp is None:
+
+            def pointwise() -> None:
+                dot(columns, weights, out=rows)
+                add(rows, bias, out=rows)
+
+            return pointwise
+
+        def convolution() -> None:
+            for interior in copies:  # (the padded input's interior)
+                interior[...] = x
+            if target is not None:
+                target[...] = source  # im2col
+            dot(columns, weights, out=rows)
+            if bias is not None:
+                add(rows, bias, out=rows)
+            if clamp is not None:
+                clamp()
+
+        return convolution
 
     def invoke(self) -> None:
         x = self.inputs[0].data

@@ -12,6 +12,8 @@ to the output buffer (see ``_window``).
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
@@ -84,6 +86,41 @@ class FullyConnected(CpuKernel):
         self.clamp = make_clamp(self.bounds, out)
         # (a reshape of a non-contiguous array is a copy: then bind again at every invoke)
         self._bound = (x, out) if x.flags.c_contiguous else (None, None)
+
+    def bind(self) -> Callable[[], None]:
+        """``invoke`` on this allocation's buffers, as one function of no argument."""
+        x, weights, out = self.inputs[0].data, self.inputs[1].data, self.outputs[0].data
+        if not self.buffers_are_fixed() or not x.flags.c_contiguous or not self.inputs[1].is_constant:
+            return self.invoke
+        if self.has_bias and self.tiled_bias is None:
+            return self.invoke
+        self._bind(x, out)
+        x_rows, out_rows, weights_t, bias, clamp, dot, add = (
+            self.x_rows, self.out_rows, weights.T, self.tiled_bias, self.clamp, np.dot, np.add
+        )
+        if bias is None and clamp is None:
+            return lambda: dot(x_rows, weights_t, out=out_rows)
+        if clamp is None:
+
+            def fully_connected() -> None:
+                dot(x_rows, weights_t, out=out_rows)
+                add(out_rows, bias, out=out_rows)
+
+            return fully_connected
+        if bias is None:
+
+            def fully_connected_clamped() -> None:
+                dot(x_rows, weights_t, out=out_rows)
+                clamp()
+
+            return fully_connected_clamped
+
+        def fully_connected_bias_clamped() -> None:
+            dot(x_rows, weights_t, out=out_rows)
+            add(out_rows, bias, out=out_rows)
+            clamp()
+
+        return fully_connected_bias_clamped
 
     def invoke(self) -> None:
         x, out = self.inputs[0].data, self.outputs[0].data

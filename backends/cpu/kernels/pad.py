@@ -9,6 +9,8 @@ border writes); otherwise it writes only the border slabs, one axis at a time.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
@@ -105,6 +107,31 @@ class Pad(_PadBase):
                 border[...] = value
         middle, source = self.middle
         middle[...] = source
+
+    def bind(self) -> Callable[[], None]:
+        """``invoke`` as a function of no argument on this allocation's buffers."""
+        if getattr(self, "from_values", True) or not self.buffers_are_fixed():  # (not prepared: inputs pending)
+            return self.invoke
+        x, out = self.inputs[0].data, self.outputs[0].data
+        self._bind(x, out)
+        given = self.inputs[2] if len(self.inputs) > 2 else None
+        value = given.data.reshape(()) if given is not None else self.default_value  # (a view: read at each call)
+        (middle, source), borders = self.middle, self.borders
+        if borders is None:
+            fill = out.fill
+
+            def pad() -> None:
+                fill(value)
+                middle[...] = source
+
+            return pad
+
+        def pad_borders() -> None:
+            for border in borders:
+                border[...] = value
+            middle[...] = source
+
+        return pad_borders
 
     _bound = None
 

@@ -42,10 +42,20 @@ gather 4.7 us; [1, 64, 64, 32] 3x3/2 max: taps 0.14 ms, one reduction 0.35 ms;
 
 from __future__ import annotations
 
+import math
+from typing import Callable
+
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
-from backends.cpu.kernels._window import PaddedInput, WindowGeometry, activation_bounds, filled, make_clamp, window_view
+from backends.cpu.kernels._window import (
+    PaddedInput,
+    WindowGeometry,
+    activation_bounds,
+    filled,
+    make_clamp,
+    window_view,
+)
 from schema.enums import BuiltinOperator, TensorType
 
 try:  # the C implementation behind np.einsum(optimize=False), without its Python wrapper
@@ -56,6 +66,12 @@ except ImportError:  # pragma: no cover - older numpy
 
 #: Up to this many gathered values (taps x outputs), the gather path.
 GATHER_LIMIT = 2048
+
+#: AVERAGE and L2 pools whose (output positions x input positions) matrix has at most
+#: MATRIX_LIMIT elements, and whose product has at most MATRIX_WORK_LIMIT multiply-adds,
+#: are one BLAS product (``_prepare_matrix``).
+MATRIX_LIMIT = 1 << 14
+MATRIX_WORK_LIMIT = 1 << 16
 
 
 # v1 of each op: float32. Not here: AVERAGE/MAX_POOL_2D v2 (int8) and v3 (int16).
@@ -108,7 +124,31 @@ class Pool2D(CpuKernel):
         else:
             self.tap_blocks = geometry.clipped_taps()
             self.squares = np.empty(x.shape, np.float32) if self.is_l2 else None
+        self.matrix = None
+        positions_in, positions_out = geometry.in_h * geometry.in_w, geometry.out_h * geometry.out_w
+        if (
+            not self.is_max
+            and positions_in * positions_out <= MATRIX_LIMIT
+            and positions_in * positions_out * geometry.channels <= MATRIX_WORK_LIMIT
+        ):
+            self._prepare_matrix()
+        self.squares_all = np.empty(x.shape, np.float32) if self.matrix is not None and self.is_l2 else None
         self._bound = (None, None)
+
+    def _prepare_matrix(self) -> None:
+        """``matrix[o, i]``: 1 where input position i is a tap of output position o, else 0
+        (positions row-major over H, W): the sum of every window is one matrix product per
+        image, ``matrix @ x[n].reshape(H*W, C)``, the products by 1 and the additions of
+        0 exact (only the order of the additions may differ from TFLite's)."""
+        g = self.geometry
+        positions = np.arange(g.in_h * g.in_w).reshape(1, g.in_h, g.in_w, 1)
+        padded = np.full((1, *g.padded_shape[1:3], 1), -1, np.intp)
+        padded[:, g.pad_top : g.pad_top + g.in_h, g.pad_left : g.pad_left + g.in_w] = positions
+        windows = window_view(g, padded).reshape(g.out_h * g.out_w, -1)  # [OH*OW, KH*KW] (C is 1)
+        matrix = np.zeros((g.out_h * g.out_w, g.in_h * g.in_w), np.float32)
+        for o, taps in enumerate(windows):
+            matrix[o, taps[taps >= 0]] = 1
+        self.matrix = matrix
 
     def _prepare_gather(self, input_shape) -> None:
         """``index[t, o]``: where output o's tap t reads in ``extended`` (the flat input,
@@ -150,11 +190,79 @@ class Pool2D(CpuKernel):
         self.clamp = make_clamp(self.bounds, out)
         self._bound = (x, out)  # (only views of x: valid whatever its layout)
 
+    def bind(self) -> Callable[[], None]:
+        """AVERAGE / L2 pools on the matrix path, and max pools on the gather path, as
+        functions of no argument on this allocation's buffers; ``invoke`` otherwise."""
+        x, out = self.inputs[0].data, self.outputs[0].data
+        if not self.buffers_are_fixed() or not x.flags.c_contiguous or out.size == 0:
+            return self.invoke
+        self._bind(x, out)
+        if self.matrix is not None:
+            return self._bind_matrix(x, out)
+        if self.gather is not None and self.is_max and self.clamp is None:
+            extended_input, take, index = self.extended_input, self.extended.take, self.gather
+            gathered, fmax, out_flat = self.gathered, np.fmax.reduce, self.out_flat
+
+            def max_pool() -> None:
+                extended_input[...] = x
+                take(index, out=gathered, mode="clip")  # (valid indices: "clip" skips a temporary)
+                fmax(gathered, 0, None, out_flat, False, -np.inf)  # (positional: cheaper)
+
+            return max_pool
+        return self.invoke
+
+    def _bind_matrix(self, x: np.ndarray, out: np.ndarray) -> Callable[[], None]:
+        """``out = clamp(matrix @ x / count)`` (L2: ``sqrt(matrix @ x**2 / count)``), per image.
+        A product by 0 of an infinite or NaN input would make NaN where TFLite has none, so
+        an input whose sum of squares is not finite is pooled by ``_compute`` instead (that
+        sum raises no floating-point warning for inf or NaN, unlike the product)."""
+        g = self.geometry
+        matrix, dot, isfinite, compute = self.matrix, np.dot, math.isfinite, self._compute
+        source = self.squares_all if self.is_l2 else x
+        pairs = [
+            (source[n].reshape(g.in_h * g.in_w, g.channels), out[n].reshape(g.out_h * g.out_w, g.channels))
+            for n in range(g.batch)
+        ]
+        flat = x.reshape(-1)
+        square, sqrt, clamp, squares = np.square, np.sqrt, self.clamp, self.squares_all
+        divide, counts, is_l2 = np.divide, self.counts, self.is_l2
+        if len(pairs) == 1 and not is_l2 and clamp is None:
+            ((image, result),) = pairs
+
+            def average_pool() -> None:
+                if not isfinite(dot(flat, flat)):
+                    compute(x, out)
+                    return
+                dot(matrix, image, out=result)
+                divide(out, counts, out=out)
+
+            return average_pool
+
+        def pool() -> None:
+            if not isfinite(dot(flat, flat)):
+                compute(x, out)
+                return
+            if is_l2:
+                square(x, out=squares)
+            for image, result in pairs:
+                dot(matrix, image, out=result)
+            divide(out, counts, out=out)
+            if is_l2:
+                sqrt(out, out=out)
+            if clamp is not None:
+                clamp()
+
+        return pool
+
     def invoke(self) -> None:
         out = self.outputs[0].data
         x = self.inputs[0].data
         if self._bound[0] is not x or self._bound[1] is not out:
             self._bind(x, out)
+        self._compute(x, out)
+
+    def _compute(self, x: np.ndarray, out: np.ndarray) -> None:
+        """The exact paths (the views of ``_bind`` made for these buffers)."""
         combine = self.combine
         if self.gather is not None:
             self.extended_input[...] = x

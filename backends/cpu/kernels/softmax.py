@@ -16,6 +16,8 @@ so that subtracting and dividing take numpy's scalar path instead of broadcastin
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
@@ -44,19 +46,30 @@ class _LastAxisKernel(CpuKernel):
         self.reduce_axis, self.keep_dims = (0, False) if self.single_row else (-1, True)
         self._bound = (None, None)
 
-    def bind(self) -> tuple[np.ndarray, np.ndarray]:
+    def views(self) -> tuple[np.ndarray, np.ndarray]:
         """The input and output as this kernel computes on them (views fixed until the
         next allocation): vectors for a single row, the arrays themselves otherwise."""
         x, y = self.inputs[0].data, self.outputs[0].data
         if self._bound[0] is not x or self._bound[1] is not y:
             if self.single_row:
-                self.views = (x.reshape(-1), y.reshape(-1))
-                # (a reshape of a non-contiguous array is a copy: then bind again at every invoke)
+                self._views = (x.reshape(-1), y.reshape(-1))
+                # (a reshape of a non-contiguous array is a copy: then make it again at every invoke)
                 self._bound = (x, y) if x.flags.c_contiguous else (None, None)
             else:
-                self.views = (x, y)
+                self._views = (x, y)
                 self._bound = (x, y)
-        return self.views
+        return self._views
+
+    def bind(self) -> Callable[[], None]:
+        x, y = self.inputs[0].data, self.outputs[0].data
+        if y.size == 0 or not self.buffers_are_fixed() or (self.single_row and not x.flags.c_contiguous):
+            return self.invoke
+        return self.steps(*self.views())
+
+    def invoke(self) -> None:
+        x, y = self.views()
+        if y.size:
+            self.steps(x, y)()
 
 
 @register(BuiltinOperator.SOFTMAX, 1, 1)  # v1: float32 (and quantized uint8, not here); v2 int8; v3 int16
@@ -67,31 +80,51 @@ class Softmax(_LastAxisKernel):
         super().prepare()
         self.beta = np.float32(self.params.beta if self.params is not None else 0.0)
 
-    def invoke(self) -> None:
-        x, y = self.bind()
-        if y.size == 0:
-            return
-        np.maximum.reduce(x, self.reduce_axis, None, self.row_max, self.keep_dims)
-        np.subtract(x, self.row_max, out=y)
-        if self.beta != 1:
-            np.multiply(y, self.beta, out=y)
-        np.exp(y, out=y)
-        np.add.reduce(y, self.reduce_axis, None, self.row_sum, self.keep_dims)
-        np.divide(y, self.row_sum, out=y)
+    def steps(self, x: np.ndarray, y: np.ndarray) -> Callable[[], None]:
+        """``y = softmax(x)`` as a function of no argument (see the module notes)."""
+        maximum, add, axis, keep = np.maximum.reduce, np.add.reduce, self.reduce_axis, self.keep_dims
+        subtract, multiply, exp, divide = np.subtract, np.multiply, np.exp, np.divide
+        row_max, row_sum, beta = self.row_max, self.row_sum, self.beta
+
+        def softmax() -> None:
+            maximum(x, axis, None, row_max, keep)  # (positional: cheaper)
+            subtract(x, row_max, out=y)
+            exp(y, out=y)
+            add(y, axis, None, row_sum, keep)
+            divide(y, row_sum, out=y)
+
+        if beta == 1:
+            return softmax
+        beta = np.full(y.shape, beta, np.float32)  # (a same-shape operand: numpy's fast path)
+
+        def softmax_with_beta() -> None:
+            maximum(x, axis, None, row_max, keep)
+            subtract(x, row_max, out=y)
+            multiply(y, beta, out=y)
+            exp(y, out=y)
+            add(y, axis, None, row_sum, keep)
+            divide(y, row_sum, out=y)
+
+        return softmax_with_beta
 
 
 @register(BuiltinOperator.LOG_SOFTMAX, 1, 1)  # v1: float32 (and quantized uint8, not here); v2 int8
 class LogSoftmax(_LastAxisKernel):
     """LOG_SOFTMAX v1 (float32)."""
 
-    def invoke(self) -> None:
-        x, y = self.bind()
-        if y.size == 0:
-            return
-        np.maximum.reduce(x, self.reduce_axis, None, self.row_max, self.keep_dims)
-        np.subtract(x, self.row_max, out=y)
-        np.exp(y, out=y)
-        np.add.reduce(y, self.reduce_axis, None, self.row_sum, self.keep_dims)
-        np.log(self.row_sum, out=self.row_sum)
-        np.subtract(x, self.row_max, out=y)
-        np.subtract(y, self.row_sum, out=y)
+    def steps(self, x: np.ndarray, y: np.ndarray) -> Callable[[], None]:
+        """``y = log_softmax(x)`` as a function of no argument (see the module notes)."""
+        maximum, add, axis, keep = np.maximum.reduce, np.add.reduce, self.reduce_axis, self.keep_dims
+        subtract, exp, log = np.subtract, np.exp, np.log
+        row_max, row_sum = self.row_max, self.row_sum
+
+        def log_softmax() -> None:
+            maximum(x, axis, None, row_max, keep)
+            subtract(x, row_max, out=y)
+            exp(y, out=y)
+            add(y, axis, None, row_sum, keep)
+            log(row_sum, out=row_sum)
+            subtract(x, row_max, out=y)
+            subtract(y, row_sum, out=y)
+
+        return log_softmax

@@ -6,6 +6,8 @@ input and output buffers are made once per allocation (``Copies``)."""
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
@@ -39,6 +41,43 @@ class Copies:
             self.bound = (x, out) if x.flags.c_contiguous and out.flags.c_contiguous else (None, None)
         for target, source in self.pairs:
             target[...] = source
+
+    def bind(self, x: np.ndarray, out: np.ndarray) -> Callable[[], None] | None:
+        """The copies as a function of no argument, for these two arrays (None when they
+        are not both contiguous: then ``__call__`` remakes the views every time)."""
+        if not (x.flags.c_contiguous and out.flags.c_contiguous):
+            return None
+        self(x, out)  # (makes the pairs; the copy itself is harmless)
+        pairs = self.pairs
+        if len(pairs) == 1:
+            ((target, source),) = pairs
+
+            def copy_once() -> None:
+                target[...] = source
+
+            return copy_once
+        if len(pairs) == 2:
+            (target_1, source_1), (target_2, source_2) = pairs
+
+            def copy_twice() -> None:
+                target_1[...] = source_1
+                target_2[...] = source_2
+
+            return copy_twice
+
+        def copy() -> None:
+            for target, source in pairs:
+                target[...] = source
+
+        return copy
+
+
+def bind_copies(kernel: CpuKernel) -> Callable[[], None]:
+    """A kernel whose invoke is ``kernel.copies(input, output)``: that, bound to this
+    allocation's buffers (``kernel.invoke`` when a buffer may change)."""
+    if getattr(kernel, "copies", None) is None or not kernel.buffers_are_fixed():  # (not prepared: inputs pending)
+        return kernel.invoke
+    return kernel.copies.bind(kernel.inputs[0].data, kernel.outputs[0].data) or kernel.invoke
 
 
 DEPTH_TYPES = (T.FLOAT32, T.UINT8, T.INT8, T.INT32, T.INT64)
@@ -80,6 +119,9 @@ class DepthToSpace(_BlockKernel):
     def invoke(self) -> None:
         self.copies(self.inputs[0].data, self.outputs[0].data)
 
+    def bind(self) -> Callable[[], None]:
+        return bind_copies(self)
+
 
 # v1: float32, uint8, int32, int64; v2: int8.
 @register(BuiltinOperator.SPACE_TO_DEPTH, 1, 2)
@@ -103,6 +145,9 @@ class SpaceToDepth(_BlockKernel):
 
     def invoke(self) -> None:
         self.copies(self.inputs[0].data, self.outputs[0].data)
+
+    def bind(self) -> Callable[[], None]:
+        return bind_copies(self)
 
 
 # --------------------------------------------------------------------------------------
@@ -179,6 +224,9 @@ class SpaceToBatchNd(_BatchSpaceBase):
     def invoke(self) -> None:
         self.copies(self.inputs[0].data, self.outputs[0].data)
 
+    def bind(self) -> Callable[[], None]:
+        return bind_copies(self)
+
 
 # v1: float32, int32, int64, uint8 4-D; v2: int8; v3: 3-D input; v4: int16.
 @register(BuiltinOperator.BATCH_TO_SPACE_ND, 1, 4)
@@ -215,3 +263,6 @@ class BatchToSpaceNd(_BatchSpaceBase):
 
     def invoke(self) -> None:
         self.copies(self.inputs[0].data, self.outputs[0].data)
+
+    def bind(self) -> Callable[[], None]:
+        return bind_copies(self)
