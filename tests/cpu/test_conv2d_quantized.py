@@ -452,6 +452,61 @@ def test_requantize_with_left_shifts_uses_the_shared_function():
     np.testing.assert_array_equal(got, np.clip(want, -32768, 32767))
 
 
+# --- the float64 output stage bound at allocation (FloatOutputStage) ----------------
+
+
+def bound_node(model: bytes):
+    """The kernel of a one-node model and the step the interpreter calls at invoke."""
+    interpreter = Interpreter(model_content=model)
+    interpreter.allocate_tensors()
+    return interpreter._main.nodes[0].user_data, dict(interpreter._main._steps)[0]
+
+
+@pytest.mark.parametrize(
+    "filter_shape, layout",
+    [([6, 3, 3, 4], "folded"), ([24, 3, 3, 16], "scaled"), ([8, 1, 1, 8], "folded"), ([40, 1, 1, 64], "scaled")],
+    ids=["3x3-folded", "3x3-scaled", "1x1-folded", "1x1-scaled"],
+)
+@pytest.mark.parametrize(
+    "activation, zero_points, fast",
+    [(Act.RELU, (3, -20), True), (Act.NONE, (3, -128), True), (Act.NONE, (-7, 10), False), (Act.RELU6, (0, 0), True)],
+    ids=["relu", "zero-point-at-min", "general", "relu6"],
+)
+def test_int8_conv_output_stage_paths_are_bit_exact(filter_shape, layout, activation, zero_points, fast):
+    """Both layouts (scale and constant in a float64 matmul, or a float32 matmul then
+    two passes) and both paths (the rounding step skipped when ``low >= z_out``, or
+    applied), with many outputs on both sides of the zero point."""
+    input_shape = [1, 7, 6, filter_shape[3]]
+    model = conv_model(
+        "int8", input_shape, filter_shape, conv_params(activation=activation), zero_points=zero_points,
+        io_scales=(0.05, 0.5), filter_scales=np.linspace(0.02, 0.08, filter_shape[0]), seed=5,
+    )
+    kernel, step = bound_node(model)
+    assert kernel.output_stage.fast is fast
+    assert f"bind_{layout}" in step.__qualname__
+    for seed in (1, 2):
+        check(model, "int8", input_shape, seed=seed)
+    # invoke() on its own (constant folding, delegates) still runs the prepare-time path
+    x = random_input("int8", input_shape, seed=3)
+    kernel.inputs[0].data[...] = x
+    step()
+    bound = kernel.outputs[0].data.copy()
+    kernel.invoke()
+    np.testing.assert_array_equal(kernel.outputs[0].data, bound)
+
+
+@pytest.mark.parametrize("activation", [Act.NONE, Act.RELU], ids=lambda a: a.name)
+def test_uint8_conv_output_stage_is_bit_exact(activation):
+    """An unsigned output: no sign bit to flip back."""
+    model = conv_model(
+        "uint8", [1, 6, 5, 3], [5, 3, 3, 3], conv_params(activation=activation), per_channel=False,
+        zero_points=(120, 131), io_scales=(0.05, 0.5), filter_scales=[0.05], seed=4,
+    )
+    kernel, _ = bound_node(model)
+    assert kernel.output_stage.fast is (activation == Act.RELU)
+    check(model, "uint8", [1, 6, 5, 3])
+
+
 # --- converter models ----------------------------------------------------------------
 
 

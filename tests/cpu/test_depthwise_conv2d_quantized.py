@@ -202,6 +202,44 @@ def test_int8_depthwise_property_bit_exact(
 # --- converter models ----------------------------------------------------------------
 
 
+# --- the float64 output stage bound at allocation (FloatOutputStage) ----------------
+
+
+def bound_node(model: bytes):
+    """The kernel of a one-node model and the step the interpreter calls at invoke."""
+    interpreter = Interpreter(model_content=model)
+    interpreter.allocate_tensors()
+    return interpreter._main.nodes[0].user_data, dict(interpreter._main._steps)[0]
+
+
+@pytest.mark.parametrize(
+    "channels, stride, multiplier",
+    [(8, (1, 1), 1), (6, (1, 1), 2), (8, (2, 2), 1), (64, (2, 2), 1)],
+    ids=["rows", "rows-x2", "windows-copied", "windows"],
+)
+@pytest.mark.parametrize(
+    "activation, zero_points, fast",
+    [(Act.RELU, (3, -20), True), (Act.NONE, (3, -128), True), (Act.NONE, (-7, 10), False), (Act.RELU6, (0, 0), True)],
+    ids=["relu", "zero-point-at-min", "general", "relu6"],
+)
+def test_int8_depthwise_output_stage_paths_are_bit_exact(channels, stride, multiplier, activation, zero_points, fast):
+    """Both paths of the output stage (the rounding step skipped when ``low >= z_out``,
+    or applied) over each layout of the sums."""
+    input_shape = [1, 9, 7, channels]
+    params = dw_params(multiplier, stride=stride, activation=activation)
+    model = dw_model("int8", input_shape, (3, 3), params, zero_points=zero_points, seed=6)
+    kernel, step = bound_node(model)
+    assert kernel.output_stage.fast is fast
+    for seed in (1, 2):
+        check(model, "int8", input_shape, seed=seed)
+    # invoke() on its own (constant folding, delegates) still runs the prepare-time path
+    kernel.inputs[0].data[...] = random_input("int8", input_shape, seed=3)
+    step()
+    bound = kernel.outputs[0].data.copy()
+    kernel.invoke()
+    np.testing.assert_array_equal(kernel.outputs[0].data, bound)
+
+
 def run_converter_model(name: str) -> None:
     """Compare a converter-made model; skip (saying why) when another op it needs is
     not implemented yet."""

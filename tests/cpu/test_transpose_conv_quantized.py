@@ -139,6 +139,25 @@ def test_int8_transpose_conv_with_fused_activation_is_v4_and_bit_exact(activatio
     check(model, "int8", [1, 4, 4, 3])
 
 
+@pytest.mark.parametrize("activation", [Act.NONE, Act.RELU], ids=lambda a: a.name)
+@pytest.mark.parametrize("input_shape, output_shape, kernel, padding, stride", GEOMETRIES[:3], ids=GEOMETRY_IDS[:3])
+def test_int8_transpose_conv_output_stage_paths_are_bit_exact(input_shape, output_shape, kernel, padding, stride, activation):
+    """The float64 output stage bound at allocation: the rounding step applied (no
+    activation, an output zero point above the minimum) or skipped (RELU); and
+    ``invoke`` on its own (constant folding, delegates) gives the same output."""
+    model = tconv_model("int8", input_shape, output_shape, kernel, tconv_params(padding, stride, activation), seed=8)
+    interpreter = Interpreter(model_content=model)
+    interpreter.allocate_tensors()
+    kernel_object, step = interpreter._main.nodes[0].user_data, dict(interpreter._main._steps)[0]
+    assert kernel_object.output_stage.fast is (activation == Act.RELU)
+    check(model, "int8", input_shape)
+    kernel_object.inputs[2].data[...] = random_input("int8", input_shape, seed=3)
+    step()
+    bound = kernel_object.outputs[0].data.copy()
+    kernel_object.invoke()
+    np.testing.assert_array_equal(kernel_object.outputs[0].data, bound)
+
+
 def test_int8_transpose_conv_with_output_shape_as_input_is_bit_exact():
     model = tconv_model("int8", [2, 3, 4, 2], [2, 6, 8, 3], (3, 3), tconv_params(), shape_is_input=True)
     assert_matches_litert(model, [np.array([2, 6, 8, 3], np.int32), random_input("int8", [2, 3, 4, 2])])

@@ -16,6 +16,10 @@ Nothing here registers a kernel. The pieces, each a fact of TFLite's kernels:
   steps in int32 when a bound allows; it is the shared
   ``multiply_by_quantized_multiplier`` arithmetic (same rounding scheme, checked
   equal by the tests), about twice as fast;
+- ``FloatOutputStage``: the same output stage (double rounding, right shifts) as
+  exact float64 arithmetic on buffers fixed once the arena is allocated, in three to
+  six passes after ``t = sums * scale + constant`` (which a kernel may fold into its
+  matmul); what the kernels' ``bind`` runs;
 - ``accumulator_dtype``: the float type in which a kernel's integer dot products
   are exact (BLAS then computes them), from a bound on ``sum |w| * max |x|``;
 - ``FloatInput``: the (zero-point-)padded input as a float array, in one buffer
@@ -29,6 +33,8 @@ Nothing here registers a kernel. The pieces, each a fact of TFLite's kernels:
 """
 
 from __future__ import annotations
+
+from typing import Callable
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -318,6 +324,137 @@ class _OutputPlan:
         return self._constant
 
 
+class FloatOutputStage:
+    """The int32 output stage of a node (double rounding, right shifts), in float64 on
+    buffers fixed at bind time: ``t = sums * scale + constant`` per channel (done by the
+    caller's matmul, or here in three passes), then three passes (clamp, store, sign
+    flip), three more where the rounding step cannot be skipped; no Python besides
+    the calls.
+
+    With ``acc = sums + offset``, ``x = acc * m + 2**30`` and ``u = 2**-(31+r)`` (r in
+    0..31 the right shift), gemmlowp's result before the zero point is ``floor(v -
+    [x < 0] * 2**-r)`` with ``v = (x + E) * u``, ``E = 2**(30+r)`` (r = 0: ``E = 0``, no
+    step; see ``_OutputPlan._prepare_float``). ``scale = m * u``; ``constant`` is
+    ``(offset * m + 2**30) * u`` (then ``t = q = x * u``, negative exactly when x is)
+    or, on the fast path, ``(offset * m + 2**30 + E) * u + z_out + base`` (``t = v +
+    z_out + base`` at once). The general path adds ``copysign(h, q)`` (h = 2**-(r+1),
+    0 for r = 0) and ``E*u - h + z_out + base``: ``v`` for x >= 0, ``v - 2**-r`` below.
+
+    Fast path, ``low >= z_out`` (RELU, RELU6, and every output zero point at the type's
+    minimum): the step matters only where x < 0 and r > 0; there ``v < E*u = 1/2``, so both
+    ``floor(v)`` and ``floor(v - 2**-r)`` are <= 0, both results are <= z_out <= low
+    and the clamp maps both to ``low``.
+
+    Then the clamp to ``[low, high] + base`` (``base = -min`` of the output type, so
+    the clamped t is >= 0 and the truncating store into the unsigned view is the floor)
+    and the sign bit flipped back. Exactness: every term is an integer multiple of u
+    (``sums`` holds integers; z_out and base are integers) and the sum of their
+    magnitudes stays below 2**53 u (checked in ``make`` from the accumulator bound), so
+    every float64 operation, in any order (BLAS included), is exact.
+    """
+
+    def __init__(self, stage: ConvQuantization, offset: np.ndarray, out: np.ndarray) -> None:
+        offset = np.asarray(offset, np.int64)
+        right = -stage.shifts
+        dtype = out.dtype
+        base = -int(np.iinfo(dtype).min)  # 0 for unsigned types
+        zero = stage.output_zero_point
+        self.fast = stage.low >= zero
+        positive = right > 0
+        unit = np.ldexp(1.0, -(31 + right))  # u, exact
+        nudge = np.where(positive, np.left_shift(1, 30 + right), 0)  # E
+        self.scale = stage.multipliers.astype(np.float64) * unit  # m * u, exact (m < 2**31)
+        integer = offset * stage.multipliers + (1 << 30)  # |offset * m| < 2**53: checked in make
+        half_step = np.where(positive, np.ldexp(1.0, -right - 1), 0.0)  # h
+        if self.fast:
+            self.constant = (integer + nudge).astype(np.float64) * unit + (zero + base)
+        else:
+            self.constant = integer.astype(np.float64) * unit
+            self.half_step = half_step
+            self.lift = nudge.astype(np.float64) * unit - half_step + (zero + base)
+        self.out = out
+        self.target = out.view(f"u{dtype.itemsize}")
+        # 0-d arrays: the cheapest operands for a ufunc (numpy scalars cost more)
+        self.low, self.high = np.array(stage.low + base, np.float64), np.array(stage.high + base, np.float64)
+        self.sign_bit = np.array(base, self.target.dtype) if base else None
+        self.t = np.empty(out.shape, np.float64)
+
+    @classmethod
+    def make(cls, stage: ConvQuantization, offset: np.ndarray, out: np.ndarray) -> "FloatOutputStage | None":
+        """The stage for accumulators ``sums + offset`` (``|acc| <= stage.accumulator_bound``,
+        channels last) written to ``out`` (an integer array), or None when it does not
+        apply: int64 accumulators, left shifts, single rounding (``SINGLE_ROUNDING`` is
+        read here, once per allocation), no known bound, or a sum of magnitudes reaching
+        2**53 units."""
+        if stage.wide or quantization.SINGLE_ROUNDING or stage.accumulator_bound is None:
+            return None
+        multipliers, right = stage.multipliers, -stage.shifts
+        if out.dtype.kind not in "iu" or multipliers.size == 0 or out.shape[-1] != multipliers.size:
+            return None
+        if np.any(multipliers < 0) or np.any(multipliers >= (1 << 31)) or np.any(right < 0) or np.any(right > 31):
+            return None
+        base = -int(np.iinfo(out.dtype).min)
+        # In units of u: |sums * m| + |offset * m| <= 2 * bound * m (the bound covers
+        # |sums| + |offset|), the nudge 2**30 < 2**31, and in units of 2**(31+r) (one
+        # output step) z_out, base, E * u = 1/2 and the step h <= 1/2.
+        rest = abs(stage.output_zero_point) + base + 2
+        bound = int(stage.accumulator_bound)
+        for m, r in zip(multipliers.tolist(), right.tolist()):
+            if 2 * bound * m + (1 << 31) + (rest << (31 + r)) >= (1 << 53):
+                return None
+        return cls(stage, offset, out)
+
+    def operand(self, values: np.ndarray) -> np.ndarray:
+        """A per-channel row as an operand of ``t``: a 0-d array when every channel has
+        the same value (the cheapest operand), else tiled to ``t``'s shape up to
+        TILE_LIMIT elements (contiguous operands run faster than a broadcast row)."""
+        values = np.asarray(values, np.float64)
+        if np.all(values == values[0]):
+            return np.array(values[0])
+        if self.t.size <= TILE_LIMIT:
+            return np.ascontiguousarray(np.broadcast_to(values, self.t.shape))
+        return np.ascontiguousarray(values)
+
+    def finish(self) -> Callable[[], None]:
+        """The passes after ``t`` holds ``q`` (general) or ``v + z_out + base`` (fast)."""
+        t, target, low, high, sign_bit = self.t, self.target, self.low, self.high, self.sign_bit
+        fast = self.fast
+        if not fast:
+            half_step, lift, step = self.operand(self.half_step), self.operand(self.lift), np.empty_like(t)
+
+        def finish() -> None:
+            if not fast:
+                np.copysign(half_step, t, out=step)
+                np.add(t, step, out=t)
+                np.add(t, lift, out=t)
+            _clip(t, low, high, out=t)
+            target[...] = t  # t >= 0: truncation is the floor
+            if sign_bit is not None:
+                np.bitwise_xor(target, sign_bit, out=target)
+
+        return finish
+
+    def from_sums(self, sums: np.ndarray) -> Callable[[], None]:
+        """The whole stage from ``sums`` (a fixed array of exact integers, ``t``'s shape)."""
+        t, scale, constant, finish = self.t, self.operand(self.scale), self.operand(self.constant), self.finish()
+        if sums.dtype == np.float64:
+
+            def requantize_float64() -> None:
+                np.multiply(sums, scale, out=t)
+                np.add(t, constant, out=t)
+                finish()
+
+            return requantize_float64
+
+        def requantize() -> None:
+            t[...] = sums  # exact; then a float64 multiply is cheaper than a mixed-type one
+            np.multiply(t, scale, out=t)
+            np.add(t, constant, out=t)
+            finish()
+
+        return requantize
+
+
 def uint8_bias_scale_error(x, filters, bias, output) -> str | None:
     """TFLite's check on a uint8 convolution's bias scale (``GetQuantizedConvolution
     Multipler``): ``|s_in * s_w - s_bias| / s_out <= 0.02``; a message when it fails."""
@@ -355,6 +492,8 @@ class FloatInput:
             self.buffer = self.pad.buffer
         else:  # nothing to pad: still a float copy of ours
             self.buffer = np.empty((geometry.batch, geometry.in_h, geometry.in_w, geometry.channels), dtype)
+        #: the views that ``target[...] = x`` refreshes (one per repetition of the channels)
+        self.targets = self.pad.copies if self.pad.buffer is not None else [self.buffer]
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         """Refresh the buffer from ``x`` (any numeric type, converted exactly) and return it."""

@@ -33,12 +33,19 @@ prepare, in float32 when every dot product is below 2**24 (from the filter's act
 ``sum |w|`` per channel, or the worst case for a non-constant filter), else in
 float64 (below 2**53: always). The zero point of the input is folded into the bias
 once: ``sum w (x - z) = sum w x - z sum w``, and the padding (filled with ``z``)
-cancels in it. Then one int64 requantization pass.
+cancels in it. Then the requantization; once the arena is allocated (``bind``), the
+float64 ``FloatOutputStage``: for small layers (taps x output channels up to
+``FOLD_LIMIT``) its per-channel scale and constant ride in a float64 matmul (weights
+times the scale, one more column of ones), so the matmul gives the scaled values
+themselves; larger layers keep the float32 matmul and scale after it.
 """
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from backends.cpu.kernel import CpuKernel, register
 from backends.cpu.kernels._quantized_window import (
@@ -47,17 +54,23 @@ from backends.cpu.kernels._quantized_window import (
     SYMMETRIC_ABS_MAX,
     ConvQuantization,
     FloatInput,
+    FloatOutputStage,
     accumulator_dtype,
     asymmetric_quantize,
     symmetric_quantize,
     select_conv_arithmetic,
     zero_point_of,
 )
-from backends.cpu.kernels._window import WindowGeometry, activation_bounds, clamp, window_view
+from backends.cpu.kernels._window import WindowGeometry, activation_bounds, clamp, record_pair, window_view
 from backends.cpu.quantization import is_quantized
 from schema.enums import BuiltinOperator, TensorType
 
 T = TensorType
+
+#: Up to this many filter taps x output channels the output stage's scale and constant
+#: ride in a float64 matmul (measured: the float64 BLAS costs less than the two passes
+#: it saves); above, a float32 matmul (when exact) then ``sums * scale + constant``.
+FOLD_LIMIT = 2048
 
 
 def _grouped(x, filters) -> bool:
@@ -268,6 +281,87 @@ class QuantizedConv2D(CpuKernel):
             return self.products[0]
         np.matmul(columns, weights, out=self.products)
         return self.products.transpose(1, 0, 2).reshape(self.rows, self.out_channels)
+
+    def bind(self) -> Callable[[], None]:
+        """Once the arena is allocated: for a quantized node with constant filter and
+        bias and a single group, a closure over this allocation's input and output that
+        runs the float64 output stage (``FloatOutputStage``); else ``invoke``."""
+        x, output = self.inputs[0], self.outputs[0]
+        if not self.quantized or self.acc_offset is None or self.groups != 1 or x.is_dynamic or output.is_dynamic:
+            return self.invoke
+        out = output.data.reshape(self.rows, self.out_channels)
+        stage = FloatOutputStage.make(self.quantization, self.acc_offset, out)
+        if stage is None:
+            return self.invoke
+        self.output_stage = stage  # (which path: tests and profiling read it)
+        if self.float_type == np.float64 or self.depth * self.out_channels <= FOLD_LIMIT:
+            return self.bind_folded(x.data, stage)
+        return self.bind_scaled(x.data, stage)
+
+    def bind_scaled(self, x: np.ndarray, stage: FloatOutputStage) -> Callable[[], None]:
+        """The prepare-time path (float32 matmul when exact) then ``t = sums * scale +
+        constant`` and the rest of the stage."""
+        targets, weights, sums = self.float_input.targets, self.weights[0], self.products[0]
+        columns, windows = self.column_matrices[0], None
+        if not self.pointwise:
+            im2col, windows = self.im2col_pair(self.float_input.buffer, columns)
+        requantize = stage.from_sums(sums)
+        matmul = np.matmul
+
+        def run() -> None:
+            for target in targets:
+                target[...] = x
+            if windows is not None:
+                im2col[...] = windows
+            matmul(columns, weights, out=sums)
+            requantize()
+
+        return run
+
+    def bind_folded(self, x: np.ndarray, stage: FloatOutputStage) -> Callable[[], None]:
+        """One float64 matmul computes ``t`` itself: the weights times ``scale`` (each
+        product ``w * m * u`` an integer multiple of u), one more column of ones in the
+        columns and the constant as one more row of the weights (``FloatOutputStage``
+        bounds every partial sum, in any order, below 2**53 u)."""
+        g, depth = self.geometry, self.depth
+        weights = np.empty((depth + 1, self.out_channels), np.float64)
+        weights[:depth] = self.weights[0]  # exact integers (float32 or float64)
+        weights[:depth] *= stage.scale
+        weights[depth] = stage.constant
+        columns = np.ones((self.rows, depth + 1), np.float64)
+        if self.pointwise:  # the input itself, in float64 with a channel of ones
+            windows = None
+            target = columns.reshape(*g.output_shape, depth + 1)[..., :depth]
+        else:
+            float_input = FloatInput(g, np.float64, fill=self.input_zero_point)
+            (target,) = float_input.targets
+            im2col, windows = self.im2col_pair(float_input.buffer, columns[:, :depth])
+        t, finish = stage.t, stage.finish()
+        matmul = np.matmul
+
+        def run() -> None:
+            target[...] = x
+            if windows is not None:
+                im2col[...] = windows
+            matmul(columns, weights, out=t)
+            finish()
+
+        return run
+
+    def im2col_pair(self, buffer: np.ndarray, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(target, source)``: ``target[...] = source`` copies every window of the padded
+        ``buffer`` into ``matrix`` ([M, K] rows, one group), as runs of a window row (KW*C
+        values) when dilation_w is 1, else of one pixel's C values (``record_pair``)."""
+        g = self.geometry
+        windows = window_view(g, buffer)  # [N, OH, OW, KH, KW, C]
+        if g.dilation_w == 1:
+            n, oh, ow, kh, kw, c = windows.shape
+            bs, rs, ps, cs = buffer.strides
+            windows = as_strided(
+                buffer, (n, oh, ow, kh, kw * c), (bs, g.stride_h * rs, g.stride_w * ps, g.dilation_h * rs, cs),
+                writeable=False,
+            )
+        return record_pair(np.reshape(matrix, windows.shape, copy=False), windows)
 
     def invoke(self) -> None:
         x = self.inputs[0].data

@@ -33,7 +33,8 @@ all its windows ``[N, OH, OW, KH, KW, C*M]`` (copied first below 64 channels, fa
 of its channel, so float32 is exact when that is below 2**24 (int8: always for
 filters up to 512 taps), float64 otherwise (int16). The input zero point is folded
 into the bias (``sum w (x - z) = sum w x - z sum w``; the padding, filled with ``z``,
-cancels in it), then one requantization pass.
+cancels in it), then the requantization (once the arena is allocated, ``bind``: the
+float64 ``FloatOutputStage`` on buffers fixed for the allocation).
 
 Where TFLite differs from its evident intent (not reproduced):
 - the int16 and hybrid paths take the depth multiplier from the node's
@@ -47,6 +48,8 @@ Where TFLite differs from its evident intent (not reproduced):
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
@@ -55,6 +58,7 @@ from backends.cpu.kernels._quantized_window import (
     RAW_ABS_MAX,
     ConvQuantization,
     FloatInput,
+    FloatOutputStage,
     accumulator_dtype,
     asymmetric_quantize,
     depthwise_taps,
@@ -232,6 +236,43 @@ class QuantizedDepthwiseConv2D(CpuKernel):
             windows = self.columns
         np.einsum("nyxhwc,hwc->nyxc", windows, taps, out=self.sums, optimize=False)
         return self.sums
+
+    def bind(self) -> Callable[[], None]:
+        """Once the arena is allocated: for a quantized node with constant filter and
+        bias, a closure over this allocation's input and output (the same sums, then
+        the float64 ``FloatOutputStage``); else ``invoke``."""
+        x, output = self.inputs[0], self.outputs[0]
+        if self.mode == "hybrid" or self.acc_offset is None or x.is_dynamic or output.is_dynamic:
+            return self.invoke
+        stage = FloatOutputStage.make(self.quantization, self.acc_offset, output.data)
+        if stage is None:
+            return self.invoke
+        self.output_stage = stage  # (which path: tests and profiling read it)
+        x, taps, targets = x.data, self.taps, self.float_input.targets
+        requantize, einsum = stage.from_sums(self.sums), np.einsum
+        if self.row_wise:
+            runs, sum_rows = self.tap_runs, self.sum_rows
+
+            def run() -> None:
+                for target in targets:
+                    target[...] = x
+                einsum("abnyk,abk->nyk", runs, taps, out=sum_rows, optimize=False)
+                requantize()
+
+            return run
+        windows, copy, sums = self.windows, self.columns, self.sums  # copy: see depthwise_sums
+
+        def run_windows() -> None:
+            for target in targets:
+                target[...] = x
+            if copy is None:
+                einsum("nyxhwc,hwc->nyxc", windows, taps, out=sums, optimize=False)
+            else:
+                copy[...] = windows
+                einsum("nyxhwc,hwc->nyxc", copy, taps, out=sums, optimize=False)
+            requantize()
+
+        return run_windows
 
     def invoke(self) -> None:
         x = self.inputs[0].data

@@ -30,16 +30,20 @@ converted to float) by the weights re-laid out at prepare as ``[I, KH*KW*O]`` gi
 every pixel's patch, a loop over the KH*KW taps adds them into a zeroed canvas, the
 canvas is cropped. Every partial sum is an integer below ``sum |w| * max |x - z|``
 of its output channel, so float32 is exact when that is below 2**24, else float64.
-Then one requantization pass.
+Then the requantization (once the arena is allocated, ``bind``: the float64
+``FloatOutputStage``).
 """
 
 from __future__ import annotations
+
+from typing import Callable
 
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
 from backends.cpu.kernels._quantized_window import (
     ConvQuantization,
+    FloatOutputStage,
     accumulator_dtype,
     asymmetric_quantize,
     select_conv_arithmetic,
@@ -211,6 +215,49 @@ class QuantizedTransposeConv(CpuKernel):
                 np.add(target, self.patches[:, :, :, ky, kx, :], out=target)
         _, out_h, out_w, _ = self.plan_shape
         return canvas[:, self.pad_top : self.pad_top + out_h, self.pad_left : self.pad_left + out_w, :]
+
+    def bind(self) -> Callable[[], None]:
+        """Once the arena is allocated: for a quantized node with a constant output
+        shape, weights and bias, a closure over this allocation's input and output
+        (the same scatter, then the float64 ``FloatOutputStage``); else ``invoke``."""
+        x, output = self.inputs[2], self.outputs[0]
+        if (
+            self.mode == "hybrid" or self.plan_shape is None or output.is_dynamic or x.is_dynamic
+            or self.weight_matrix is None or self.bias_values is None
+        ):
+            return self.invoke
+        stage = FloatOutputStage.make(self.quantization, self.bias_values, output.data)
+        if stage is None:
+            return self.invoke
+        self.output_stage = stage  # (which path: tests and profiling read it)
+        values, weights, float_type = self.inputs_float, self.weight_matrix, self.float_type
+        zero = np.array(self.input_zero_point, float_type)  # a 0-d operand: cheaper than a scalar
+        source = x.data.reshape(values.shape)
+        batch, in_h, in_w, kh, kw, _ = self.patches.shape
+        patches, canvas = self.patches.reshape(batch * in_h * in_w, -1), self.canvas
+        sh, sw = self.params.stride_h, self.params.stride_w
+        taps = [  # (the canvas positions tap (ky, kx) of every pixel adds to, its patches)
+            (
+                canvas[:, ky : ky + (in_h - 1) * sh + 1 : sh, kx : kx + (in_w - 1) * sw + 1 : sw, :],
+                self.patches[:, :, :, ky, kx, :],
+            )
+            for ky in range(kh)
+            for kx in range(kw)
+        ]
+        _, out_h, out_w, _ = self.plan_shape
+        top, left = self.pad_top, self.pad_left
+        requantize = stage.from_sums(canvas[:, top : top + out_h, left : left + out_w, :])
+        subtract, matmul, add = np.subtract, np.matmul, np.add
+
+        def run() -> None:
+            subtract(source, zero, out=values, dtype=float_type)
+            matmul(values, weights, out=patches)
+            canvas.fill(0)
+            for target, patch in taps:
+                add(target, patch, out=target)
+            requantize()
+
+        return run
 
     def invoke(self) -> None:
         if self.plan_shape is None or self.outputs[0].is_dynamic:
