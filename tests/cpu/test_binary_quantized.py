@@ -12,7 +12,7 @@ from hypothesis.extra import numpy as hnp
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
-from oracle import MODELS_DIR, assert_matches_litert
+from oracle import MODELS_DIR, assert_matches_litert, run_ours
 from schema.builder import ModelBuilder, quantization
 from schema.enums import ActivationFunctionType as Act
 from schema.enums import BuiltinOperator as B
@@ -91,6 +91,48 @@ def test_add_int8_with_a_constant_operand_matches_litert():
     constant = full_range([4], np.int8, rng)
     model = quantized_model(B.ADD, [([3, 4], np.int8, 0.02, 5), (constant, 0.07, -11)], ([3, 4], np.int8, 0.05, 0), AddParams())
     assert_matches_litert(model, [full_range([3, 4], np.int8, rng)])
+
+
+@pytest.mark.parametrize("op", [B.ADD, B.SUB, B.MUL])
+@pytest.mark.parametrize("constant_first", [False, True], ids=["constant_second", "constant_first"])
+@pytest.mark.parametrize("constant_shape", [[], [1, 1], [5]], ids=["scalar", "one_value", "row"])
+def test_int8_with_a_constant_operand_on_either_side_matches_litert(op, constant_first, constant_shape):
+    # A single constant value folds into a 256-entry row of the table; a constant row is
+    # stored once in the lookup's index (both against full-range variable inputs).
+    rng = np.random.default_rng(2)
+    constant = (full_range(constant_shape, np.int8, rng), 0.07, -11)
+    variable = ([3, 5], np.int8, 0.02, 5)
+    inputs = [constant, variable] if constant_first else [variable, constant]
+    model = quantized_model(op, inputs, ([3, 5], np.int8, 0.05, 3), PARAMS[op]())
+    for seed in range(3):
+        assert_matches_litert(model, [full_range([3, 5], np.int8, np.random.default_rng(seed))])
+
+
+@pytest.mark.parametrize("op", [B.ADD, B.MUL])
+def test_int8_of_two_constants_is_folded_and_matches_litert(op):
+    rng = np.random.default_rng(3)
+    inputs = [(full_range([3, 5], np.int8, rng), 0.02, 5), (full_range([5], np.int8, rng), 0.07, -11)]
+    model = quantized_model(op, inputs, ([3, 5], np.int8, 0.05, 3), PARAMS[op]())
+    assert_matches_litert(model, [])
+
+
+def test_int8_add_gives_the_new_result_at_each_invoke():
+    # The lookup keeps views of the input buffers: new inputs in the same buffers count.
+    model = quantized_model(B.ADD, [([4, 3], np.int8, 0.02, 5), ([3], np.int8, 0.03, -2)], ([4, 3], np.int8, 0.05, 0), AddParams())
+    interpreter = Interpreter(model_content=model)
+    interpreter.allocate_tensors()
+    details = interpreter.get_input_details()
+    results = []
+    for seed in range(2):
+        rng = np.random.default_rng(seed)
+        inputs = [full_range([4, 3], np.int8, rng), full_range([3], np.int8, rng)]
+        for detail, value in zip(details, inputs):
+            interpreter.set_tensor(detail["index"], value)
+        interpreter.invoke()
+        results.append(interpreter.get_tensor(interpreter.get_output_details()[0]["index"]).copy())
+        assert_matches_litert(model, inputs)
+        np.testing.assert_array_equal(results[-1], run_ours(model, inputs)[0])
+    assert not np.array_equal(results[0], results[1])
 
 
 def test_add_uint8_matches_litert_as_version_1():

@@ -70,6 +70,14 @@ def test_dequantize_of_each_input_type_is_stamped_as_tflite_does_and_matches_lit
     assert_matches_litert(model, [full_range(dtype, (2, 3, 5, 4))], **EXACT)
 
 
+@pytest.mark.parametrize("case", list(CASES))
+def test_dequantize_of_a_large_input_matches_litert_exactly(case):
+    # Above the kernel's table size (1024 elements) it computes instead of looking up.
+    dtype, quant, _ = CASES[case]
+    model = dequantize_model((3, 25, 9, 4), dtype, quant)
+    assert_matches_litert(model, [full_range(dtype, (3, 25, 9, 4))], **EXACT)
+
+
 def test_dequantize_version_4_node_runs_the_same_kernel_matching_litert():
     # op_version.cc never stamps v4; TFLite still registers it (2.2.0) with the same kernel.
     model = dequantize_model((3, 4), np.int8, quantization(0.1, 3), version=4)

@@ -111,6 +111,32 @@ def test_quantized_pool_property_matches_litert(op, dtype, batch, height, width,
     assert_matches_litert(model, [full_range(shape, dtype, seed)])
 
 
+@pytest.mark.parametrize("op", POOLS, ids=lambda o: o.name)
+@pytest.mark.parametrize("activation", [Act.NONE, Act.RELU6], ids=lambda a: a.name)
+def test_quantized_pool_of_a_large_image_matches_litert(op, activation):
+    # Too many windows for the gather / matmul paths: the loop over the filter taps.
+    shape = [1, 96, 96, 16]
+    model = pool_model(op, shape, np.int8, (3, 3), (1, 1), Padding.SAME, 0.05, -3, activation)
+    interpreter = Interpreter(model_content=model)
+    interpreter.allocate_tensors()
+    kernel = interpreter._main.nodes[0].user_data
+    assert kernel.gather is None and kernel.sum_matrix is None and kernel.pool_matrix is None
+    assert_matches_litert(model, [full_range(shape, np.int8, 5)])
+
+
+@pytest.mark.parametrize("dtype, table", [(np.int8, True), (np.int16, True), (np.int16, False)], ids=["int8", "int16-table", "int16-float"])
+def test_quantized_average_pool_by_table_or_in_float_matches_litert(dtype, table):
+    # The window sums look their results up in a table of every (count, sum) unless that
+    # table is too large (int16 with large windows): then the means are rounded in float64.
+    shape, filter_hw = ([2, 6, 7, 3], (2, 2)) if table else ([2, 6, 7, 3], (5, 5))
+    model = pool_model(B.AVERAGE_POOL_2D, shape, dtype, filter_hw, (1, 2), Padding.SAME, 0.05, ZERO_POINT[dtype], Act.RELU)
+    interpreter = Interpreter(model_content=model)
+    interpreter.allocate_tensors()
+    kernel = interpreter._main.nodes[0].user_data
+    assert (kernel.sum_matrix is not None) == table and (kernel.pool_matrix is not None) == (not table)
+    assert_matches_litert(model, [full_range(shape, dtype, 6)])
+
+
 def test_quantized_pool_that_would_requantize_fails_clearly():
     model = pool_model(B.AVERAGE_POOL_2D, [1, 4, 4, 1], np.int8, (2, 2), (2, 2), Padding.VALID, 0.1, 0, out_params=(0.2, 0))
     with pytest.raises(KernelError, match="AVERAGE_POOL_2D.*same quantization"):

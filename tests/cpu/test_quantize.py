@@ -81,6 +81,28 @@ def test_quantize_float32_out_of_int32_and_nan_match_litert(zero_point):
 
 
 @pytest.mark.parametrize("out_type", [T.INT8, T.UINT8, T.INT16])
+def test_quantize_float32_with_the_smallest_normal_scale_matches_litert(out_type):
+    # Half of this scale is subnormal: the kernel then divides by the scale itself.
+    scale = float(np.finfo(np.float32).tiny)
+    rng = np.random.default_rng(4)
+    model = quantize_model((40,), T.FLOAT32, out_type, quantization(scale, 3))
+    assert_matches_litert(model, [floats_with_ties((40,), scale, rng)], **EXACT)
+
+
+@pytest.mark.parametrize("zero_point", [-5, 0, 5])
+def test_quantize_float32_large_finite_quotients_match_litert(zero_point):
+    # Around the int32 limits of the rounded quotient (the fast path's check fails
+    # there and the exact path runs), with ordinary values beside them.
+    values = np.array([2.0**31, -(2.0**31), 2.0**31 - 128, -(2.0**31) + 128, 2.0**30, -(2.0**30), 7.5, -7.5], np.float32)
+    for out_type in (T.INT8, T.UINT8, T.INT16):
+        zp = zero_point + (128 if out_type == T.UINT8 else 0)
+        model = quantize_model(values.shape, T.FLOAT32, out_type, quantization(1.0, zp))
+        assert_matches_litert(model, [values], **EXACT)
+        inside = np.array([2.0**29, -(2.0**29), 2.0**29 - 32, -(2.0**29) + 32, 0.5, -0.5, 7.5, -7.5], np.float32)
+        assert_matches_litert(model, [inside], **EXACT)  # (the fast path)
+
+
+@pytest.mark.parametrize("out_type", [T.INT8, T.UINT8, T.INT16])
 @pytest.mark.parametrize("axis", [0, 2])
 def test_quantize_float32_per_channel_is_version_3_and_matches_litert(out_type, axis):
     rng = np.random.default_rng(2)

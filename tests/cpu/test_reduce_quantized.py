@@ -122,6 +122,29 @@ def test_quantized_mean_property_matches_litert(dtype, shape, data, keep_dims, s
     assert_matches_litert(model, [full_range(shape, dtype, seed)])
 
 
+@pytest.mark.parametrize(
+    "dtype, shape, axes, table",
+    [
+        (np.int8, [1, 7, 7, 8], [1, 2], True),
+        (np.int8, [4, 3, 5, 2], [1, 2], True),  # batched [A, R, B] sums
+        (np.uint8, [3, 7, 8], [2], True),
+        (np.int16, [3, 4, 5], [2], True),  # 5 x 65536 sums: a table still
+        (np.int8, [2, 5, 6, 3], [0, 2], False),  # not one block of the layout
+        (np.int8, [1, 72, 64, 1], [1, 2], False),  # 4608 x 256 sums: too many
+        (np.int16, [2, 40, 3], [1], False),
+    ],
+    ids=["hw", "batched", "uint8-last", "int16-small", "int8-split-axes", "int8-large", "int16-large"],
+)
+def test_quantized_mean_by_table_or_by_arithmetic_matches_litert(dtype, shape, axes, table):
+    z_in, z_out = ZERO_POINTS[dtype]
+    model = reduce_model(B.MEAN, shape, dtype, axes, False, (0.0241, z_in), (0.0173, z_out))
+    interpreter = Interpreter(model_content=model)
+    interpreter.allocate_tensors()
+    assert (interpreter._main.nodes[0].user_data._lookup is not None) == table
+    for seed in range(2):
+        assert_matches_litert(model, [full_range(shape, dtype, seed)])
+
+
 def test_quantized_mean_of_an_empty_input_is_zero_like_litert():
     model = reduce_model(B.MEAN, [0, 3], np.int8, [0], False, (0.05, 4), (0.05, 4))
     assert_matches_litert(model, [np.zeros([0, 3], np.int8)])

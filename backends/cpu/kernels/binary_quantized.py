@@ -33,13 +33,16 @@ for DIV's data-dependent case (see ``QuantizedDiv``). A node whose types need a 
 version than it claims (an int8 ADD stamped version 1) is refused too.
 
 How: an output depends only on the pair of raw input values, so for 8-bit inputs the
-whole function is tabulated at prepare (a 256 x 256 table) and invoke is one gather;
-int16 inputs are computed directly in int64.
+whole function is tabulated at prepare (a 256 x 256 table) and invoke is one gather
+(its index assembled from the inputs' bytes, see ``PairTableLookup``); int16 inputs
+are computed directly in int64.
 """
 
 from __future__ import annotations
 
 import math
+import sys
+from typing import Callable
 
 import numpy as np
 
@@ -106,51 +109,73 @@ def pair_table(function, dtype: np.dtype, out_dtype: np.dtype) -> np.ndarray:
 
 
 class PairTableLookup:
-    """``out = table[x_bits * 256 + y_bits]`` with numpy broadcasting of x and y."""
+    """``out = table[x_bits * 256 + y_bits]`` with numpy broadcasting of x and y.
 
-    def __init__(self, table: np.ndarray, out_shape: tuple[int, ...]) -> None:
+    The index is never computed with arithmetic: it lives in an intp buffer of the
+    output's shape whose byte 1 holds x's bits and byte 0 y's (little-endian), every
+    other byte staying 0, so invoke is one or two byte stores (broadcasting) and one
+    ``take``. A constant input's bytes are stored once, when the buffers are bound; a
+    constant single value is folded into the table instead (one row of 256 entries,
+    indexed by the other input's bits alone).
+    """
+
+    def __init__(self, table: np.ndarray, out_shape: tuple[int, ...], x, y) -> None:
+        self.out_shape = tuple(out_shape)
         self.table = table
-        self.index = np.empty(out_shape, dtype=np.intp)
+        self.x_constant = x.data if x.is_constant else None
+        self.y_constant = y.data if y.is_constant else None
+        rows = table.reshape(256, 256)  # [x bits, y bits]
+        self.row = None  # (256-entry table, whether x is the variable input)
+        if self.y_constant is not None and self.x_constant is None and self.y_constant.size == 1:
+            self.row = (np.ascontiguousarray(rows[:, _bits(self.y_constant).reshape(-1)[0]]), True)
+        elif self.x_constant is not None and self.y_constant is None and self.x_constant.size == 1:
+            self.row = (np.ascontiguousarray(rows[_bits(self.x_constant).reshape(-1)[0]]), False)
 
-    def __call__(self, x: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:
-        if self.fixed is not None:
-            self.fixed(x, y, out)
-            return
-        index = self.index
-        np.multiply(x.view(np.uint8), 256, out=index, dtype=np.intp)
-        np.add(index, y.view(np.uint8), out=index)
-        np.take(self.table, index, out=out)
-
-    fixed = None
-
-    def fix_constant(self, x, y) -> None:
-        """When one input is a constant (known at prepare), its part of the index is
-        folded in: a single constant value leaves a 256-entry table of the other input
-        (one ``take``); a constant array leaves one add and one ``take``."""
-        table = self.table.reshape(256, 256)  # [x bits, y bits]
-        if y.is_constant and not x.is_constant:
-            constant, variable, rows, variable_first = y.data, x, table.T, True  # rows: [y bits, x bits]
-        elif x.is_constant and not y.is_constant:
-            constant, variable, rows, variable_first = x.data, y, table, False
+    def bind(self, x: np.ndarray, y: np.ndarray, out: np.ndarray) -> Callable[[], None]:
+        """``out = f(x, y)`` as a function of no argument on these arrays (x and y may
+        be the constant inputs' own data)."""
+        index = np.zeros(self.out_shape, np.intp)
+        # [..., byte]: the index's bytes; little-endian, so byte b weighs 256**b.
+        index_bytes = index.reshape(-1).view(np.uint8).reshape(*self.out_shape, index.itemsize)
+        if self.row is not None:
+            table, x_varies = self.row
+            copies = [(index_bytes[..., 0], _bits(x if x_varies else y))]
         else:
-            return
-        bits = np.asarray(constant).view(np.uint8)
-        if bits.size == 1 and tuple(variable.shape) == tuple(self.index.shape):
-            single = np.ascontiguousarray(rows[int(bits.reshape(-1)[0])])
+            table = self.table
+            copies = []
+            for byte, source, constant in ((1, x, self.x_constant), (0, y, self.y_constant)):
+                if constant is not None:
+                    index_bytes[..., byte] = _bits(constant)
+                else:
+                    copies.append((index_bytes[..., byte], _bits(source)))
+        take = table.take  # (the method: np.take adds a Python wrapper)
+        # "clip" mode (every index is valid): "raise" would buffer ``out``.
+        if len(copies) == 2:
+            (high, x_bits), (low, y_bits) = copies
 
-            def lookup(x, y, out):
-                np.take(single, (x if variable_first else y).view(np.uint8), out=out)
+            def lookup2() -> None:
+                high[...] = x_bits
+                low[...] = y_bits
+                take(index, None, out, "clip")
 
-        else:
-            flat = np.ascontiguousarray(rows).reshape(-1)
-            offsets = np.ascontiguousarray(np.broadcast_to(bits.astype(np.intp) * 256, self.index.shape))
-            index = self.index
+            return lookup2
+        if len(copies) == 1:
+            ((target, bits),) = copies
 
-            def lookup(x, y, out):
-                np.add((x if variable_first else y).view(np.uint8), offsets, out=index)
-                np.take(flat, index, out=out)
+            def lookup1() -> None:
+                target[...] = bits
+                take(index, None, out, "clip")
 
-        self.fixed = lookup
+            return lookup1
+        return lambda: take(index, None, out, "clip")
+
+
+def _bits(values: np.ndarray) -> np.ndarray:
+    """The 8-bit values' bit patterns (a uint8 view)."""
+    return np.asarray(values).view(np.uint8)
+
+
+_LITTLE_ENDIAN = sys.byteorder == "little"
 
 
 class QuantizedPairwise(CpuKernel):
@@ -193,9 +218,9 @@ class QuantizedPairwise(CpuKernel):
         out.resize(self.out_shape)
         self.setup()
         self.lookup = None
-        if x.type in (T.UINT8, T.INT8):
-            self.lookup = PairTableLookup(pair_table(self.compute, x.dtype, out.dtype), self.out_shape)
-            self.lookup.fix_constant(x, y)
+        if x.type in (T.UINT8, T.INT8) and _LITTLE_ENDIAN:
+            self.lookup = PairTableLookup(pair_table(self.compute, x.dtype, out.dtype), self.out_shape, x, y)
+        self._step = None  # (arrays, step) of the last direct invoke
 
     def setup(self) -> None:
         raise NotImplementedError
@@ -205,10 +230,18 @@ class QuantizedPairwise(CpuKernel):
 
     def invoke(self) -> None:
         x, y, out = self.inputs[0].data, self.inputs[1].data, self.outputs[0].data
-        if self.lookup is not None:
-            self.lookup(x, y, out)
-        else:
+        if self.lookup is None:
             out[...] = self.compute(x.astype(np.int64), y.astype(np.int64))
+            return
+        step = self._step
+        if step is None or step[0][0] is not x or step[0][1] is not y or step[0][2] is not out:
+            step = self._step = ((x, y, out), self.lookup.bind(x, y, out))
+        step[1]()
+
+    def bind(self) -> Callable[[], None]:
+        if self.lookup is None or not self.buffers_are_fixed():
+            return self.invoke
+        return self.lookup.bind(self.inputs[0].data, self.inputs[1].data, self.outputs[0].data)
 
     # -- shared pieces of setup ---------------------------------------------------------
     def activation_range(self) -> tuple[int, int]:
@@ -446,12 +479,26 @@ class QuantizedDiv(QuantizedPairwise):
         return np.where(zero, 0, np.clip(result, self.low, self.high))
 
     def invoke(self) -> None:
-        divisor = self.inputs[1]
-        if np.any(divisor.data == self.divisor_zero_point):
-            raise ZeroDivisionError(
-                f"DIV: division by zero (input 2 {divisor.name!r} holds its zero point {self.divisor_zero_point})"
-            )
+        self.check_divisor(self.inputs[1].data)
         super().invoke()
+
+    def bind(self) -> Callable[[], None]:
+        step = super().bind()
+        if step == self.invoke:
+            return step
+        divisor, check = self.inputs[1].data, self.check_divisor
+
+        def divide() -> None:
+            check(divisor)
+            step()
+
+        return divide
+
+    def check_divisor(self, divisor: np.ndarray) -> None:
+        if np.any(divisor == self.divisor_zero_point):
+            raise ZeroDivisionError(
+                f"DIV: division by zero (input 2 {self.inputs[1].name!r} holds its zero point {self.divisor_zero_point})"
+            )
 
 
 # ---------------------------------------------------------------------------------------
@@ -521,3 +568,10 @@ class QuantizedMaximumMinimum(CpuKernel):
 
     def invoke(self) -> None:
         self.ufunc(self.inputs[0].data, self.inputs[1].data, out=self.outputs[0].data)
+
+    def bind(self) -> Callable[[], None]:
+        if not self.buffers_are_fixed():
+            return self.invoke
+        ufunc, x, y, out = self.ufunc, self.inputs[0].data, self.inputs[1].data, self.outputs[0].data
+        return lambda: ufunc(x, y, out=out)
+

@@ -19,6 +19,8 @@ rescaled input and one ``np.concatenate``.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
@@ -97,9 +99,34 @@ class RescalingConcatenation(CpuKernel):
         self.tables = [None if _params(t) == target else rescale_table(_params(t), target) for t in inputs]
         out.resize([total if i == self.axis else d for i, d in enumerate(first.shape)])
 
+    def bind(self) -> Callable[[], None]:
+        """One bound ``take`` per rescaled input (into its own buffer, indexed through an
+        intp copy of the values: a uint8 index would be converted at each call), then
+        one ``concatenate``."""
+        if not self.buffers_are_fixed():
+            return self.invoke
+        parts, lookups = [], []
+        for tensor, table in zip(self.inputs, self.tables):
+            if table is None:
+                parts.append(tensor.data)
+                continue
+            index, rescaled = np.empty(tensor.shape, np.intp), np.empty(tensor.shape, np.uint8)
+            lookups.append((index, tensor.data, table.take, rescaled))
+            parts.append(rescaled)
+        concatenate, axis, out = np.concatenate, self.axis, self.outputs[0].data
+
+        def concatenation() -> None:
+            for index, values, take, rescaled in lookups:
+                index[...] = values
+                take(index, None, rescaled, "clip")  # (valid indices: "clip" skips a temporary)
+            concatenate(parts, axis, out)
+
+        return concatenation
+
     def invoke(self) -> None:
         parts = [
             t.data if table is None else np.take(table, t.data)
             for t, table in zip(self.inputs, self.tables)
         ]
         np.concatenate(parts, axis=self.axis, out=self.outputs[0].data)
+

@@ -14,26 +14,34 @@ pools work on raw values, over the window clipped to the input (as the float poo
 then the fused activation clamps to its range in the output's quantized domain
 (``CalculateActivationRangeQuantized``; TANH/SIGN_BIT clamp nothing).
 
-How: like the float pools, a loop over the filter taps that combines each tap's input
-block into its output block (sums in int32, exact for any window of 8/16-bit values
-below 2^15 taps), or, when there are fewer output positions than taps (global pools),
-one reduction over all windows of a padded copy.
+How: MAX gathers every window's pixels and reduces over the taps; AVERAGE sums the
+windows with one float matmul and looks the results up in a table of every (count, sum)
+(see ``prepare_gather``). Where those buffers would be too large, like the float pools:
+a loop over the filter taps that combines each tap's input block into its output block
+(sums in int32, exact for any window of 8/16-bit values below 2^15 taps), or, when there
+are fewer output positions than taps (global pools), one reduction over all windows of a
+padded copy.
 """
 
 from __future__ import annotations
+
+from typing import Callable
 
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
 from backends.cpu.kernels._quantized_window import _clip
 from backends.cpu.kernels._window import PaddedInput, WindowGeometry, window_view
-from backends.cpu.quantization import activation_range_quantized, is_quantized
+from backends.cpu.quantization import activation_range_quantized, exact_float_dtype, is_quantized
 from schema.enums import BuiltinOperator, TensorType
 
 T = TensorType
 
 #: TFLite's Prepare: |input scale - output scale| <= 1e-6 and equal zero points.
 SCALE_TOLERANCE = 1.0e-6
+#: Largest table of the AVERAGE lookup (entries: per distinct window count, the count
+#: times the input type's range).
+AVERAGE_TABLE_LIMIT = 1 << 20
 
 
 # v1: uint8 (v1 float32 is in pool2d.py); v2: int8; v3: int16.
@@ -98,19 +106,23 @@ class QuantizedPool2D(CpuKernel):
 
     # -- the few-call paths ----------------------------------------------------------
     def prepare_gather(self, x, out) -> None:
-        """Index arrays for invoke in a few numpy calls.
+        """Index arrays and tables for invoke in a few numpy calls.
 
-        MAX: every window's input elements, tap-major ``[taps, N*OH*OW, C]`` indices
-        into the flat input, the positions in the padding replaced by one of the
-        window's own pixels (a repeat leaves a max unchanged): one gather, one
-        max-reduction over the taps.
-        AVERAGE: the window means as one float64 matmul with a matrix ``[OH*OW, H*W]``
-        holding 1/count inside each window, rounded halves away from zero
-        (``v + copysign(0.5 + 1/(4 count), v)``, clamped, truncated by the store).
+        MAX: every window's input pixels, tap-major ``[taps, N*OH*OW]`` indices of
+        the input's pixels (rows of C values), the positions in the padding replaced by
+        one of the window's own pixels (a repeat leaves a max unchanged): one gather of
+        rows, one max-reduction over the taps.
+        AVERAGE (``average_table``): the window sums, each offset by a base that
+        depends on the window's count, as one float matmul; the results are looked up
+        in a table of every (count, sum). Where that table would be too large: the
+        window means as one float64 matmul with 1/count inside each window, rounded
+        halves away from zero (``v + copysign(0.5 + 1/(4 count), v)``, clamped,
+        truncated by the store).
         """
         g = self.geometry
         self.gather = None
         self.pool_matrix = None
+        self.sum_matrix = None
         self._source = None
         windows = []  # per output position: the flat pixel indices inside the input
         for oy in range(g.out_h):
@@ -139,16 +151,16 @@ class QuantizedPool2D(CpuKernel):
                 row = pixels + [pixels[0]] * (taps - len(pixels))
                 index[:, p, :] = row
             index += (np.arange(g.batch, dtype=np.intp) * pixels_per_image)[:, None, None]
-            rows = index.reshape(g.batch * positions, taps).T  # [taps, N*P] pixel rows
-            # element indices, tap-major: the max then reduces over the outer axis
-            elements = rows[:, :, None] * g.channels + np.arange(g.channels, dtype=np.intp)
-            self.gather = np.ascontiguousarray(elements)  # [taps, N*P, C]
-            self.gathered = np.empty(self.gather.shape, x.dtype)
+            # pixel (row) indices, tap-major: the max then reduces over the outer axis
+            self.gather = np.ascontiguousarray(index.reshape(g.batch * positions, taps).T)  # [taps, N*P]
+            self.gathered = np.empty((taps, g.batch * positions, g.channels), x.dtype)
             return
-        if positions * pixels_per_image > (1 << 20) or max(len(w) for w in windows) > 4096:
+        if positions * (pixels_per_image + 1) > (1 << 20) or max(len(w) for w in windows) > 4096:
+            return
+        counts = [len(w) for w in windows]
+        if self.average_table(windows, info):
             return
         matrix = np.zeros((positions, pixels_per_image), np.float64)
-        counts = [len(w) for w in windows]
         for p, pixels in enumerate(windows):
             matrix[p, pixels] = 1.0 / counts[p]
         self.pool_matrix = matrix
@@ -163,33 +175,130 @@ class QuantizedPool2D(CpuKernel):
         self.pool_sums = np.empty((g.batch, positions, g.channels), np.float64)
         self.pool_half = np.empty_like(self.pool_sums)
 
-    def bind(self, x: np.ndarray) -> None:
+    def average_table(self, windows: list[list[int]], info: np.iinfo) -> bool:
+        """The AVERAGE path by lookup, when its table is at most ``AVERAGE_TABLE_LIMIT``.
+
+        For each distinct count c the table holds TFLite's clamped, rounded acc / c for
+        every possible window sum acc in [c min, c max], from ``start[c]``; position p's
+        index is ``acc + start[c_p] - c_p min`` (>= 0). That base is the last column of
+        ``sum_matrix`` ([P, H*W + 1]: 1 at each window's pixels), multiplied by a row of
+        ones below the image, so one matmul gives the indices, exactly: every partial
+        sum is an integer below ``exact_float_dtype``'s bound.
+        """
+        low, high = int(info.min), int(info.max)
+        starts: dict[int, int] = {}
+        parts = []
+        size = 0
+        for count in sorted({len(w) for w in windows}):
+            starts[count] = size
+            size += count * (high - low) + 1
+            if size > AVERAGE_TABLE_LIMIT:
+                return False
+            acc = np.arange(count * low, count * high + 1, dtype=np.int64)
+            parts.append(self.average_of(acc, count))
+        # |partial sum| <= count max|q| (pixels) + base, and base <= size + count max|q|.
+        dtype = exact_float_dtype(2 * max(starts) * max(-low, high) + size)
+        if dtype is None:
+            return False
+        g = self.geometry
+        pixels_per_image = g.in_h * g.in_w
+        matrix = np.zeros((len(windows), pixels_per_image + 1), dtype)
+        for p, pixels in enumerate(windows):
+            matrix[p, pixels] = 1
+            matrix[p, pixels_per_image] = starts[len(pixels)] - len(pixels) * low
+        self.sum_matrix = matrix
+        self.sum_table = np.concatenate(parts).astype(self.outputs[0].dtype)
+        return True
+
+    def average_of(self, acc: np.ndarray, count: int) -> np.ndarray:
+        """TFLite's rounded average of window sums ``acc`` over ``count`` pixels, clamped."""
+        acc = np.asarray(acc, np.int64)
+        # C's division truncates: sign(acc) * ((|acc| + count/2) // count)
+        quotient = (np.abs(acc) + count // 2) // count
+        return np.clip(np.where(acc < 0, -quotient, quotient), self.low, self.high)
+
+    def bind(self) -> Callable[[], None]:
+        """The gather (MAX) and table (AVERAGE) paths as functions of no argument on
+        this allocation's buffers; ``invoke`` otherwise."""
+        x, out = self.inputs[0].data, self.outputs[0].data
+        if not self.buffers_are_fixed() or not x.flags.c_contiguous or not out.flags.c_contiguous:
+            return self.invoke
+        if self.gather is not None:
+            return self.bind_max(x, out)
+        if self.sum_matrix is not None:
+            return self.bind_average(x, out)
+        return self.invoke
+
+    def bind_max(self, x: np.ndarray, out: np.ndarray) -> Callable[[], None]:
+        g = self.geometry
+        # Whole pixels (rows of C values) are gathered: one index per pixel, not per value.
+        take, index, gathered = x.reshape(-1, g.channels).take, self.gather, self.gathered
+        taps = gathered.shape[0]
+        out_rows = out.reshape(-1)
+        gathered_rows = gathered.reshape(taps, -1)  # (a 2-D reduction is the cheaper one)
+        maximum, minimum = np.maximum.reduce, np.minimum
+        info = np.iinfo(x.dtype)
+        # max(low, window max): the clamp's lower side as the reduction's initial value.
+        low = x.dtype.type(max(self.low, int(info.min)))
+        if self.high >= int(info.max):
+
+            def max_pool() -> None:
+                take(index, 0, gathered, "clip")  # (valid indices: "clip" skips a temporary)
+                maximum(gathered_rows, 0, None, out_rows, False, low)  # (positional: cheaper)
+
+            return max_pool
+        high = np.full(out_rows.shape, self.high, x.dtype)
+
+        def clamped_max_pool() -> None:
+            take(index, 0, gathered, "clip")
+            maximum(gathered_rows, 0, None, out_rows, False, low)
+            minimum(out_rows, high, out=out_rows)
+
+        return clamped_max_pool
+
+    def bind_average(self, x: np.ndarray, out: np.ndarray) -> Callable[[], None]:
+        g = self.geometry
+        pixels = g.in_h * g.in_w
+        matrix, take = self.sum_matrix, self.sum_table.take
+        positions = matrix.shape[0]
+        # [N, H*W + 1, C]: the image, then a row of ones (the bases' column's factor).
+        values = np.zeros((g.batch, pixels + 1, g.channels), matrix.dtype)
+        values[:, pixels] = 1
+        body, images = values[:, :pixels], x.reshape(g.batch, pixels, g.channels)
+        sums = np.empty((g.batch, positions, g.channels), matrix.dtype)
+        index = np.empty(sums.shape, np.intp)
+        result = out.reshape(sums.shape)
+        product = np.matmul
+        if g.batch == 1:  # 2-D operands: np.dot, the same BLAS call at a lower call cost
+            values, sums, index, result = values[0], sums[0], index[0], result[0]
+            product = np.dot
+
+        def average_pool() -> None:
+            body[...] = images
+            product(matrix, values, out=sums)
+            index[...] = sums  # exact integers
+            take(index, None, result, "clip")  # (valid indices: "clip" skips a temporary)
+
+        return average_pool
+
+    def _take_views(self, x: np.ndarray) -> None:
         """Views of the arena arrays (fixed between allocations)."""
         g = self.geometry
         self._source = x
         out = self.outputs[0].data
-        if self.gather is not None:
-            self._low, self._high = out.dtype.type(self.low), out.dtype.type(self.high)
-            self._rows = x.reshape(-1)
-            self._out_rows = out.reshape(-1, g.channels)
-        else:
-            self._images = x.reshape(g.batch, g.in_h * g.in_w, g.channels)
-            self._store = out.reshape(self.pool_sums.shape)
+        self._images = x.reshape(g.batch, g.in_h * g.in_w, g.channels)
+        self._store = out.reshape(self.pool_sums.shape)
 
     def invoke(self) -> None:
-        if self.gather is not None:
-            x = self.inputs[0].data
-            if x is not self._source:
-                self.bind(x)
-            np.take(self._rows, self.gather, out=self.gathered)
-            np.maximum.reduce(self.gathered, axis=0, out=self._out_rows)
-            if not self.full_range:
-                _clip(self._out_rows, self._low, self._high, out=self._out_rows)
-            return
+        if self.gather is not None or self.sum_matrix is not None:
+            x, out = self.inputs[0].data, self.outputs[0].data
+            if x.flags.c_contiguous and out.flags.c_contiguous:
+                (self.bind_max if self.gather is not None else self.bind_average)(x, out)()
+                return
         if self.pool_matrix is not None:
             x = self.inputs[0].data
             if x is not self._source:
-                self.bind(x)
+                self._take_views(x)
             sums = np.matmul(self.pool_matrix, self._images, out=self.pool_sums)  # ~acc / count
             half = np.copysign(self.pool_halves, sums, out=self.pool_half)
             np.add(sums, half, out=sums)
@@ -231,3 +340,4 @@ class QuantizedPool2D(CpuKernel):
 def _params(tensor) -> tuple[float, int]:
     q = tensor.quantization
     return float(q.scale[0]), int(q.zero_point[0]) if q.zero_point.size else 0
+

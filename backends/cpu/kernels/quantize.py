@@ -7,6 +7,8 @@ Float input (TFLite's ``reference_ops::AffineQuantize`` / ``PerChannelQuantize``
 
 ``roundf`` rounds halves away from zero; a quotient outside int32 (or NaN) converts to
 INT32_MIN as x86 does, and adding the zero point wraps in int32, as in the wheel.
+Per tensor, invoke looks the results up in a table indexed by trunc(2 x / scale) (see
+``_quantize_lookup``) after one check that every quotient is well inside int32.
 
 Integer input (``reference_ops::Requantize``)::
 
@@ -18,6 +20,8 @@ one ``take``.
 """
 
 from __future__ import annotations
+
+from typing import Callable
 
 import numpy as np
 
@@ -101,6 +105,27 @@ class Quantize(CpuKernel):
         self.quotient_high = (self.high - self.zero_point).astype(np.float32)
         self.buffer = np.empty(x.shape, np.float32)
         self.scratch = np.empty(x.shape, np.float32)
+        self.lookup = None if q.is_per_channel else self._quantize_lookup()
+
+    def _quantize_lookup(self) -> "tuple[np.float32, int, np.ndarray] | None":
+        """(scale / 2, m_low, table) of the per-tensor fast path (see ``bind``).
+
+        With m = trunc(2 q) (q = x / scale), C's roundf(q) is
+        g(m) = sign(m) * ((|m| + 1) // 2): for q >= 0, 2q in [m, m + 1) puts q + 1/2
+        in [(m + 1)/2, (m + 2)/2), whose floor is (m + 1) // 2; q < 0 is symmetric.
+        The table holds clamp(g(m) + zp) for m in [m_low, m_high], two steps beyond
+        where the clamp saturates, so a clamped index gives every m's result.
+        """
+        scale = np.float32(self.scale)
+        half = np.float32(scale / np.float32(2))
+        if not (half >= np.finfo(np.float32).tiny and half * np.float32(2) == scale):
+            return None  # x / (scale / 2) must equal 2 (x / scale) bit for bit
+        zero_point = int(self.zero_point)
+        m_low, m_high = 2 * (self.low - zero_point) - 2, 2 * (self.high - zero_point) + 2
+        m = np.arange(m_low, m_high + 1, dtype=np.int64)
+        rounded = np.sign(m) * ((np.abs(m) + 1) // 2)
+        table = np.clip(rounded + zero_point, self.low, self.high).astype(self.outputs[0].dtype)
+        return half, m_low, table
 
     # -- integer -> integer --------------------------------------------------------------------
     def _prepare_requantize(self, x, out) -> None:
@@ -134,6 +159,54 @@ class Quantize(CpuKernel):
                 for flip in (0, 1 << (8 * x.dtype.itemsize - 1)):
                     if np.array_equal(table_bits, bits ^ flip):
                         self.xor = flip
+
+    def bind(self) -> Callable[[], None]:
+        if not self.buffers_are_fixed():
+            return self.invoke
+        x, out = self.inputs[0].data, self.outputs[0].data
+        if self.mode == "quantize":
+            return self.invoke if self.lookup is None else self._bind_quantize(x, out)
+        if self.table is None:
+            return self.invoke
+        if self.xor is not None:
+            source, target, flip = x.view(self.unsigned), out.view(self.unsigned), self.xor
+            return lambda: np.bitwise_xor(source, flip, out=target)
+        # The table is indexed by bit pattern, i.e. by the value modulo its size.
+        index, take = np.empty(x.shape, np.intp), self.table.take
+
+        def requantize() -> None:
+            index[...] = x
+            take(index, None, out, "wrap")
+
+        return requantize
+
+    def _bind_quantize(self, x: np.ndarray, out: np.ndarray) -> Callable[[], None]:
+        """float32 -> integer per tensor in five calls: d = x / (scale / 2), which is
+        2 (x / scale) exactly (halving a normal scale is exact, and a power-of-two factor
+        commutes with rounding; a quotient so small it is subnormal rounds to 0 either
+        way); a check that every |d| is small (one dot product: NaN, inf and anything
+        at or beyond int32 fail it, and go to ``invoke``); trunc(d) by the store into an
+        intp index, shifted by -m_low; the table lookup, whose clamped index saturates
+        like the clamp (see ``_quantize_lookup``)."""
+        half, m_low, table = self.lookup
+        halves = np.full(x.shape, half, np.float32)
+        doubled = np.empty(x.shape, np.float32)
+        flat = doubled.reshape(-1)
+        index = np.empty(x.shape, np.intp)
+        offset = np.full(x.shape, -m_low, np.intp)
+        divide, dot, add, take, slow = np.divide, np.dot, np.add, table.take, self.invoke
+        limit = _SAFE * _SAFE  # |d| < _SAFE: |q| < _SAFE / 2
+
+        def quantize() -> None:
+            divide(x, halves, out=doubled)
+            if not dot(flat, flat) < limit:  # (False for NaN)
+                slow()
+                return
+            index[...] = doubled  # truncation toward zero
+            add(index, offset, out=index)
+            take(index, None, out, "clip")  # (clip: the clamp, see _quantize_lookup)
+
+        return quantize
 
     def _requantize(self, values: np.ndarray) -> np.ndarray:
         shifted = wrap_int32(values - self.in_zp)
@@ -169,3 +242,4 @@ class Quantize(CpuKernel):
         inside = (rounded >= -(2.0**31)) & (rounded < 2.0**31)
         whole = np.where(inside, rounded, INT32_MIN).astype(np.int64)
         out[...] = np.clip(wrap_int32(whole + self.zero_point), self.low, self.high)
+

@@ -25,9 +25,17 @@ scale and zero point (TFLite checks it); an empty reduction gives the type's low
 
 Axes follow reduce.py (negative, repeated, empty lists; a non-constant axis tensor makes
 the output dynamic).
+
+How (MEAN/SUM): an output depends only on its exact sum, so when the reduced axes are
+one block of the input's layout and the possible sums are few (8-bit inputs), invoke
+sums with one float matmul and looks every output up in a table of all sums built at
+prepare (``_SumLookup``); otherwise the int32 sums are requantized with the shared
+arithmetic.
 """
 
 from __future__ import annotations
+
+from typing import Callable
 
 import numpy as np
 
@@ -35,7 +43,14 @@ from backends.cpu.kernel import CpuKernel, register
 from backends.cpu.kernels.reduce import reduced_shape, resolve_axes
 from backends.cpu import quantization
 from backends.cpu.kernels._quantized_window import ConvQuantization
-from backends.cpu.quantization import INT32_MAX, INT32_MIN, is_quantized, multiply_by_quantized_multiplier, quantize_multiplier
+from backends.cpu.quantization import (
+    INT32_MAX,
+    INT32_MIN,
+    exact_float_dtype,
+    is_quantized,
+    multiply_by_quantized_multiplier,
+    quantize_multiplier,
+)
 from schema.enums import BuiltinOperator, TensorType
 
 B = BuiltinOperator
@@ -131,14 +146,10 @@ class QuantizedMeanSum(_QuantizedReduce):
     def prepare(self) -> None:
         super().prepare()
         self._fast = None
+        self._lookup = None
         plan = self.plan
         if plan is not None and not plan.empty:
-            multiplier, shift = self.multiplier, self.shift
-            if self.is_mean:
-                count = plan.count
-                k = min(count.bit_length() - 1, 32, 31 + shift)
-                multiplier = (multiplier << k) // count
-                shift -= k
+            multiplier, shift = self.folded_multiplier(plan.count)
             # (multiplier, shift, z_in * count) of the static plan, and whether the
             # output is small enough for Python ints (fewer calls than numpy's).
             size = int(np.prod(plan.out_shape, dtype=np.int64))
@@ -154,8 +165,63 @@ class QuantizedMeanSum(_QuantizedReduce):
                 self._stage = ConvQuantization([multiplier], [shift], 0, self.z_out, low, high, False)
                 self._stage.accumulator_bound = bound
                 self._offset = np.array([-self.z_in * plan.count], np.int64)
+            self._lookup = self.sum_lookup(plan)
+
+    def folded_multiplier(self, count: int) -> tuple[int, int]:
+        """(multiplier, shift) applied to ``sum - z_in * count``: MEAN folds 1/count in
+        (quantize_multiplier's shift is >= -31, so k >= 0; the int64 quotient truncates
+        as C's does, both being positive)."""
+        multiplier, shift = self.multiplier, self.shift
+        if self.is_mean:
+            k = min(count.bit_length() - 1, 32, 31 + shift)
+            multiplier = (multiplier << k) // count
+            shift -= k
+        return multiplier, shift
+
+    def requantize(self, sums: np.ndarray, count: int) -> np.ndarray:
+        """The output values (int64) of exact sums of ``count`` raw inputs each."""
+        multiplier, shift = self.folded_multiplier(count)
+        shifted = (np.asarray(sums, np.int64) - self.z_in * count).astype(np.int32)  # static_cast<int32_t>
+        result = multiply_by_quantized_multiplier(shifted, multiplier, shift) + self.z_out
+        return np.clip(result, *self.limits)
+
+    def sum_lookup(self, plan: _Plan) -> "_SumLookup | None":
+        """The table path of a static plan, when the table is small and the reduced axes
+        are one block of the input's layout."""
+        x, out = self.inputs[0], self.outputs[0]
+        layout = matmul_layout(x.shape, plan.axes)
+        info = np.iinfo(x.dtype)
+        low, high = plan.count * int(info.min), plan.count * int(info.max)
+        size = high - low + 1
+        if layout is None or size > SUM_TABLE_LIMIT:
+            return None
+        sums = np.arange(low, high + 1, dtype=np.int64)
+        table = np.empty(size, out.dtype)
+        table[sums % size] = self.requantize(sums, plan.count)  # indexed by sum mod size
+        # Every partial sum is an integer of magnitude at most count * 2^15.
+        exact = exact_float_dtype(plan.count * max(-int(info.min), int(info.max)))
+        return _SumLookup(layout, table, exact, quantization.SINGLE_ROUNDING)
+
+    def usable_lookup(self) -> "_SumLookup | None":
+        """The table path, if it applies to this invoke: built for the rounding scheme in
+        force, and contiguous buffers (the path reads and writes them through reshapes)."""
+        lookup = self._lookup
+        if lookup is None or lookup.single_rounding != quantization.SINGLE_ROUNDING:
+            return None
+        x, out = self.inputs[0].data, self.outputs[0].data
+        return lookup if x.flags.c_contiguous and out.flags.c_contiguous else None
+
+    def bind(self) -> Callable[[], None]:
+        lookup = self.usable_lookup()
+        if lookup is None or not self.buffers_are_fixed():
+            return self.invoke
+        return lookup.bind(self.inputs[0].data, self.outputs[0].data)
 
     def invoke(self) -> None:
+        lookup = self.usable_lookup()
+        if lookup is not None:
+            lookup.bind(self.inputs[0].data, self.outputs[0].data)()
+            return
         fast = self._fast
         if fast is None or quantization.SINGLE_ROUNDING:
             super().invoke()
@@ -202,17 +268,69 @@ class QuantizedMeanSum(_QuantizedReduce):
             return
         # TFLite accumulates in int32 with wrap-around; numpy's int32 sum wraps the same way.
         sums = np.asarray(np.add.reduce(x, axis=plan.axes, dtype=np.int32, keepdims=self.keep_dims))
-        count = plan.count
-        multiplier, shift = self.multiplier, self.shift
-        if self.is_mean:
-            # 1/count folded into the multiplier (quantize_multiplier's shift is >= -31,
-            # so k >= 0); the int64 quotient truncates as C's does (both positive).
-            k = min(count.bit_length() - 1, 32, 31 + shift)
-            multiplier = (multiplier << k) // count
-            shift -= k
-        shifted = (sums.astype(np.int64) - self.z_in * count).astype(np.int32)  # static_cast<int32_t>
-        result = multiply_by_quantized_multiplier(shifted, multiplier, shift) + self.z_out
-        out[...] = np.clip(result, *self.limits).reshape(out.shape)
+        out[...] = self.requantize(sums, plan.count).reshape(out.shape)
+
+
+#: Largest sum table (entries: count times the input type's range).
+SUM_TABLE_LIMIT = 1 << 20
+
+
+def matmul_layout(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, int, int] | None:
+    """(A, R, B) such that the input, reshaped to [A, R, B], is reduced over its middle
+    axis: the reduced axes (ignoring those of size 1) must be one block of the layout.
+    None when they are not."""
+    sizes = [d for d in shape if d != 1]
+    marked = [k for k, i in enumerate(i for i, d in enumerate(shape) if d != 1) if i in axes]
+    first, end = (marked[0], marked[-1] + 1) if marked else (len(sizes), len(sizes))
+    if end - first != len(marked):
+        return None  # a kept axis between two reduced ones
+
+    def product(values: list[int]) -> int:
+        return int(np.prod(values, dtype=np.int64))
+
+    return product(sizes[:first]), product(sizes[first:end]), product(sizes[end:])
+
+
+class _SumLookup:
+    """MEAN/SUM of 8-bit (or few 16-bit) values as sum -> table: the input is copied
+    into a float buffer, summed by one BLAS matmul (exact: integers below 2^24 in
+    float32, 2^53 in float64), the sums stored into an intp index (exact integers) and
+    the output looked up in a table of every possible sum (indexed modulo its size,
+    which is the number of possible sums: negative sums wrap onto free entries)."""
+
+    def __init__(self, layout: tuple[int, int, int], table: np.ndarray, dtype: np.dtype, single_rounding: bool) -> None:
+        self.layout = layout
+        self.table = table
+        self.dtype = dtype
+        self.single_rounding = single_rounding
+
+    def bind(self, x: np.ndarray, out: np.ndarray) -> Callable[[], None]:
+        a, r, b = self.layout
+        if a == 1:  # [1, R] @ [R, B]
+            values = np.zeros((r, b), self.dtype)
+            operands = (np.ones((1, r), self.dtype), values)
+        elif b == 1:  # [A, R] @ [R, 1]
+            values = np.zeros((a, r), self.dtype)
+            operands = (values, np.ones((r, 1), self.dtype))
+        else:  # [1, R] @ [A, R, B] -> [A, 1, B]
+            values = np.zeros((a, r, b), self.dtype)
+            operands = (np.ones((1, r), self.dtype), values)
+        source = x.reshape(values.shape)
+        sums = np.matmul(*operands)
+        index = np.empty(sums.shape, np.intp)
+        result = out.reshape(sums.shape)
+        left, right = operands
+        # np.dot: the same BLAS call as np.matmul for 2-D operands, at a lower call cost
+        # (for more dimensions it is not a batched product).
+        product, take = np.dot if values.ndim == 2 else np.matmul, self.table.take
+
+        def mean() -> None:
+            values[...] = source
+            product(left, right, out=sums)
+            index[...] = sums  # exact integers
+            take(index, None, result, "wrap")  # (a sum s is entry s mod table size)
+
+        return mean
 
 
 # v1: uint8 (float32/int32/int64/bool v1 are in reduce.py); v2: int8; v3: int16.
@@ -243,3 +361,12 @@ class QuantizedReduceMaxMin(_QuantizedReduce):
     def reduce(self, x: np.ndarray, plan: _Plan, out: np.ndarray) -> None:
         result = self.ufunc.reduce(x, axis=plan.axes, keepdims=self.keep_dims, initial=self.initial)
         out[...] = np.asarray(result).reshape(out.shape)
+
+    def bind(self) -> Callable[[], None]:
+        if self.plan is None or not self.buffers_are_fixed():
+            return self.invoke
+        x, out = self.inputs[0].data, self.outputs[0].data
+        reduce, axes, keep_dims, initial = self.ufunc.reduce, self.plan.axes, self.keep_dims, self.initial
+        # (positional arguments: cheaper; the output has the reduction's own shape)
+        return lambda: reduce(x, axes, None, out, keep_dims, initial)
+
