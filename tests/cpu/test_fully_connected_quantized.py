@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given, note, settings
 from hypothesis import strategies as st
 from oracle import MODELS_DIR, assert_matches_litert
 
@@ -56,6 +56,7 @@ def fc_model(
     out_quant=None,
     bias=True,
     bias_type=None,
+    bias_values=None,
     activation=Act.NONE,
     keep_num_dims=False,
     asymmetric=False,
@@ -97,6 +98,8 @@ def fc_model(
                 b_scales = [np.float32(in_scale) * np.float32(s) for s in w_scales]
                 limit = 2**20 if bias_type == T.INT32 else 2**33
                 values = rng.integers(-limit, limit, size=units).astype(NP[bias_type])
+                if bias_values is not None:
+                    values = np.asarray(bias_values, NP[bias_type])
                 b = graph.add_constant("b", values, quantization=quantization(b_scales, [0] * len(b_scales)))
         else:
             b = -1
@@ -229,9 +232,96 @@ def test_converter_fully_connected_int8_model_matches_litert_exactly():
     path = MODELS_DIR / "converter" / "fully_connected_int8.tflite"
     model = path.read_bytes()
     assert [op.version for op in Model.from_bytes(model).subgraphs[0].operators] == [4, 4]
+    assert bound_plans(model) == [True, True]
     for seed in range(3):
         rng = np.random.default_rng(seed)
         assert_matches_litert(path, [full_range(np.int8, (2, 32), rng)], **EXACT)
+
+
+# -- the plan bound at allocation and the general invoke ----------------------------------------
+def bound_plans(model: bytes) -> list[bool]:
+    """Per node of the main subgraph: whether ``bind`` returns the kernel's lean plan
+    (``_bind_fast_integer``) rather than its general ``invoke``."""
+    interpreter = Interpreter(model_content=model)
+    interpreter.allocate_tensors()
+    kernels = [node.user_data for node in interpreter._main.nodes]
+    return [kernel.bind() != kernel.invoke for kernel in kernels]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    kind=st.sampled_from(["int8", "uint8", "uint8->int16", "int16x8"]),
+    batch=st.integers(1, 4),
+    units=st.integers(1, 16),
+    depth=st.integers(1, 48),
+    per_channel=st.booleans(),
+    bias=st.booleans(),
+    activation=st.sampled_from([Act.NONE, Act.RELU, Act.RELU6, Act.RELU_N1_TO_1]),
+    seed=st.integers(0, 2**16),
+)
+def test_fully_connected_integer_bound_plan_matches_litert(
+    kind, batch, units, depth, per_channel, bias, activation, seed
+):
+    rng = np.random.default_rng(seed)
+    scales = rng.uniform(0.001, 0.1, size=units) if per_channel and kind in ("int8", "int16x8") else None
+    if kind == "int8":
+        types, in_quant, out_quant = (T.INT8, T.INT8), int8_quant(rng), int8_quant(rng)
+    elif kind == "int16x8":
+        types, in_quant, out_quant = (T.INT16, T.INT8), int16_quant(rng), int16_quant(rng)
+    else:
+        out_type = T.INT16 if kind == "uint8->int16" else T.UINT8
+        types = (T.UINT8, T.UINT8, out_type)
+        in_quant = int8_quant(rng, 0, 255)
+        out_quant = int16_quant(rng) if out_type == T.INT16 else int8_quant(rng, 0, 255)
+        bias = True  # TFLite's uint8 -> int16 kernel reads the bias unconditionally
+        activation = Act.NONE if out_type == T.INT16 else activation
+    model, inputs = fc_model(
+        (batch,), units, depth, *types, rng=rng, in_quant=in_quant, out_quant=out_quant, w_scales=scales,
+        w_zp=0 if kind == "int16x8" else int(rng.integers(-5, 6)), bias=bias,
+        bias_type=T.INT64 if kind == "int16x8" else None, activation=activation,
+    )
+    # The bound plan, except where random int16 scales make a rescale large enough to
+    # leave int32 (then the general invoke checks it). Either way the numbers are LiteRT's.
+    plans = bound_plans(model)
+    note(f"bound plan: {plans}")
+    if kind != "int16x8":
+        assert plans == [True]
+    assert_matches_litert(model, inputs, **EXACT)
+
+
+def test_fully_connected_int8_rescale_beyond_int32_takes_the_general_invoke_and_matches_litert():
+    # s_in * s_w / s_out = 5000: double(acc) * scale may leave int32, which x86 converts
+    # to INT32_MIN; only the general invoke checks for it.
+    rng = np.random.default_rng(50)
+    model, inputs = fc_model(
+        (6,), 8, 37, rng=rng, in_quant=quantization(0.1, 3), out_quant=quantization(2e-6, -4), w_scales=[0.1],
+    )
+    assert bound_plans(model) == [False]
+    assert_matches_litert(model, inputs, **EXACT)
+
+
+def test_fully_connected_int8_accumulator_that_may_wrap_takes_the_general_invoke_and_matches_litert():
+    # A bias near the int32 limits: the int32 accumulator of TFLite's C can wrap around.
+    rng = np.random.default_rng(51)
+    limit = 2**31 - 1
+    model, inputs = fc_model(
+        (4,), 6, 37, rng=rng, in_quant=quantization(0.02, 1), out_quant=quantization(0.05, 2), w_scales=[0.02],
+        bias_values=[limit, -limit - 1, limit - 100, -limit + 100, 5, -5],
+    )
+    assert bound_plans(model) == [False]
+    assert_matches_litert(model, inputs, **EXACT)
+
+
+def test_fully_connected_int16_x_int16_and_non_constant_weights_take_the_general_invoke():
+    rng = np.random.default_rng(52)
+    int16_model, _ = fc_model(
+        (2,), 3, 5, T.INT16, T.INT16, rng=rng, in_quant=int16_quant(rng), out_quant=int16_quant(rng)
+    )
+    dynamic_model, _ = fc_model(
+        (2,), 3, 5, rng=rng, in_quant=int8_quant(rng), out_quant=int8_quant(rng), constant_weights=False
+    )
+    assert bound_plans(int16_model) == [False]
+    assert bound_plans(dynamic_model) == [False]
 
 
 # -- uint8 ----------------------------------------------------------------------------------

@@ -148,6 +148,63 @@ def test_softmax_int8_hypothesis_matches_litert(rows, depth, input_scale, input_
     assert_matches_litert(model, [random_ints(np.int8, [rows, depth], np.random.default_rng(seed))])
 
 
+def bound_softmax(model: bytes, x: np.ndarray):
+    """Our interpreter on ``model`` with input ``x`` set, and its SOFTMAX kernel."""
+    interpreter = Interpreter(model_content=model)
+    interpreter.allocate_tensors()
+    interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
+    return interpreter, interpreter._main.nodes[0].user_data
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    shape=st.sampled_from([[1], [5], [1, 10], [1, 12], [3, 7], [2, 2, 8], [32], [4, 1]]),
+    dtype=st.sampled_from([np.int8, np.uint8]),
+    input_scale=st.floats(0.002, 0.9),
+    input_zero_point=st.integers(-128, 127),
+    beta=st.sampled_from([1.0, 0.25, 0.9, 1.7]),
+    fill=st.sampled_from(["random", "extremes", "equal"]),
+    seed=st.integers(0, 2**16),
+)
+def test_softmax_8bit_small_bytes_path_matches_the_rows_path_and_litert(
+    shape, dtype, input_scale, input_zero_point, beta, fill, seed
+):
+    """Up to 32 values with an 8-bit output: the step bound at allocation computes on
+    bytes and Python ints; it agrees with the vectorized rows path and with LiteRT."""
+    rng = np.random.default_rng(seed)
+    info = np.iinfo(dtype)
+    x = random_ints(dtype, shape, rng)
+    if fill == "extremes":  # differences of the full range, below diff_min
+        x = rng.choice(np.array([info.min, info.max, info.max - 1], dtype), size=shape)
+    elif fill == "equal":  # every value a maximum
+        x = np.full(shape, rng.integers(info.min, info.max + 1), dtype)
+    output_q = (1 / 256, -128) if dtype == np.int8 else (1 / 256, 0)
+    zero_point = input_zero_point if dtype == np.int8 else input_zero_point + 128
+    model = softmax_model(B.SOFTMAX, shape, dtype, dtype, (input_scale, zero_point), output_q, beta)
+    interpreter, kernel = bound_softmax(model, x)
+    step = kernel.bind()
+    assert step.__qualname__.startswith("QuantizedSoftmax._bind_bytes")
+    interpreter.invoke()
+    ours = interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
+    kernel._invoke_rows()  # the vectorized path on the same arena arrays
+    assert np.array_equal(interpreter.get_tensor(interpreter.get_output_details()[0]["index"]), ours)
+    assert_matches_litert(model, [x])
+
+
+@pytest.mark.parametrize(
+    "shape, out_dtype, bound",
+    [([1, 33], np.int8, "_invoke_rows"), ([2, 5], np.int16, "_invoke_small")],
+    ids=["33_values", "int16_output"],
+)
+def test_softmax_8bit_other_sizes_bind_the_general_paths_and_match_litert(shape, out_dtype, bound):
+    output_q = SOFTMAX_INT8_OUTPUT if out_dtype == np.int8 else SOFTMAX_INT16_OUTPUT
+    model = softmax_model(B.SOFTMAX, shape, np.int8, out_dtype, (0.07, 3), output_q)
+    x = random_ints(np.int8, shape, np.random.default_rng(9))
+    _, kernel = bound_softmax(model, x)
+    assert kernel.bind() == getattr(kernel, bound)
+    assert_matches_litert(model, [x])
+
+
 # --- LOG_SOFTMAX --------------------------------------------------------------------------
 
 

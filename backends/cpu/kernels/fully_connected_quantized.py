@@ -20,6 +20,16 @@ The sum is one BLAS matmul on floats, exact because every partial sum of integer
 below 2**24 (float32) or 2**53 (float64), a bound computed at prepare from the
 weights; the weights with their zero point removed are laid out once at prepare.
 
+At invoke, the common integer case (constant weights and bias, the double rescale, no
+int32 wrap-around possible) runs a plan bound once per allocation (``bind``): the input
+zero point and the bias fold into one extra weight row that a constant column of ones
+in the input picks up, so ``acc`` is a single ``np.dot`` in float64, then ::
+
+    v = clamp(double(acc) * scale, low - out_zp, high - out_zp)
+    out = trunc(v + copysign(0.5 - 2**-54, v)) + out_zp
+
+in nine numpy calls on arrays prepared at bind (``_bind_fast_integer``).
+
 Hybrid (float32 input, int8 weights, float32 output; ``EvalHybridDense``): each row of
 the input is quantized to int8 on the fly, symmetrically (``x * 127 / max|x|``) or,
 with ``asymmetric_quantize_inputs``, with a zero point, exactly as the wheel's tensor
@@ -32,6 +42,8 @@ then the fused activation (any of them, including TANH and SIGN_BIT, on floats).
 """
 
 from __future__ import annotations
+
+from typing import Callable
 
 import numpy as np
 
@@ -47,7 +59,13 @@ from backends.cpu.quantization import (
     round_half_away,
     wrap_int32,
 )
+from delegate_sdk.tensor import Allocation
 from schema.enums import ActivationFunctionType, BuiltinOperator, FullyConnectedOptionsWeightsFormat, TensorType
+
+try:  # the clip ufunc itself: np.clip's Python wrapper costs ~1.5 us more a call
+    from numpy._core.umath import clip as _clip
+except ImportError:  # numpy < 2
+    from numpy.core.umath import clip as _clip
 
 T = TensorType
 Act = ActivationFunctionType
@@ -248,6 +266,27 @@ class FullyConnectedQuantized(CpuKernel):
         self.product_buffer = (
             self.acc_buffer if self.float_type == np.float64 else np.empty((self.batch, self.units), self.float_type)
         )
+        self.fast_weights = self._fast_weights(centered, max_x_raw=max(abs(int(x_info.min)), abs(int(x_info.max))))
+
+    def _fast_weights(self, centered: np.ndarray | None, max_x_raw: int) -> np.ndarray | None:
+        """The float64 [depth + 1, units] matrix of the bound plan, or None when the plan
+        does not apply (see ``_bind_fast_integer``): the centered weights over one row
+        ``bias - x_zp * colsum(w - w_zp)``, so that ``[x, 1] @ it`` is the accumulator."""
+        if self.use_mbqm or self.wrap_accumulator or self.check_int32_conversion or centered is None:
+            return None
+        if self.bias is not None and not self.bias.is_constant:
+            return None
+        if self.batch == 0 or self.units == 0 or self.depth == 0:
+            return None
+        offset = -self.in_zp * centered.sum(axis=1)  # int64, exact
+        if self.bias is not None:
+            offset += self.bias.data.astype(np.int64).reshape(-1)
+        # The dot product is exact in float64 when the sum of the magnitudes of its
+        # integer terms, raw inputs times weights plus the offset, stays below 2**53.
+        bound = int((np.abs(centered).sum(axis=1) * max_x_raw + np.abs(offset)).max())
+        if bound >= 2**53:
+            return None
+        return np.ascontiguousarray(np.concatenate([centered.T, offset[None, :]]).astype(np.float64))
 
     def _prepare_hybrid(self, x, weights, out) -> None:
         self.mode = "hybrid"
@@ -273,6 +312,19 @@ class FullyConnectedQuantized(CpuKernel):
         self.weights_t = np.ascontiguousarray(matrix.T.astype(self.float_type))
 
     # -- invoke ------------------------------------------------------------------------------
+    def bind(self) -> Callable[[], None]:
+        x, out = self.inputs[0], self.outputs[0]
+        if (
+            self.mode == "integer"
+            and self.fast_weights is not None
+            and x.allocation in (Allocation.ARENA, Allocation.CONSTANT, Allocation.PERSISTENT)
+            and out.allocation is Allocation.ARENA
+            and x.data.flags.c_contiguous
+            and out.data.flags.c_contiguous
+        ):
+            return _bind_fast_integer(self, x.data, out.data)
+        return self.invoke
+
     def invoke(self) -> None:
         out = self.outputs[0].data
         if out.size == 0:
@@ -340,3 +392,44 @@ class FullyConnectedQuantized(CpuKernel):
         dot = wrap_int32(dot)  # TFLite's int32 dot product
         out += dot.astype(np.float32) * scale
         apply_float_activation(out, self.activation)
+
+
+def _bind_fast_integer(kernel: FullyConnectedQuantized, x: np.ndarray, out: np.ndarray) -> Callable[[], None]:
+    """The integer FULLY_CONNECTED of one node on fixed input and output arrays, as a
+    closure of nine numpy calls. Taken when the weights and bias are constant, the
+    rescale is the double one, the int32 accumulator cannot wrap and ``double(acc) *
+    scale`` stays within int32 (``kernel.fast_weights`` is set only then)."""
+    shape = (kernel.batch, kernel.units)
+    rows = x.reshape(kernel.batch, kernel.depth)
+    result = out.reshape(shape)
+    weights = kernel.fast_weights
+    # The input as float64 with a last column of ones that picks up the offset row.
+    with_ones = np.ones((kernel.batch, kernel.depth + 1), np.float64)
+    columns = with_ones[:, : kernel.depth]
+    acc = np.empty(shape, np.float64)
+    scratch = np.empty(shape, np.float64)
+    whole = np.empty(shape, np.int32)
+    # Full-shape operands: a ufunc on same-shape arrays is the cheapest call.
+    scale = np.ascontiguousarray(np.broadcast_to(kernel.effective_scale, shape), np.float64)
+    # Clamping before rounding to integers is the same as clamping after, the bounds
+    # being integers (rounding is monotone); the zero point is added after rounding.
+    low = np.full(shape, kernel.low - kernel.out_zp, np.float64)
+    high = np.full(shape, kernel.high - kernel.out_zp, np.float64)
+    half = np.full(shape, np.nextafter(0.5, 0.0))
+    zero_point = np.full(shape, kernel.out_zp, np.int32)
+    dot, multiply, copysign, add, clip = np.dot, np.multiply, np.copysign, np.add, _clip
+
+    def run() -> None:
+        columns[...] = rows
+        dot(with_ones, weights, acc)  # exact integers (bound checked at prepare)
+        multiply(acc, scale, acc)
+        clip(acc, low, high, acc)
+        # C's round (halves away from zero) of a double v is trunc(v + copysign(H, v))
+        # with H = 0.5 - 2**-54, exactly, for every finite v; the int32 store truncates.
+        copysign(half, acc, scratch)
+        add(acc, scratch, scratch)
+        whole[...] = scratch
+        add(whole, zero_point, whole)
+        result[...] = whole
+
+    return run

@@ -26,24 +26,38 @@ Per row of the last axis, with ``d = q - max(row)`` (raw values, ``d <= 0``):
 
 How: ``d`` takes only 256 values for 8-bit inputs (65536 for int16), so everything that
 depends on ``d`` alone (the rescaled difference, its exp) is tabulated at prepare; invoke
-gathers from the tables and does the per-row normalization vectorized over rows.
+gathers from the tables and does the per-row normalization vectorized over rows. A small
+8-bit SOFTMAX with an 8-bit output (up to 32 values, e.g. a classifier's head) runs on
+Python ints and bytes instead, through a function bound once per allocation
+(``_bind_bytes``): ``bytes.translate`` turns the raw input into table indices, and the
+output bytes are written into the arena at once.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
 from backends.cpu.kernels import _fixed_point as fp
 from backends.cpu.quantization import SINGLE_ROUNDING, is_quantized, multiply_by_quantized_multiplier, quantize_multiplier
+from delegate_sdk.tensor import Allocation
 from schema.enums import BuiltinOperator, TensorType
 
 T = TensorType
 
 SCALED_DIFF_INTEGER_BITS = 5  # kScaledDiffIntegerBits: exp's input is Q5.26
 ACCUMULATION_INTEGER_BITS = 12  # kAccumulationIntegerBits: the sum of exps is Q12.19
+INT32_MAX = (1 << 31) - 1
+
+#: ``bytes.translate`` tables. int8 bytes to order-preserving codes ``x + 128`` (uint8
+#: bytes are their own codes); and, per row maximum code ``m``, a code ``c`` to the exp
+#: tables' index ``(c - m) mod 256`` (``d = c - m`` in [-255, 0], negative from the end).
+_INT8_CODES = bytes(b ^ 0x80 for b in range(256))
+_IDENTITY = bytes(range(256))
+_DIFFERENCE_INDEX = [_IDENTITY[-m:] + _IDENTITY[:-m] if m else _IDENTITY for m in range(256)]
 
 
 def tensor_scale_zero_point(tensor) -> tuple[float, int]:
@@ -111,6 +125,10 @@ class _QuantizedLastAxis(CpuKernel):
         return index
 
 
+def _nothing() -> None:
+    """The bound step of an empty tensor."""
+
+
 @register(BuiltinOperator.SOFTMAX, 1, 3)  # v1: uint8 (float32 is softmax.py's); v2: int8; v3: int16
 class QuantizedSoftmax(_QuantizedLastAxis):
     """SOFTMAX v1 (uint8), v2 (int8), v3 (int16): uint8 -> uint8/int16, int8 -> int8/int16, int16 -> int16."""
@@ -155,6 +173,18 @@ class QuantizedSoftmax(_QuantizedLastAxis):
         self._source = None
         self.invoke = self.invoke_8bit
 
+    def bind(self) -> Callable[[], None]:
+        x, y = self.inputs[0], self.outputs[0]
+        static = x.allocation in (Allocation.ARENA, Allocation.CONSTANT, Allocation.PERSISTENT)
+        if self.invoke != self.invoke_8bit or not static or y.allocation is not Allocation.ARENA:
+            return self.invoke
+        self._bind_8bit(x.data)
+        if self._empty:
+            return _nothing
+        if self._small:
+            return self._bind_bytes(x.data, y.data) or self._invoke_small
+        return self._invoke_rows
+
     def invoke_8bit(self) -> None:
         x = self.inputs[0].data
         if x is not self._source:
@@ -164,6 +194,10 @@ class QuantizedSoftmax(_QuantizedLastAxis):
         if self._small:
             self._invoke_small()
             return
+        self._invoke_rows()
+
+    def _invoke_rows(self) -> None:
+        """The rows vectorized in numpy (int64), through views bound by ``_bind_8bit``."""
         rows, row_max, index, exp, accumulated = self._rows, self._row_max, self._index, self._exp, self._accumulated
         np.maximum.reduce(rows, axis=1, keepdims=True, out=row_max)
         np.subtract(rows, row_max, out=index, dtype=np.int16)  # d in [-range, 0]
@@ -206,6 +240,68 @@ class QuantizedSoftmax(_QuantizedLastAxis):
                 self._out_rows[row_index] = [min(((e * scale + half) >> shift) + minimum, top) for e in exps]
             else:
                 self._out_rows[row_index] = [min((e * scale + constant) >> shift, top) for e in exps]
+
+    def _bind_bytes(self, x: np.ndarray, y: np.ndarray) -> Callable[[], None] | None:
+        """The small path on bytes for fixed arrays ``x`` and ``y`` (8-bit, contiguous),
+        else None. Per row: the codes' maximum, the exp indices by one ``translate``,
+        the sum of exps, the memoized row factors, then per value (Python ints; the
+        product reaches 2^62)::
+
+            out = min(((e * scale + 2^30 + 2^(shift - 1)) >> shift) + min(out), max(out))
+
+        the two roundings of RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(scale, e),
+        exponent) folded into one shift as in ``_invoke_rows``; the last two steps are one
+        lookup in ``to_byte``, which covers every value the row can reach (``e`` is at
+        most exp(0) = INT32_MAX, so the row's largest result is that of INT32_MAX)."""
+        if y.dtype.itemsize != 1 or not (x.flags.c_contiguous and y.flags.c_contiguous):
+            return None
+        n, size = x.shape[-1], x.size
+        codes_of = _INT8_CODES if x.dtype == np.int8 else None
+        exp_of, accumulated_of = self._exp_list, self._accumulated_list
+        wrap, factors, row_factor = self._sum_may_wrap, {}, self._row_factor
+        minimum, top = int(self.out_info.min), int(self.out_info.max)
+        to_byte = [min(o + minimum, top) & 0xFF for o in range(257)]
+        out_bytes = memoryview(y).cast("B")
+        index_tables = _DIFFERENCE_INDEX
+
+        def factor(total: int) -> tuple[int, int, int]:
+            """(scale, rounding constant, shift) of a row's sum (memoized); the constant
+            leaves out the output's minimum, which ``to_byte`` adds."""
+            scale, shift, _ = row_factor(total)
+            constant = (1 << 30) + (1 << (shift - 1))
+            # The row's maximum alone adds exp(0) = 2^19 in Q12.19, and for sums from 2^19
+            # up the largest result is 256: this extension is a safeguard that never runs.
+            largest = (INT32_MAX * scale + constant) >> shift
+            to_byte.extend(min(o + minimum, top) & 0xFF for o in range(len(to_byte), largest + 1))
+            if len(factors) < 4096:
+                factors[total] = scale, constant, shift
+            return scale, constant, shift
+
+        def run_one_row() -> None:
+            row = x.tobytes()
+            if codes_of is not None:
+                row = row.translate(codes_of)
+            index = row.translate(index_tables[max(row)])
+            total = sum(map(accumulated_of.__getitem__, index))  # below 2^31: no wrap (n <= 32)
+            scale, constant, shift = factors.get(total) or factor(total)
+            out_bytes[:] = bytes([to_byte[(exp_of[k] * scale + constant) >> shift] for k in index])
+
+        def run() -> None:
+            codes = x.tobytes()
+            if codes_of is not None:
+                codes = codes.translate(codes_of)
+            pieces = []
+            for start in range(0, size, n):
+                row = codes[start : start + n]
+                index = row.translate(index_tables[max(row)])
+                total = sum(map(accumulated_of.__getitem__, index))
+                if wrap:
+                    total = ((total + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+                scale, constant, shift = factors.get(total) or factor(total)
+                pieces.append(bytes([to_byte[(exp_of[k] * scale + constant) >> shift] for k in index]))
+            out_bytes[:] = b"".join(pieces)
+
+        return run_one_row if size == n and not wrap else run
 
     def _bind_8bit(self, x: np.ndarray) -> None:
         """Views and buffers for the arena arrays (fixed between allocations)."""
