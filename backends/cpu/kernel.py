@@ -16,6 +16,11 @@ shape depends on data); ``invoke`` reads ``inputs[i].data`` and writes into
 ``outputs[i].set_data`` for a dynamic output. The registration range says exactly
 which versions of the op the class implements.
 
+For speed on small tensors, where each numpy call costs about as much as LiteRT's whole
+kernel, a kernel may also override ``bind``: called once the arena is allocated, it takes
+its views (reshaped inputs and outputs, scratch buffers) and returns the function the
+interpreter then calls at every invoke. ``invoke`` stays the general path.
+
 A node whose inputs are all constant is folded at prepare time: it runs once and its
 outputs become read-only constants (TFLite does this for DEQUANTIZE and DENSIFY of
 constant weights; here it holds for every kernel marked ``foldable``).
