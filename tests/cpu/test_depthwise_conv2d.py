@@ -124,6 +124,32 @@ def test_depthwise_conv_with_many_channels_matches_litert(channels):
     assert_matches_litert(model)
 
 
+@pytest.mark.parametrize(
+    "input_shape, multiplier, flat",
+    [([1, 9, 7, 8], 1, True), ([2, 6, 6, 3], 2, True), ([1, 9, 7, 24], 1, False), ([1, 3, 3, 8], 1, False)],
+    ids=["flat", "flat-batch2-x2", "long-rows", "wide-padding"],
+)
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no-bias"])
+@pytest.mark.parametrize("activation", [Act.NONE, Act.RELU6], ids=lambda a: a.name)
+def test_depthwise_conv_flat_and_row_layouts_match_litert(input_shape, multiplier, flat, bias, activation):
+    """Stride 1: all rows as one run (FlatTaps, short rows) or one run per row; the
+    bound step and invoke() on its own give the same bits."""
+    model = depthwise_model(
+        input_shape, (3, 3), multiplier, dw_params(multiplier=multiplier, activation=activation), bias=bias
+    )
+    x = np.random.default_rng(8).uniform(-4, 4, input_shape).astype(np.float32)
+    assert_matches_litert(model, [x])
+    interpreter = Interpreter(model_content=model)
+    interpreter.allocate_tensors()
+    kernel, step = interpreter._main.nodes[0].user_data, dict(interpreter._main._steps)[0]
+    assert (kernel.flat is not None) is flat
+    kernel.inputs[0].data[...] = x
+    step()
+    bound = kernel.outputs[0].data.copy()
+    kernel.invoke()
+    np.testing.assert_array_equal(kernel.outputs[0].data, bound)
+
+
 def test_depthwise_conv_with_filter_as_input_matches_litert():
     rng = np.random.default_rng(6)
     model = depthwise_model([1, 6, 6, 2], (3, 3), 2, dw_params(multiplier=2), filter_is_input=True)

@@ -213,23 +213,34 @@ def bound_node(model: bytes):
 
 
 @pytest.mark.parametrize(
-    "channels, stride, multiplier",
-    [(8, (1, 1), 1), (6, (1, 1), 2), (8, (2, 2), 1), (64, (2, 2), 1)],
-    ids=["rows", "rows-x2", "windows-copied", "windows"],
+    "channels, stride, multiplier, layout",
+    [
+        (8, (1, 1), 1, "flat"),
+        (6, (1, 1), 2, "flat"),
+        (24, (1, 1), 1, "rows"),
+        (8, (2, 2), 1, "row-im2col"),
+        (64, (2, 2), 1, "row-im2col"),
+    ],
+    ids=["flat", "flat-x2", "rows", "row-im2col", "row-im2col-64"],
 )
 @pytest.mark.parametrize(
     "activation, zero_points, fast",
     [(Act.RELU, (3, -20), True), (Act.NONE, (3, -128), True), (Act.NONE, (-7, 10), False), (Act.RELU6, (0, 0), True)],
     ids=["relu", "zero-point-at-min", "general", "relu6"],
 )
-def test_int8_depthwise_output_stage_paths_are_bit_exact(channels, stride, multiplier, activation, zero_points, fast):
+def test_int8_depthwise_output_stage_paths_are_bit_exact(
+    channels, stride, multiplier, layout, activation, zero_points, fast
+):
     """Both paths of the output stage (the rounding step skipped when ``low >= z_out``,
-    or applied) over each layout of the sums."""
+    or applied) over each layout of the sums (all rows as one run, FlatTaps, for short
+    rows; one run per row; the row im2col of a stride > 1)."""
     input_shape = [1, 9, 7, channels]
     params = dw_params(multiplier, stride=stride, activation=activation)
     model = dw_model("int8", input_shape, (3, 3), params, zero_points=zero_points, seed=6)
     kernel, step = bound_node(model)
     assert kernel.output_stage.fast is fast
+    assert (kernel.flat is not None) is (layout == "flat")
+    assert bool(kernel.column_copies) is (layout == "row-im2col")
     for seed in (1, 2):
         check(model, "int8", input_shape, seed=seed)
     # invoke() on its own (constant folding, delegates) still runs the prepare-time path

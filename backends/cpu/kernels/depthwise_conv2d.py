@@ -56,6 +56,68 @@ except ImportError:  # pragma: no cover - older numpy
     _einsum = np.einsum
 
 _SUBSCRIPTS = "abnyk,abk->nyk"  # taps (a, b), batch n, output row y, position-and-channel k
+_FLAT_SUBSCRIPTS = "abnk,abk->nk"  # the same over FlatTaps: the rows of a batch as one run k
+
+
+class FlatTaps:
+    """Stride 1 with short output rows: every padded row computed whole, the rows of a batch
+    as ONE run, so the taps einsum has KH*KW*N inner loops instead of KH*KW*N*OH.
+
+    Over a padded source ``[N, Hp, Wp, C]`` (C counts repeated channels), position ``k`` of
+    the run is ``(row, column, channel) = (k // (Wp*C), k // C % Wp, k % C)``; tap (ky, kx)
+    reads ``source[n].flat[k + ky*dh*Wp*C + kx*dw*C]`` for it, which for ``column < OW`` is
+    the depthwise window's tap. The other ``Wp - OW`` columns of each row are garbage (read
+    across the row's end; discarded) and the run stops at the last row's ``OW``-th column,
+    so every read stays inside the source: the last tap of the last output ends at
+    ``(OH - 1 + (KH-1)*dh, OW - 1 + (KW-1)*dw) <= (Hp - 1, Wp - 1)``. Each output is still
+    the sum of its taps in the same order (numpy's einsum), only the loops differ.
+
+    Measured (numpy 2.4, 3x3): [1, 16, 16, 8] 6.0 -> 4.2 us, [1, 15, 13, 6] dilation 2
+    5.3 -> 3.3 us, [1, 8, 8, 16] 3.7 -> 2.9 us; slower for long rows (the tiled weights
+    no longer fit the L1 cache: [1, 16, 16, 16] 8.1 -> 8.9 us) or many garbage columns
+    ([1, 4, 4, 32]: 2.5 -> 2.9 us), hence ``applies``.
+    """
+
+    ROW_LIMIT = 128  # output rows of at most this many values (OW * C)
+
+    def __init__(self, geometry: WindowGeometry, source: np.ndarray) -> None:
+        g = geometry
+        batch, _, width, channels = source.shape
+        item = source.itemsize
+        row_stride = width * channels
+        self.channels = channels
+        self.length = (g.out_h - 1) * row_stride + g.out_w * channels
+        self.taps = as_strided(  # [KH, KW, N, L], a read-only view
+            source,
+            (g.filter_h, g.filter_w, batch, self.length),
+            (g.dilation_h * row_stride * item, g.dilation_w * channels * item, source.strides[0], item),
+            writeable=False,
+        )
+        self.wide = np.empty((batch, self.length), source.dtype)  # the einsum's output
+        #: the wide output's real rows ``[N, OH, OW*C]`` (a read-only view)
+        self.rows = as_strided(
+            self.wide, (batch, g.out_h, g.out_w * channels), (self.length * item, row_stride * item, item),
+            writeable=False,
+        )
+
+    @classmethod
+    def applies(cls, geometry: WindowGeometry) -> bool:
+        """Stride 1, output rows of at most ROW_LIMIT values and at most a third more
+        padded columns than output columns (the garbage the einsum computes)."""
+        g = geometry
+        padded_w = g.pad_left + g.in_w + g.pad_right
+        return (
+            g.stride_h == 1
+            and g.stride_w == 1
+            and g.out_w * g.channels <= cls.ROW_LIMIT
+            and 3 * padded_w <= 4 * g.out_w
+        )
+
+    def tile(self, values: np.ndarray, dtype) -> np.ndarray:
+        """``[..., C]`` -> ``[..., L]`` (the taps' weights ``[KH, KW, C]``, a bias ``[C]``):
+        the channel values at every position of the run."""
+        values = np.asarray(values, dtype)
+        return np.ascontiguousarray(np.tile(values, (1,) * (values.ndim - 1) + (self.length // self.channels,)))
 
 
 # Version 1: float32 depthwise convolution (depth multiplier, strides, SAME/VALID,
@@ -109,6 +171,7 @@ class DepthwiseConv2D(CpuKernel):
         self.row = g.out_w * out_channels  # one output row: OW positions x C*M channels
         self.has_bias = bias is not None
         self.columns = None
+        self.flat = None
         if out_channels == 1:
             # One channel: every window as a row of KH*KW values, with numpy's own einsum
             # order over them (the taps einsum would have no run of channels to loop over).
@@ -120,6 +183,7 @@ class DepthwiseConv2D(CpuKernel):
             self.pad = PaddedInput(g, repeat=self.multiplier, always=True)
             self.taps = self._taps_view(self.pad.buffer, g.dilation_w * out_channels * 4)
             self.row_columns = None
+            self.flat = FlatTaps(g, self.pad.buffer) if FlatTaps.applies(g) else None
         else:
             self.pad = None
             self._prepare_row_columns()
@@ -167,7 +231,10 @@ class DepthwiseConv2D(CpuKernel):
             self.column_copies.append((target, slice(start, start + (last - first) * g.stride_w + 1, g.stride_w)))
 
     def tile_weights(self, filters: np.ndarray) -> np.ndarray:
-        """``[1, KH, KW, C*M]`` -> ``[KH, KW, OW*C*M]``: each tap's weights once per output column."""
+        """``[1, KH, KW, C*M]`` -> ``[KH, KW, OW*C*M]``: each tap's weights once per output column
+        (``[KH, KW, L]`` for FlatTaps)."""
+        if self.flat is not None:
+            return self.flat.tile(filters[0], np.float32)
         _, kh, kw, channels = filters.shape
         tiled = np.broadcast_to(filters[0][:, :, None, :], (kh, kw, self.geometry.out_w, channels))
         return np.ascontiguousarray(tiled).reshape(kh, kw, self.row)
@@ -205,6 +272,25 @@ class DepthwiseConv2D(CpuKernel):
             self.pad.copies, self.taps, self.tiled_weights, self.rows_out, self.tiled_bias, self.clamp
         )
         add = np.add
+        if self.flat is not None:
+            # Bias and clamp on the contiguous wide rows, then one copy of their real columns:
+            # cheaper than a ufunc reading the strided columns ([1, 16, 16, 8]: a strided add
+            # 1.4 us, a contiguous one 0.5 us, the strided copy 0.4 us).
+            taps, wide, wide_rows = self.flat.taps, self.flat.wide, self.flat.rows
+            bias = self.flat.tile(self.inputs[2].data, np.float32) if self.has_bias else None
+            clamp = make_clamp(self.bounds, wide)
+
+            def depthwise_flat() -> None:
+                for interior in copies:
+                    interior[...] = x
+                _einsum(_FLAT_SUBSCRIPTS, taps, weights, out=wide)
+                if bias is not None:
+                    add(wide, bias, out=wide)
+                if clamp is not None:
+                    clamp()
+                rows[...] = wide_rows
+
+            return depthwise_flat
 
         def depthwise() -> None:
             for interior in copies:  # (the padded input's interior, channels repeated M times)
@@ -237,7 +323,11 @@ class DepthwiseConv2D(CpuKernel):
             weights = self.tiled_weights
             if weights is None:
                 weights = self.tile_weights(self.inputs[1].data)
-            _einsum(_SUBSCRIPTS, self.taps, weights, out=rows)
+            if self.flat is None:
+                _einsum(_SUBSCRIPTS, self.taps, weights, out=rows)
+            else:
+                _einsum(_FLAT_SUBSCRIPTS, self.flat.taps, weights, out=self.flat.wide)
+                rows[...] = self.flat.rows
         if self.has_bias:
             bias = self.tiled_bias
             if bias is None:
