@@ -108,6 +108,32 @@ def test_strided_pointwise_conv_matches_litert():
     assert_matches_litert(model)
 
 
+@pytest.mark.parametrize(
+    "input_shape, filter_shape, params, column_major",
+    [
+        ([2, 9, 10, 1], [5, 3, 3, 1], conv_params(Padding.VALID), True),  # runs of 3 values
+        ([1, 16, 16, 4], [8, 3, 3, 4], conv_params(dilation=(2, 2), activation=Act.RELU6), True),  # one pixel
+        ([1, 12, 16, 2], [3, 3, 2, 2], conv_params(stride=(2, 1), dilation=(1, 3)), True),
+        ([1, 16, 7, 1], [4, 3, 3, 1], conv_params(), False),  # output rows too short
+        ([1, 16, 16, 2], [4, 3, 3, 2], conv_params(), False),  # window rows of 6 values
+    ],
+    ids=["1-channel", "dilated", "dilated-across", "narrow", "long-runs"],
+)
+def test_column_major_im2col_matches_litert(input_shape, filter_shape, params, column_major):
+    """im2col into a column-major matrix (short window runs, long output rows) or the
+    row-major one, both through the bound step and ``invoke``."""
+    model = conv_model(input_shape, filter_shape, params)
+    interpreter = Interpreter(model_content=model)
+    interpreter.allocate_tensors()
+    kernel = interpreter._main.nodes[0].user_data
+    assert kernel.column_matrices[0].flags.f_contiguous is column_major
+    assert_matches_litert(model)
+    x = np.random.default_rng(4).uniform(-1, 1, input_shape).astype(np.float32)
+    kernel.inputs[0].data[...] = x
+    kernel.invoke()
+    np.testing.assert_array_equal(kernel.outputs[0].data, run_ours(model, [x])[0])
+
+
 def test_filter_larger_than_input_with_same_padding_matches_litert():
     model = conv_model([1, 2, 3, 2], [3, 5, 5, 2], conv_params(Padding.SAME))
     assert_matches_litert(model)

@@ -535,3 +535,62 @@ def test_real_int8_keyword_spotting_model_is_bit_exact():
     # CONV_2D v3 and DEPTHWISE_CONV_2D v3 between QUANTIZE, AVERAGE_POOL_2D,
     # FULLY_CONNECTED and SOFTMAX (see tests/data/models/SOURCES.md)
     run_model_file("real/mltk_keyword_spotting_dscnn_int8")
+
+
+@pytest.mark.parametrize(
+    "input_shape, filter_shape, dilation, layout, expect_column_major",
+    [
+        ([1, 12, 10, 1], [6, 3, 3, 1], (1, 1), "folded", True),  # window rows of 3 values
+        ([1, 10, 16, 4], [64, 3, 3, 4], (2, 2), "scaled", True),  # dilated: one pixel per run
+        ([2, 9, 11, 2], [6, 3, 2, 2], (1, 1), "folded", True),
+        ([1, 10, 16, 3], [80, 3, 3, 3], (1, 1), "scaled", False),  # window rows of 9 values
+    ],
+    ids=["1-channel-folded", "dilated-scaled", "batch-folded", "row-major-scaled"],
+)
+def test_int8_conv_column_major_im2col_is_bit_exact(input_shape, filter_shape, dilation, layout, expect_column_major):
+    """im2col into a column-major matrix (``conv2d.column_major``) on both layouts of
+    the bound step; ``invoke`` (row-major) gives the same bytes."""
+    from backends.cpu.kernels.conv2d import column_major
+
+    model = conv_model(
+        "int8", input_shape, filter_shape, conv_params(dilation=dilation), zero_points=(5, -3),
+        io_scales=(0.05, 0.5), filter_scales=np.linspace(0.02, 0.08, filter_shape[0]), seed=7,
+    )
+    kernel, step = bound_node(model)
+    assert column_major(kernel.geometry) is expect_column_major
+    assert f"bind_{layout}" in step.__qualname__
+    check(model, "int8", input_shape, seed=2)
+    kernel.inputs[0].data[...] = random_input("int8", input_shape, seed=3)
+    step()
+    bound = kernel.outputs[0].data.copy()
+    kernel.invoke()
+    np.testing.assert_array_equal(kernel.outputs[0].data, bound)
+
+
+@pytest.mark.parametrize(
+    "kind, activation, zero_points, output_scale, clamp_type",
+    [
+        ("int8", Act.NONE, (-7, 10), 0.5, np.int16),  # the rounding step applied
+        ("int8", Act.RELU, (3, -20), 0.5, np.int16),  # skipped
+        ("uint8", Act.NONE, (120, 131), 0.5, np.int16),
+        ("int8", Act.NONE, (-7, 10), 0.02, None),  # |t| may pass 2**15: the float64 clamp
+    ],
+    ids=["int8-general", "int8-relu", "uint8", "float-clamp"],
+)
+def test_conv_output_stage_clamps_in_integers_on_large_outputs(kind, activation, zero_points, output_scale, clamp_type):
+    """From ``INTEGER_CLAMP_MIN`` outputs the stage stores ``t`` truncated to int16 and
+    clamps that (equal to the float clamp then the floor) when every ``t`` fits."""
+    from backends.cpu.kernels import _quantized_window
+
+    input_shape, filter_shape = [1, 16, 12, 4], [8, 3, 3, 4]
+    model = conv_model(
+        kind, input_shape, filter_shape, conv_params(activation=activation), per_channel=kind != "uint8",
+        zero_points=zero_points, io_scales=(0.05, output_scale),
+        filter_scales=np.linspace(0.02, 0.08, 8) if kind != "uint8" else [0.05], seed=6,
+    )
+    kernel, _ = bound_node(model)
+    stage = kernel.output_stage
+    assert stage.clamp_type is clamp_type
+    assert stage.t.size >= _quantized_window.INTEGER_CLAMP_MIN
+    for seed in (1, 2):
+        check(model, kind, input_shape, seed=seed)

@@ -19,7 +19,8 @@ Nothing here registers a kernel. The pieces, each a fact of TFLite's kernels:
 - ``FloatOutputStage``: the same output stage (double rounding, right shifts) as
   exact float64 arithmetic on buffers fixed once the arena is allocated, in three to
   six passes after ``t = sums * scale + constant`` (which a kernel may fold into its
-  matmul); what the kernels' ``bind`` runs;
+  matmul; on large outputs the clamp runs on ``t`` truncated to int16); what the
+  kernels' ``bind`` runs;
 - ``accumulator_dtype``: the float type in which a kernel's integer dot products
   are exact (BLAS then computes them), from a bound on ``sum |w| * max |x|``;
 - ``FloatInput``: the (zero-point-)padded input as a float array, in one buffer
@@ -78,6 +79,11 @@ def has_scale(tensor) -> bool:
 #: the accumulators' full shape (a contiguous operand runs 10-40% faster than a
 #: broadcast row); above, the row is broadcast (no large copies).
 TILE_LIMIT = 1 << 17
+
+#: From this many outputs ``FloatOutputStage`` clamps in integers (a float64 -> int16
+#: store, then an int16 clip: together ~30% cheaper than the float64 clip on thousands
+#: of values); below, the float64 clip (one call fewer).
+INTEGER_CLAMP_MIN = 1024
 
 
 class ConvQuantization:
@@ -378,6 +384,21 @@ class FloatOutputStage:
         self.low, self.high = np.array(stage.low + base, np.float64), np.array(stage.high + base, np.float64)
         self.sign_bit = np.array(base, self.target.dtype) if base else None
         self.t = np.empty(out.shape, np.float64)
+        self.clamp_type = self.integer_clamp_type(stage, right, base)
+
+    @staticmethod
+    def integer_clamp_type(stage: ConvQuantization, right: np.ndarray, base: int):
+        """int16 when every ``t`` (before the clamp) fits it, else None.
+
+        |t| <= bound * m * u (the scaled accumulator) + 1/2 (the nudge, E * u) + 1/2
+        (the step) + |z_out| + base; the clamp bounds (<= high + base) must fit too.
+        (16-bit outputs never get here: ``make`` refuses their 2**15 base.)"""
+        bound = stage.accumulator_bound
+        scaled = max(
+            (bound * m / 2.0 ** (31 + r) for m, r in zip(stage.multipliers.tolist(), right.tolist())), default=0.0
+        )
+        largest = max(scaled + 2 + abs(stage.output_zero_point) + base, stage.high + base) + 2
+        return np.int16 if largest < np.iinfo(np.int16).max else None
 
     @classmethod
     def make(cls, stage: ConvQuantization, offset: np.ndarray, out: np.ndarray) -> "FloatOutputStage | None":
@@ -421,6 +442,26 @@ class FloatOutputStage:
         fast = self.fast
         if not fast:
             half_step, lift, step = self.operand(self.half_step), self.operand(self.lift), np.empty_like(t)
+        if self.clamp_type is not None and t.size >= INTEGER_CLAMP_MIN:
+            # Clamp after a truncating store: for t >= 0 truncation is the floor; for t < 0
+            # both are <= 0 <= low + base, so the clamp maps both to low + base. Clamping
+            # to integer bounds commutes with the floor (both monotone), so this equals
+            # the float clamp then the floor. (No overflow: ``integer_clamp_type``.)
+            integers = np.empty(t.shape, self.clamp_type)
+            low, high = low.astype(self.clamp_type), high.astype(self.clamp_type)
+
+            def finish_in_integers() -> None:
+                if not fast:
+                    np.copysign(half_step, t, out=step)
+                    np.add(t, step, out=t)
+                    np.add(t, lift, out=t)
+                integers[...] = t
+                _clip(integers, low, high, out=integers)
+                target[...] = integers
+                if sign_bit is not None:
+                    np.bitwise_xor(target, sign_bit, out=target)
+
+            return finish_in_integers
 
         def finish() -> None:
             if not fast:

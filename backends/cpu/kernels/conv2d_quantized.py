@@ -37,7 +37,9 @@ cancels in it. Then the requantization; once the arena is allocated (``bind``), 
 float64 ``FloatOutputStage``: for small layers (taps x output channels up to
 ``FOLD_LIMIT``) its per-channel scale and constant ride in a float64 matmul (weights
 times the scale, one more column of ones), so the matmul gives the scaled values
-themselves; larger layers keep the float32 matmul and scale after it.
+themselves; larger layers keep the float32 matmul and scale after it. The bound
+steps fill a column-major im2col matrix when a window's runs are short (as the float
+kernel does: ``conv2d.column_major``).
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ from backends.cpu.kernels._quantized_window import (
     zero_point_of,
 )
 from backends.cpu.kernels._window import WindowGeometry, activation_bounds, clamp, record_pair, window_view
+from backends.cpu.kernels.conv2d import column_major, column_major_copy
 from backends.cpu.quantization import is_quantized
 from schema.enums import BuiltinOperator, TensorType
 
@@ -301,19 +304,17 @@ class QuantizedConv2D(CpuKernel):
     def bind_scaled(self, x: np.ndarray, stage: FloatOutputStage) -> Callable[[], None]:
         """The prepare-time path (float32 matmul when exact) then ``t = sums * scale +
         constant`` and the rest of the stage."""
-        targets, weights, sums = self.float_input.targets, self.weights[0], self.products[0]
-        columns, windows = self.column_matrices[0], None
-        if not self.pointwise:
-            im2col, windows = self.im2col_pair(self.float_input.buffer, columns)
+        weights, sums, columns = self.weights[0], self.products[0], self.column_matrices[0]
+        if not self.pointwise and column_major(self.geometry):
+            columns = np.empty((self.depth, self.rows), self.float_type).T
+        copies = self.column_copies(x, self.float_type, columns, self.float_input)
         requantize = stage.from_sums(sums)
-        matmul = np.matmul
+        dot = np.dot
 
         def run() -> None:
-            for target in targets:
-                target[...] = x
-            if windows is not None:
-                im2col[...] = windows
-            matmul(columns, weights, out=sums)
+            for target, source in copies:
+                target[...] = source
+            dot(columns, weights, out=sums)
             requantize()
 
         return run
@@ -328,25 +329,38 @@ class QuantizedConv2D(CpuKernel):
         weights[:depth] = self.weights[0]  # exact integers (float32 or float64)
         weights[:depth] *= stage.scale
         weights[depth] = stage.constant
-        columns = np.ones((self.rows, depth + 1), np.float64)
-        if self.pointwise:  # the input itself, in float64 with a channel of ones
-            windows = None
-            target = columns.reshape(*g.output_shape, depth + 1)[..., :depth]
+        if not self.pointwise and column_major(g):
+            columns = np.ones((depth + 1, self.rows), np.float64).T
         else:
-            float_input = FloatInput(g, np.float64, fill=self.input_zero_point)
-            (target,) = float_input.targets
-            im2col, windows = self.im2col_pair(float_input.buffer, columns[:, :depth])
+            columns = np.ones((self.rows, depth + 1), np.float64)
+        if self.pointwise:  # the input itself, in float64 with a channel of ones
+            copies = ((columns.reshape(*g.output_shape, depth + 1)[..., :depth], x),)
+        else:
+            copies = self.column_copies(x, np.float64, columns[:, :depth])
         t, finish = stage.t, stage.finish()
-        matmul = np.matmul
+        dot = np.dot
 
         def run() -> None:
-            target[...] = x
-            if windows is not None:
-                im2col[...] = windows
-            matmul(columns, weights, out=t)
+            for target, source in copies:
+                target[...] = source
+            dot(columns, weights, out=t)
             finish()
 
         return run
+
+    def column_copies(self, x: np.ndarray, dtype, matrix: np.ndarray, float_input: FloatInput | None = None) -> tuple:
+        """``(target, source)`` pairs that fill ``matrix`` (``[M, K]``, ``dtype``, row- or
+        column-major: see ``conv2d.column_major``) from ``x``: for a pointwise node the
+        input converted in place; else the padded input then im2col."""
+        g = self.geometry
+        if self.pointwise:
+            return tuple((target, x) for target in float_input.targets)
+        if float_input is None:
+            float_input = FloatInput(g, dtype, fill=self.input_zero_point)
+        copies = tuple((target, x) for target in float_input.targets)
+        if matrix.strides[0] == matrix.itemsize:  # column-major
+            return (*copies, column_major_copy(g, float_input.buffer, matrix))
+        return (*copies, self.im2col_pair(float_input.buffer, matrix))
 
     def im2col_pair(self, buffer: np.ndarray, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(target, source)``: ``target[...] = source`` copies every window of the padded
