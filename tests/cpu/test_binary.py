@@ -248,6 +248,42 @@ def test_add_with_a_constant_operand_matches_litert():
     assert_matches_litert(model)
 
 
+@pytest.mark.parametrize("op", [B.ADD, B.SUB, B.MUL], ids=name)
+@pytest.mark.parametrize(
+    "shape_x, shape_y, tiled",
+    [
+        ([1, 8, 8, 8], [1, 1, 8, 1], [False, True]),  # runs of 1 along C: y copied to full shape
+        ([1, 8, 8, 8], [8], [False, True]),  # runs of 8 (lower rank)
+        ([1, 1, 8, 1], [1, 8, 1, 8], [True, True]),  # both broadcast in short runs
+        ([1, 8, 8, 8], [1, 8, 1, 1], [False, False]),  # a run of 64: numpy's broadcasting loop
+        ([1, 8, 8, 8], [1, 1, 1, 1], [False, False]),  # one value: the scalar loop
+        ([2, 100, 100], [1, 100, 1], [False, False]),  # a large output
+    ],
+    ids=str,
+)
+@pytest.mark.parametrize("activation", [Act.NONE, Act.RELU6], ids=name)
+def test_non_constant_broadcast_operands_match_litert(op, shape_x, shape_y, tiled, activation):
+    from backends.cpu.kernels.binary import tiled_operand
+
+    out = np.empty(np.broadcast_shapes(shape_x, shape_y), np.float32)
+    assert [tiled_operand(np.empty(s, np.float32), out) is not None for s in (shape_x, shape_y)] == tiled
+    params = PARAMS_WITH_ACTIVATION[op](activation)
+    model = single_op_model(op, [(shape_x, np.float32), (shape_y, np.float32)], params=params)
+    rng = np.random.default_rng(9)
+    inputs = [random_values(shape, np.float32, rng) for shape in (shape_x, shape_y)]
+    assert_matches_litert(model, inputs)
+    # The bound step again on new values: the copy is refreshed at every invoke.
+    interpreter = Interpreter(model_content=model)
+    interpreter.allocate_tensors()
+    for _ in range(2):
+        inputs = [values * -2 for values in inputs]
+        for detail, values in zip(interpreter.get_input_details(), inputs):
+            interpreter.set_tensor(detail["index"], values)
+        interpreter.invoke()
+        got = interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
+        np.testing.assert_allclose(got, run_litert(model, inputs)[0], rtol=1e-5, atol=1e-6)
+
+
 def test_mul_of_two_constants_is_folded_and_matches_litert():
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     builder = ModelBuilder()

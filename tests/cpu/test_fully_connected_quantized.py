@@ -8,12 +8,16 @@ too: see the comment at HYBRID_TOLERANCE.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 from oracle import MODELS_DIR, assert_matches_litert
 
+from backends.cpu.kernels.fully_connected_quantized import MAGIC, magic_rounding_matches
+from backends.cpu.quantization import round_half_away
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
 from schema.builder import ModelBuilder, quantization
@@ -170,6 +174,9 @@ def test_fully_connected_power_of_two_rescale_rounds_ties_like_litert(in_type, w
     )
     info = np.iinfo(NP[in_type])
     inputs[0] = rng.integers(max(info.min, in_zp - 20), min(info.max, in_zp + 20), size=inputs[0].shape).astype(NP[in_type])
+    if w_type == T.INT8:  # the bound plan, on its halves-away-from-zero path (MAGIC would go to even)
+        assert bound_plans(model) == [True]
+        assert magic_plans(model) == [False]
     assert_matches_litert(model, inputs, **EXACT)
 
 
@@ -233,6 +240,7 @@ def test_converter_fully_connected_int8_model_matches_litert_exactly():
     model = path.read_bytes()
     assert [op.version for op in Model.from_bytes(model).subgraphs[0].operators] == [4, 4]
     assert bound_plans(model) == [True, True]
+    assert magic_plans(model) == [True, True]
     for seed in range(3):
         rng = np.random.default_rng(seed)
         assert_matches_litert(path, [full_range(np.int8, (2, 32), rng)], **EXACT)
@@ -246,6 +254,39 @@ def bound_plans(model: bytes) -> list[bool]:
     interpreter.allocate_tensors()
     kernels = [node.user_data for node in interpreter._main.nodes]
     return [kernel.bind() != kernel.invoke for kernel in kernels]
+
+
+def magic_plans(model: bytes) -> list[bool]:
+    """Per node: whether the bound plan rounds by adding MAGIC (``magic_rounding_matches``)."""
+    interpreter = Interpreter(model_content=model)
+    interpreter.allocate_tensors()
+    return [node.user_data.rounds_by_magic for node in interpreter._main.nodes]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    scale=st.one_of(
+        st.floats(1e-4, 0.2),
+        st.builds(lambda k, e: k * 2.0**-e, st.integers(1, 15), st.integers(0, 12)),  # exact halves
+    ),
+    zero_point=st.integers(-128, 127),
+    relu=st.booleans(),
+    bound=st.integers(1, 300_000),
+)
+def test_magic_rounding_proof_agrees_with_c_round_on_every_accumulator(scale, zero_point, relu, bound):
+    # magic_rounding_matches checks a few accumulators per half-integer; where it says
+    # yes, the output stage with MAGIC must equal C's round on every accumulator of the
+    # window around the clamp range (beyond it both clamp).
+    low, high = (max(zero_point, -128) if relu else -128), 127
+    proved = magic_rounding_matches([scale], zero_point, low, high, bound)
+    first = max(-bound, math.floor((low - zero_point - 1) / scale) - 1)
+    last = min(bound, math.ceil((high - zero_point + 1) / scale) + 1)
+    products = np.arange(first, last + 1, dtype=np.float64) * scale
+    fast = np.clip(products + (MAGIC + zero_point), MAGIC + low, MAGIC + high) - MAGIC
+    reference = np.clip(round_half_away(products) + zero_point, low, high)
+    note(f"proved {proved}")
+    if proved:
+        np.testing.assert_array_equal(fast, reference)
 
 
 @settings(max_examples=25, deadline=None)
@@ -286,6 +327,19 @@ def test_fully_connected_integer_bound_plan_matches_litert(
     note(f"bound plan: {plans}")
     if kind != "int16x8":
         assert plans == [True]
+    assert_matches_litert(model, inputs, **EXACT)
+
+
+@pytest.mark.parametrize("out_type", [T.UINT8, T.INT16])
+def test_fully_connected_uint8_bound_plan_rounds_by_magic_into_8_and_16_bit_outputs(out_type):
+    # The output is the low bytes of each double MAGIC + v: one byte, or two for int16.
+    rng = np.random.default_rng(53)
+    out_quant = int16_quant(rng) if out_type == T.INT16 else int8_quant(rng, 0, 255)
+    model, inputs = fc_model(
+        (3,), 7, 20, T.UINT8, T.UINT8, out_type, rng=rng, in_quant=int8_quant(rng, 0, 255), out_quant=out_quant
+    )
+    assert bound_plans(model) == [True]
+    assert magic_plans(model) == [True]
     assert_matches_litert(model, inputs, **EXACT)
 
 

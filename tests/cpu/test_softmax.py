@@ -70,6 +70,22 @@ def test_non_finite_rows_match_litert(op):
     assert_matches_litert(softmax_model(op, [4, 4]), [x])
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # inf - inf: NaN rows, on purpose
+@pytest.mark.parametrize("op", [B.SOFTMAX, B.LOG_SOFTMAX], ids=lambda op: op.name)
+@pytest.mark.parametrize("shape", [[4], [1, 4]], ids=str)
+def test_non_finite_single_rows_match_litert(op, shape):
+    # A single row takes its max at argmax() and its sum by a dot product.
+    inf = np.inf
+    for row in ([1.0, np.nan, 2.0, 0.0], [-inf, -inf, -inf, -inf], [inf, 1.0, 2.0, 3.0], [-inf, 1.0, -inf, 0.5]):
+        x = np.array(row, np.float32).reshape(shape)
+        assert_matches_litert(softmax_model(op, shape), [x])
+
+
+@pytest.mark.parametrize("beta", [0.5, 2.0])
+def test_softmax_of_a_single_row_scales_the_logits_by_beta(beta):
+    assert_matches_litert(softmax_model(B.SOFTMAX, [1, 12], beta=beta), [uniform([1, 12], seed=5)])
+
+
 @pytest.mark.parametrize("op", [B.SOFTMAX, B.LOG_SOFTMAX], ids=lambda op: op.name)
 def test_a_single_class_gives_one_or_zero(op):
     assert_matches_litert(softmax_model(op, [5, 1]), [uniform([5, 1], seed=3)])

@@ -23,8 +23,10 @@ a superset here. Quantized tensors (scale/zero point) are not implemented yet.
 
 Speed: a constant operand that broadcasts (a bias, a scale, a scalar) is expanded once
 at prepare to the output's shape when that is small (``_window.FULL_SIZE_LIMIT``), since
-numpy's same-shape path costs a fraction of a broadcasting call on small tensors; the
-float clamp is bound to the output buffer once per allocation (``ActivationClamp.bind``).
+numpy's same-shape path costs a fraction of a broadcasting call on small tensors; a
+non-constant one that broadcasts in short runs is copied to the output's shape at each
+invoke for the same reason (``tiled_operand``); the float clamp is bound to the output
+buffer once per allocation (``ActivationClamp.bind``).
 """
 
 from __future__ import annotations
@@ -143,6 +145,36 @@ class ActivationClamp:
         return clamp_small
 
 
+#: A non-constant operand that broadcasts with inner runs shorter than this (numpy's
+#: inner loop) is copied to the output's shape first, when that has at most TILE_LIMIT
+#: elements.
+SHORT_RUN = 32
+TILE_LIMIT = 1 << 14
+
+
+def tiled_operand(operand: np.ndarray, out: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(a buffer of the output's shape, the operand broadcast to it) for a small operand
+    that broadcasts in short runs, e.g. [1, 1, W, 1] against [1, H, W, C]: numpy's
+    same-shape loop after one broadcasting copy costs less than its broadcasting loop,
+    whose inner loop is the short run. None otherwise (same shape, a scalar-like operand,
+    long runs, or a large output). The values are the operand's, so the results too."""
+    shape, target = operand.shape, out.shape
+    if shape == target or out.size > TILE_LIMIT or operand.size <= 1:
+        return None
+    padded = (1,) * (len(target) - len(shape)) + tuple(shape)
+    # numpy's inner loop covers the trailing axes where the operand is either whole or
+    # all ones (both then coalesce).
+    run, whole, ones = 1, True, True
+    for size, extent in zip(reversed(padded), reversed(target)):
+        whole, ones = whole and size == extent, ones and size == 1
+        if not (whole or ones):
+            break
+        run *= extent
+    if run >= SHORT_RUN:
+        return None
+    return np.empty(target, operand.dtype), np.broadcast_to(operand, target)
+
+
 class BinaryKernel(CpuKernel):
     """Shared prepare: two inputs and an output of one type, output shape by broadcasting."""
 
@@ -211,21 +243,48 @@ class BinaryKernel(CpuKernel):
         out = self.outputs[0].data
         self.bind_clamp(out)
         clamp = self.bound
+        x_tile, y_tile = tiled_operand(x, out), tiled_operand(y, out)
+        x = x if x_tile is None else x_tile[0]
+        y = y if y_tile is None else y_tile[0]
+        step = self.bind_steps(ufunc, x, y, out, clamp)
+        copies = [tile for tile in (x_tile, y_tile) if tile is not None]
+        if not copies:
+            return step
+        if len(copies) == 1:
+            ((full, source),) = copies
+
+            def with_tiled_operand() -> None:
+                full[...] = source
+                step()
+
+            return with_tiled_operand
+
+        def with_tiled_operands() -> None:
+            for full, source in copies:
+                full[...] = source
+            step()
+
+        return with_tiled_operands
+
+    def bind_steps(self, ufunc: np.ufunc, x: np.ndarray, y: np.ndarray, out: np.ndarray, clamp) -> Callable[[], None]:
+        """``out = clamp(ufunc(x, y))`` on these arrays as a function of no argument."""
+        # (positional out arguments: cheaper than keywords)
         if clamp is None:
-            return lambda: ufunc(x, y, out=out)
+            return lambda: ufunc(x, y, out)
         if self.dtype.kind == "f" and self.clamp.lo == -FLT_MAX and self.clamp.hi == FLT_MAX and out.flags.c_contiguous:
             # NONE (or TANH, SIGN_BIT): only an infinite result changes (see ActivationClamp).
-            flat, dot, isfinite, clip = out.reshape(-1), np.dot, math.isfinite, np.clip
+            flat, isfinite, clip = out.reshape(-1), math.isfinite, np.clip
+            squared_norm = flat.dot  # (the bound method: BLAS without np.dot's dispatch)
 
             def saturated() -> None:
-                ufunc(x, y, out=out)
-                if not isfinite(dot(flat, flat)):
+                ufunc(x, y, out)
+                if not isfinite(squared_norm(flat)):
                     clip(out, -FLT_MAX, FLT_MAX, out=out)
 
             return saturated
 
         def clamped() -> None:
-            ufunc(x, y, out=out)
+            ufunc(x, y, out)
             clamp()
 
         return clamped

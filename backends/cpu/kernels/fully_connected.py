@@ -95,29 +95,31 @@ class FullyConnected(CpuKernel):
         if self.has_bias and self.tiled_bias is None:
             return self.invoke
         self._bind(x, out)
-        x_rows, out_rows, weights_t, bias, clamp, dot, add = (
-            self.x_rows, self.out_rows, weights.T, self.tiled_bias, self.clamp, np.dot, np.add
+        # (the input's own dot method: the same BLAS call as np.dot, without its dispatch;
+        # positional out arguments: cheaper than keywords)
+        dot, out_rows, weights_t, bias, clamp, add = (
+            self.x_rows.dot, self.out_rows, weights.T, self.tiled_bias, self.clamp, np.add
         )
         if bias is None and clamp is None:
-            return lambda: dot(x_rows, weights_t, out=out_rows)
+            return lambda: dot(weights_t, out_rows)
         if clamp is None:
 
             def fully_connected() -> None:
-                dot(x_rows, weights_t, out=out_rows)
-                add(out_rows, bias, out=out_rows)
+                dot(weights_t, out_rows)
+                add(out_rows, bias, out_rows)
 
             return fully_connected
         if bias is None:
 
             def fully_connected_clamped() -> None:
-                dot(x_rows, weights_t, out=out_rows)
+                dot(weights_t, out_rows)
                 clamp()
 
             return fully_connected_clamped
 
         def fully_connected_bias_clamped() -> None:
-            dot(x_rows, weights_t, out=out_rows)
-            add(out_rows, bias, out=out_rows)
+            dot(weights_t, out_rows)
+            add(out_rows, bias, out_rows)
             clamp()
 
         return fully_connected_bias_clamped

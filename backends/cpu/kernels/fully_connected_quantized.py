@@ -25,10 +25,18 @@ int32 wrap-around possible) runs a plan bound once per allocation (``bind``): th
 zero point and the bias fold into one extra weight row that a constant column of ones
 in the input picks up, so ``acc`` is a single ``np.dot`` in float64, then ::
 
+    t = clamp(double(acc) * scale + (MAGIC + out_zp), MAGIC + low, MAGIC + high)
+    out = the low bytes of t                                    (MAGIC = 1.5 * 2**52)
+
+in six numpy calls on arrays prepared at bind (``_bind_fast_integer``): the add rounds
+to an integer, held in two's complement in the low bits of the double, the same as
+C's ``round`` except at exact halves (to even), which a check at prepare rules out
+(``magic_rounding_matches``); else ::
+
     v = clamp(double(acc) * scale, low - out_zp, high - out_zp)
     out = trunc(v + copysign(0.5 - 2**-54, v)) + out_zp
 
-in nine numpy calls on arrays prepared at bind (``_bind_fast_integer``).
+in nine.
 
 Hybrid (float32 input, int8 weights, float32 output; ``EvalHybridDense``): each row of
 the input is quantized to int8 on the fly, symmetrically (``x * 127 / max|x|``) or,
@@ -43,6 +51,8 @@ then the fused activation (any of them, including TANH and SIGN_BIT, on floats).
 
 from __future__ import annotations
 
+import math
+import sys
 from typing import Callable
 
 import numpy as np
@@ -80,6 +90,11 @@ INTEGER_SIGNATURES = {
 }
 CLAMPING_ACTIVATIONS = (Act.NONE, Act.RELU, Act.RELU_N1_TO_1, Act.RELU6)
 INT32_LIMIT = 2**31
+#: At most this many accumulator values are checked at prepare by ``magic_rounding_matches``.
+RINT_PROOF_LIMIT = 1 << 20
+#: 1.5 * 2**52: the doubles of [2**52, 2**53) are the integers, and ``MAGIC + v`` for an
+#: integer |v| < 2**51 holds v in two's complement in the low bits of its mantissa.
+MAGIC = 1.5 * 2.0**52
 
 
 # v1: uint8 (uint8 -> uint8 or int16 output), and int16 activations x int8 weights
@@ -272,6 +287,7 @@ class FullyConnectedQuantized(CpuKernel):
         """The float64 [depth + 1, units] matrix of the bound plan, or None when the plan
         does not apply (see ``_bind_fast_integer``): the centered weights over one row
         ``bias - x_zp * colsum(w - w_zp)``, so that ``[x, 1] @ it`` is the accumulator."""
+        self.rounds_by_magic = False
         if self.use_mbqm or self.wrap_accumulator or self.check_int32_conversion or centered is None:
             return None
         if self.bias is not None and not self.bias.is_constant:
@@ -286,6 +302,7 @@ class FullyConnectedQuantized(CpuKernel):
         bound = int((np.abs(centered).sum(axis=1) * max_x_raw + np.abs(offset)).max())
         if bound >= 2**53:
             return None
+        self.rounds_by_magic = magic_rounding_matches(self.effective_scale, self.out_zp, self.low, self.high, bound)
         return np.ascontiguousarray(np.concatenate([centered.T, offset[None, :]]).astype(np.float64))
 
     def _prepare_hybrid(self, x, weights, out) -> None:
@@ -394,11 +411,42 @@ class FullyConnectedQuantized(CpuKernel):
         apply_float_activation(out, self.activation)
 
 
+def magic_rounding_matches(scales, zero_point: int, low: int, high: int, bound: int) -> bool:
+    """Whether ``clamp(double(acc) * s + (MAGIC + zero_point), MAGIC + low, MAGIC + high)
+    - MAGIC`` equals TFLite's ``clamp(round(double(acc) * s) + zero_point, low, high)``
+    for every integer ``|acc| <= bound`` and every ``s`` of ``scales``: proved at prepare.
+
+    ``MAGIC = 1.5 * 2**52``: for ``|p| < 2**51`` the sum ``p + MAGIC + zero_point`` lies in
+    [2**52, 2**53), where the doubles are the integers, so its one rounding is the
+    nearest integer to the exact sum, ``MAGIC + zero_point + round(p)`` unless ``p`` is a
+    half-integer (there ties go to even, not away from zero); clamping to integer bounds
+    commutes with the rounding. So the two can differ only where ``p = double(acc) * s``
+    is a half-integer ``H``, which puts ``acc`` within ``2**-53 * |H| / s`` of ``H / s``:
+    for ``s >= 2**-30`` and ``|H| < 2**17``, within two of that quotient rounded. Both
+    sides are computed on those few accumulators, for every half-integer ``H`` of the
+    clamp range (less the zero point) widened by one and a half: beyond it both clamp."""
+    scales = np.unique(np.asarray(scales, np.float64))
+    if scales.size == 0 or not (scales[0] >= 2.0**-30 and scales[-1] < math.inf):
+        return False
+    if max(abs(low), abs(high), abs(zero_point)) >= 2**16:
+        return False
+    halves = np.arange(low - zero_point - 1.5, high - zero_point + 2.0)  # the half-integers H
+    if scales.size * halves.size * 5 > RINT_PROOF_LIMIT:
+        return False
+    near = np.rint(halves[None, :] / scales[:, None])  # [scales, halves]
+    candidates = np.clip(near[:, :, None] + np.arange(-2.0, 3.0), -bound, bound)  # reachable ones
+    products = candidates * scales[:, None, None]
+    fast = np.clip(products + (MAGIC + zero_point), MAGIC + low, MAGIC + high) - MAGIC
+    reference = np.clip(round_half_away(products) + zero_point, low, high)
+    return bool(np.array_equal(fast, reference))
+
+
 def _bind_fast_integer(kernel: FullyConnectedQuantized, x: np.ndarray, out: np.ndarray) -> Callable[[], None]:
     """The integer FULLY_CONNECTED of one node on fixed input and output arrays, as a
-    closure of nine numpy calls. Taken when the weights and bias are constant, the
-    rescale is the double one, the int32 accumulator cannot wrap and ``double(acc) *
-    scale`` stays within int32 (``kernel.fast_weights`` is set only then)."""
+    closure of six numpy calls (nine when ``magic_rounding_matches`` fails). Taken when
+    the weights and bias are constant, the rescale is the double one, the int32
+    accumulator cannot wrap and ``double(acc) * scale`` stays within int32
+    (``kernel.fast_weights`` is set only then)."""
     shape = (kernel.batch, kernel.units)
     rows = x.reshape(kernel.batch, kernel.depth)
     result = out.reshape(shape)
@@ -407,21 +455,42 @@ def _bind_fast_integer(kernel: FullyConnectedQuantized, x: np.ndarray, out: np.n
     with_ones = np.ones((kernel.batch, kernel.depth + 1), np.float64)
     columns = with_ones[:, : kernel.depth]
     acc = np.empty(shape, np.float64)
-    scratch = np.empty(shape, np.float64)
-    whole = np.empty(shape, np.int32)
     # Full-shape operands: a ufunc on same-shape arrays is the cheapest call.
     scale = np.ascontiguousarray(np.broadcast_to(kernel.effective_scale, shape), np.float64)
+    # (the array's own dot method: the same BLAS call as np.dot, without its dispatch)
+    dot, multiply, add, clip = with_ones.dot, np.multiply, np.add, _clip
+
+    little_endian = sys.byteorder == "little" and result.dtype.itemsize <= 4
+    if kernel.rounds_by_magic and little_endian:
+        offset = np.full(shape, MAGIC + kernel.out_zp, np.float64)
+        low = np.full(shape, MAGIC + kernel.low, np.float64)
+        high = np.full(shape, MAGIC + kernel.high, np.float64)
+        # The low bytes of each double MAGIC + v: v in the output type (see MAGIC).
+        low_bits = acc.view(result.dtype)[:, :: 8 // result.dtype.itemsize]
+
+        def run_magic() -> None:
+            columns[...] = rows
+            dot(weights, acc)  # exact integers (bound checked at prepare)
+            multiply(acc, scale, acc)
+            add(acc, offset, acc)  # rounds to MAGIC + round(double(acc) * scale) + out_zp
+            clip(acc, low, high, acc)
+            result[...] = low_bits
+
+        return run_magic
+
+    scratch = np.empty(shape, np.float64)
+    whole = np.empty(shape, np.int32)
     # Clamping before rounding to integers is the same as clamping after, the bounds
     # being integers (rounding is monotone); the zero point is added after rounding.
     low = np.full(shape, kernel.low - kernel.out_zp, np.float64)
     high = np.full(shape, kernel.high - kernel.out_zp, np.float64)
     half = np.full(shape, np.nextafter(0.5, 0.0))
     zero_point = np.full(shape, kernel.out_zp, np.int32)
-    dot, multiply, copysign, add, clip = np.dot, np.multiply, np.copysign, np.add, _clip
+    copysign = np.copysign
 
     def run() -> None:
         columns[...] = rows
-        dot(with_ones, weights, acc)  # exact integers (bound checked at prepare)
+        dot(weights, acc)  # exact integers (bound checked at prepare)
         multiply(acc, scale, acc)
         clip(acc, low, high, acc)
         # C's round (halves away from zero) of a double v is trunc(v + copysign(H, v))

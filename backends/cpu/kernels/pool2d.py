@@ -7,7 +7,9 @@ elements count (TFLite's padding rule):
     AVERAGE: sum(window) / count         MAX: max(window)         L2: sqrt(sum(window**2) / count)
 
 where ``count`` is the number of window elements inside the input (not the filter
-size), then the fused activation is applied.
+size), then the fused activation is applied as TFLite's activation range, which is
+[lowest, max] of float32 with no activation: inf becomes FLT_MAX, and a window of only
+NaN and -inf gives lowest for the max (TFLite's max starts from lowest).
 
 How, by size:
 
@@ -17,11 +19,12 @@ How, by size:
 - otherwise the taps are combined one after the other, in TFLite's order, starting
   from the identity (0, or -inf for the max), in one of three ways that give the same
   bits:
-  - tiny outputs (at most ``GATHER_LIMIT`` values for all taps): at prepare, the flat
-    input index of every tap of every output (``[KH*KW, outputs]``, taps outside the
-    input pointing at an extra identity element); invoke copies the input next to that
-    element, gathers with one ``take`` and combines the taps with one reduction (an
-    ``einsum`` for the sums: it adds the rows one after the other, as the tap loop);
+  - tiny outputs (at most ``GATHER_LIMIT`` values for all taps): at prepare, the input
+    pixel of every tap of every output pixel (``[KH*KW, output pixels]``, taps outside
+    the input pointing at an extra pixel of identity values); invoke copies the input
+    next to that pixel, gathers whole pixels with one ``take`` and combines the taps
+    with one reduction (an ``einsum`` for the sums: it adds the rows one after the
+    other, as the tap loop);
   - MAX_POOL_2D without padding: separably, the max over each column of taps first (one
     fmax per filter row, on whole input rows), then over the columns, then with the
     identity; fmax is exact, so the same max (up to the sign of a zero);
@@ -58,6 +61,8 @@ from backends.cpu.kernels._window import (
 )
 from schema.enums import BuiltinOperator, TensorType
 
+FLT_MAX = float(np.finfo(np.float32).max)
+
 try:  # the C implementation behind np.einsum(optimize=False), without its Python wrapper
     from numpy._core.multiarray import c_einsum as _einsum
 except ImportError:  # pragma: no cover - older numpy
@@ -89,7 +94,12 @@ class Pool2D(CpuKernel):
         if len(x.shape) != 4:
             raise self.unsupported(f"input must be 4-D NHWC, got {list(x.shape)}")
         params = self.params
+        #: the fused activation's clamp, or None; ``saturating``: TFLite's activation range,
+        #: which is [lowest, max] of float32 even with no activation (inf becomes FLT_MAX,
+        #: and a max pool starts from lowest: a window of NaN and -inf gives lowest)
         self.bounds = activation_bounds(params.fused_activation_function)
+        low, high = self.bounds or (-FLT_MAX, FLT_MAX)
+        self.saturating = (max(low, -FLT_MAX), min(high, FLT_MAX))
         if params.filter_height <= 0 or params.filter_width <= 0:
             raise self.unsupported(f"filter size must be positive, got {[params.filter_height, params.filter_width]}")
         try:
@@ -151,18 +161,22 @@ class Pool2D(CpuKernel):
         self.matrix = matrix
 
     def _prepare_gather(self, input_shape) -> None:
-        """``index[t, o]``: where output o's tap t reads in ``extended`` (the flat input,
-        then one identity element for the taps outside the input)."""
+        """``index[t, p]``: the pixel (a row of C values) that output pixel p's tap t reads
+        in ``extended`` (the input's pixels, then one pixel of identity values for the taps
+        outside the input). Whole pixels are gathered: one index per pixel, not per value
+        (a row ``take`` costs a fraction of an elementwise one)."""
         g = self.geometry
-        size = int(np.prod(input_shape))
-        self.extended = np.full(size + 1, self.identity, np.float32)
-        self.extended_input = self.extended[:size].reshape(input_shape)
-        padded = np.full(g.padded_shape, size, np.intp)
+        pixels = g.batch * g.in_h * g.in_w
+        self.extended = np.full((pixels + 1, g.channels), self.identity, np.float32)
+        self.extended_input = self.extended[:pixels].reshape(input_shape)
+        padded = np.full((*g.padded_shape[:3], 1), pixels, np.intp)
         inside = (slice(None), slice(g.pad_top, g.pad_top + g.in_h), slice(g.pad_left, g.pad_left + g.in_w))
-        padded[inside] = np.arange(size).reshape(input_shape)
-        windows = window_view(g, padded)  # [N, OH, OW, KH, KW, C]
-        self.gather = np.ascontiguousarray(windows.transpose(3, 4, 0, 1, 2, 5)).reshape(g.filter_h * g.filter_w, -1)
-        self.gathered = np.empty(self.gather.shape, np.float32)
+        padded[inside] = np.arange(pixels).reshape(g.batch, g.in_h, g.in_w, 1)
+        windows = window_view(g, padded)  # [N, OH, OW, KH, KW, 1]
+        taps = g.filter_h * g.filter_w
+        self.gather = np.ascontiguousarray(windows.transpose(3, 4, 0, 1, 2, 5)).reshape(taps, -1)
+        self.gathered_pixels = np.empty((*self.gather.shape, g.channels), np.float32)
+        self.gathered = self.gathered_pixels.reshape(taps, -1)  # [taps, outputs]
 
     def _prepare_separable(self, input_shape) -> None:
         """MAX_POOL_2D without padding: the max of each column of taps first (over whole
@@ -188,6 +202,9 @@ class Pool2D(CpuKernel):
         if self.gather is not None:
             self.out_flat = out.reshape(-1)
         self.clamp = make_clamp(self.bounds, out)
+        self.saturate = _saturation(self.bounds, self.saturating, out, self.is_max)
+        #: whether ``saturate`` turns NaN into lowest (see ``_saturation``)
+        self.saturation_fixes_nan = self.is_max and self.bounds is None and out.flags.c_contiguous
         self._bound = (x, out)  # (only views of x: valid whatever its layout)
 
     def bind(self) -> Callable[[], None]:
@@ -199,56 +216,71 @@ class Pool2D(CpuKernel):
         self._bind(x, out)
         if self.matrix is not None:
             return self._bind_matrix(x, out)
-        if self.gather is not None and self.is_max and self.clamp is None:
+        if self.gather is not None and self.is_max:
             extended_input, take, index = self.extended_input, self.extended.take, self.gather
-            gathered, fmax, out_flat = self.gathered, np.fmax.reduce, self.out_flat
+            gathered, fmax, out_flat, clamp = self.gathered, np.fmax.reduce, self.out_flat, self.clamp
+            pixels = self.gathered_pixels
+            # TFLite's max starts from lowest (NaN never wins) and its activation range
+            # caps inf at FLT_MAX: the input copy caps +inf (NaN stays NaN: fmax skips it),
+            # the max starts from lowest; then the fused activation, if any.
+            highest, minimum = filled(FLT_MAX, x.size).reshape(x.shape), np.minimum
 
             def max_pool() -> None:
-                extended_input[...] = x
-                take(index, out=gathered, mode="clip")  # (valid indices: "clip" skips a temporary)
-                fmax(gathered, 0, None, out_flat, False, -np.inf)  # (positional: cheaper)
+                minimum(x, highest, out=extended_input)
+                take(index, 0, pixels, "clip")  # (valid indices: "clip" skips a temporary)
+                fmax(gathered, 0, None, out_flat, False, -FLT_MAX)  # (positional: cheaper)
 
-            return max_pool
+            if clamp is None:
+                return max_pool
+
+            def max_pool_clamped() -> None:
+                max_pool()
+                clamp()
+
+            return max_pool_clamped
         return self.invoke
 
     def _bind_matrix(self, x: np.ndarray, out: np.ndarray) -> Callable[[], None]:
-        """``out = clamp(matrix @ x / count)`` (L2: ``sqrt(matrix @ x**2 / count)``), per image.
-        A product by 0 of an infinite or NaN input would make NaN where TFLite has none, so
-        an input whose sum of squares is not finite is pooled by ``_compute`` instead (that
-        sum raises no floating-point warning for inf or NaN, unlike the product)."""
+        """``out = clamp(matrix @ x / count)`` (L2: ``sqrt(matrix @ x**2 / count)``), per
+        image. A product by 0 of an infinite or NaN input would make NaN where TFLite has
+        none, so an input whose sum of squares is not finite is pooled by ``_compute``
+        instead (that sum raises no floating-point warning for inf or NaN, unlike the
+        product). A finite sum of squares bounds every |x| by 2**64: the averages are
+        finite, and TFLite's saturation at FLT_MAX changes nothing."""
         g = self.geometry
-        matrix, dot, isfinite, compute = self.matrix, np.dot, math.isfinite, self._compute
+        product, isfinite, compute = self.matrix.dot, math.isfinite, self._compute
         source = self.squares_all if self.is_l2 else x
         pairs = [
             (source[n].reshape(g.in_h * g.in_w, g.channels), out[n].reshape(g.out_h * g.out_w, g.channels))
             for n in range(g.batch)
         ]
         flat = x.reshape(-1)
+        squared_norm = flat.dot  # (bound methods: the BLAS calls without np.dot's dispatch)
         square, sqrt, clamp, squares = np.square, np.sqrt, self.clamp, self.squares_all
         divide, counts, is_l2 = np.divide, self.counts, self.is_l2
         if len(pairs) == 1 and not is_l2 and clamp is None:
             ((image, result),) = pairs
 
             def average_pool() -> None:
-                if not isfinite(dot(flat, flat)):
+                if not isfinite(squared_norm(flat)):
                     compute(x, out)
                     return
-                dot(matrix, image, out=result)
-                divide(out, counts, out=out)
+                product(image, result)
+                divide(out, counts, out)
 
             return average_pool
 
         def pool() -> None:
-            if not isfinite(dot(flat, flat)):
+            if not isfinite(squared_norm(flat)):
                 compute(x, out)
                 return
             if is_l2:
-                square(x, out=squares)
+                square(x, squares)
             for image, result in pairs:
-                dot(matrix, image, out=result)
-            divide(out, counts, out=out)
+                product(image, result)
+            divide(out, counts, out)
             if is_l2:
-                sqrt(out, out=out)
+                sqrt(out, out)
             if clamp is not None:
                 clamp()
 
@@ -267,7 +299,8 @@ class Pool2D(CpuKernel):
         if self.gather is not None:
             self.extended_input[...] = x
             gathered = self.gathered
-            self.extended.take(self.gather, out=gathered, mode="clip")  # (valid indices: "clip" skips a temporary)
+            # (valid indices: "clip" skips a temporary)
+            self.extended.take(self.gather, 0, self.gathered_pixels, "clip")
             if self.is_l2:
                 np.square(gathered, out=gathered)
             if self.is_max:  # from the identity, as the tap loop: a window of NaN gives -inf
@@ -278,7 +311,8 @@ class Pool2D(CpuKernel):
                 _einsum("to->o", gathered, out=self.out_flat)
         elif self.separable:
             # fmax is exact and NaN loses: any grouping gives the max of the non-NaN taps;
-            # a window of NaN only gives NaN here, and -inf (the identity) after the last fmax.
+            # a window of NaN only gives NaN here, and -inf (the identity) after the last
+            # fmax, or lowest from the saturation (which checks first that any is needed).
             rows, columns, fmax = self.row_taps, self.column_taps, np.fmax
             column_max = self.column_max
             if len(rows) == 1:
@@ -293,7 +327,8 @@ class Pool2D(CpuKernel):
                 fmax(columns[0], columns[1], out=out)
                 for column in columns[2:]:
                     fmax(out, column, out=out)
-            fmax(out, self.lowest, out=out)
+            if not self.saturation_fixes_nan:
+                fmax(out, self.lowest, out=out)
         elif self.tap_blocks is not None:
             if self.is_l2:
                 np.square(x, out=self.squares)
@@ -302,10 +337,31 @@ class Pool2D(CpuKernel):
                 combine(target, source, out=target)
         else:
             self.pad(np.square(x) if self.is_l2 else x)
-            combine.reduce(self.windows, axis=(3, 4), out=out)
+            combine.reduce(self.windows, axis=(3, 4), out=out, initial=self.identity)
         if self.counts is not None:
             np.divide(out, self.counts, out=out)
         if self.is_l2:
             np.sqrt(out, out=out)
-        if self.clamp is not None:
-            self.clamp()
+        self.saturate()
+
+
+def _saturation(bounds, saturating: tuple[float, float], out: np.ndarray, is_max: bool) -> Callable[[], None]:
+    """TFLite's activation range on ``out``, bound to it: the fused activation's clamp
+    with infinite ends capped at +-FLT_MAX; with no activation, a clamp to [-FLT_MAX,
+    FLT_MAX] run only when some value is not finite (one BLAS dot tells). For a max pool
+    that clamp also turns NaN (a window of only NaN, left by the separable path) into
+    lowest, as TFLite's max starting from lowest gives."""
+    if bounds is not None or not out.flags.c_contiguous:
+        return make_clamp(saturating, out)  # (a max pool's NaN are gone by then)
+    flat, isfinite, clip, fmax, fmin = out.reshape(-1), math.isfinite, np.clip, np.fmax, np.fmin
+
+    def saturate() -> None:
+        if not isfinite(flat.dot(flat)):
+            clip(out, -FLT_MAX, FLT_MAX, out=out)
+
+    def saturate_max() -> None:
+        if not isfinite(flat.dot(flat)):
+            fmax(out, -FLT_MAX, out=out)  # (NaN and -inf: lowest)
+            fmin(out, FLT_MAX, out=out)
+
+    return saturate_max if is_max else saturate

@@ -9,9 +9,12 @@ all in float32 and in that order (LOG_SOFTMAX has no beta). Version 1 of each op
 float32 (and quantized uint8, not here); the later versions are int8/int16 only.
 
 Row max and sum are ``ufunc.reduce`` calls (``np.max`` adds a Python wrapper of several
-microseconds on tiny rows). A single row is handled as a vector with 0-d max and sum,
-so that subtracting and dividing take numpy's scalar path instead of broadcasting
-(the same arithmetic, half the call cost on rows of a few values).
+microseconds on tiny rows). A single row is handled as a vector with a scalar max and a
+0-d sum, so that subtracting and dividing take numpy's scalar path instead of
+broadcasting (the same arithmetic, half the call cost on rows of a few values); its max
+is the element at ``argmax()`` (the same value; with a NaN in the row, a NaN, as the
+reduction gives) and its sum a BLAS dot with ones (float32 additions in another order:
+within float rounding).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ class _LastAxisKernel(CpuKernel):
         self.row_sum = np.empty(row_shape, dtype=np.float32)
         # ufunc.reduce's positional (axis, dtype, out, keepdims): keywords cost up to ~0.7 us a call
         self.reduce_axis, self.keep_dims = (0, False) if self.single_row else (-1, True)
+        self.ones = np.ones(x.shape[-1], np.float32) if self.single_row else None
         self._bound = (None, None)
 
     def views(self) -> tuple[np.ndarray, np.ndarray]:
@@ -85,6 +89,28 @@ class Softmax(_LastAxisKernel):
         maximum, add, axis, keep = np.maximum.reduce, np.add.reduce, self.reduce_axis, self.keep_dims
         subtract, multiply, exp, divide = np.subtract, np.multiply, np.exp, np.divide
         row_max, row_sum, beta = self.row_max, self.row_sum, self.beta
+        if self.single_row:
+            # (positional out=: cheaper; bound methods: no dispatch)
+            argmax, total, ones = x.argmax, y.dot, self.ones
+
+            def softmax_row() -> None:
+                subtract(x, x[argmax()], y)
+                exp(y, y)
+                total(ones, row_sum)
+                divide(y, row_sum, y)
+
+            if beta == 1:
+                return softmax_row
+            betas = np.full(y.shape, beta, np.float32)
+
+            def softmax_row_with_beta() -> None:
+                subtract(x, x[argmax()], y)
+                multiply(y, betas, y)
+                exp(y, y)
+                total(ones, row_sum)
+                divide(y, row_sum, y)
+
+            return softmax_row_with_beta
 
         def softmax() -> None:
             maximum(x, axis, None, row_max, keep)  # (positional: cheaper)
@@ -117,6 +143,19 @@ class LogSoftmax(_LastAxisKernel):
         maximum, add, axis, keep = np.maximum.reduce, np.add.reduce, self.reduce_axis, self.keep_dims
         subtract, exp, log = np.subtract, np.exp, np.log
         row_max, row_sum = self.row_max, self.row_sum
+        if self.single_row:
+            argmax, total, ones = x.argmax, y.dot, self.ones
+
+            def log_softmax_row() -> None:
+                largest = x[argmax()]
+                subtract(x, largest, y)
+                exp(y, y)
+                total(ones, row_sum)
+                log(row_sum, row_sum)
+                subtract(x, largest, y)
+                subtract(y, row_sum, y)
+
+            return log_softmax_row
 
         def log_softmax() -> None:
             maximum(x, axis, None, row_max, keep)
