@@ -7,10 +7,10 @@ import pytest
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
+from model_helpers import stamped_version
 from oracle import assert_matches_litert, assert_outputs_equal, run_interpreter, run_litert, run_ours
 from schema.builder import ModelBuilder, quantization
 from schema.enums import BuiltinOperator as B
-from schema.model import Model
 from schema.params import GeluParams, LeakyReluParams
 
 # Non-finite inputs make numpy note "invalid value" (inf * 0 = NaN, as in TFLite).
@@ -52,9 +52,6 @@ def prelu_model(x_shape, alpha, dtype=np.float32) -> bytes:
     builder.add_signature("serving_default", graph)
     return builder.build()
 
-
-def stamped_version(model: bytes) -> int:
-    return Model.from_bytes(model).subgraphs[0].operators[0].version
 
 
 def float_inputs(seed: int, low: float = -8.0, high: float = 8.0) -> np.ndarray:

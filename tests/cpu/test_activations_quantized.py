@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
+from model_helpers import stamped_version
 from oracle import assert_matches_litert, assert_outputs_equal, run_interpreter, run_ours
 from schema.builder import ModelBuilder, quantization
 from schema.enums import BuiltinOperator as B
-from schema.model import Model
 from schema.params import LeakyReluParams
 
 
@@ -50,9 +50,6 @@ def every_value(dtype) -> np.ndarray:
     info = np.iinfo(dtype)
     return np.arange(info.min, info.max + 1).astype(dtype).reshape(1, -1)
 
-
-def stamped_version(model: bytes) -> int:
-    return Model.from_bytes(model).subgraphs[0].operators[0].version
 
 
 def random_params(dtype, seed: int, symmetric_int16: bool = True):

@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from model_helpers import stamped_version
 from oracle import assert_matches_litert, assert_outputs_equal, run_interpreter, run_ours
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
 from schema.builder import ModelBuilder
 from schema.enums import BuiltinOperator, TensorType
-from schema.model import Model
 from schema.params import ArgMaxParams, ArgMinParams
 
 B = BuiltinOperator
@@ -51,9 +51,6 @@ def assert_matches_litert_builtin(model: bytes, inputs) -> None:
     litert = LiteRTInterpreter(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN)
     assert_outputs_equal(run_ours(model, inputs), run_interpreter(litert, inputs))
 
-
-def stamped_version(model: bytes) -> int:
-    return Model.from_bytes(model).subgraphs[0].operators[0].version
 
 
 def with_ties(shape, seed=0, dtype=np.float32):

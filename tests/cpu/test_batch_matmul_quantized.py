@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from model_helpers import stamped_version
 from oracle import assert_matches_litert
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
 from schema.builder import ModelBuilder, quantization
 from schema.enums import BuiltinOperator, TensorType
-from schema.model import Model
 from schema.params import BatchMatMulParams
 
 T = TensorType
@@ -58,9 +58,6 @@ def bmm_model(x_shape, y_shape, out_shape, x_type, y_type, out_type, *, rng, x_q
     builder.add_signature("serving_default", graph)
     return builder.build(), inputs
 
-
-def stamped_version(model: bytes) -> int:
-    return Model.from_bytes(model).subgraphs[0].operators[0].version
 
 
 def q8(rng, zero_point=True):

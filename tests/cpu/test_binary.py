@@ -10,11 +10,11 @@ from hypothesis.extra import numpy as hnp
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
+from model_helpers import stamped_version
 from oracle import assert_matches_litert, run_litert, run_ours
 from schema.builder import ModelBuilder, quantization
 from schema.enums import ActivationFunctionType as Act
 from schema.enums import BuiltinOperator as B
-from schema.model import Model
 from schema.params import AddParams, DivParams, MulParams, SubParams
 
 PARAMS_WITH_ACTIVATION = {B.ADD: AddParams, B.SUB: SubParams, B.MUL: MulParams, B.DIV: DivParams}
@@ -48,9 +48,6 @@ def name(value) -> str:
     """Test id of an enum member or a numpy type."""
     return getattr(value, "name", None) or np.dtype(value).name
 
-
-def stamped_version(model: bytes) -> int:
-    return Model.from_bytes(model).subgraphs[0].operators[0].version
 
 
 def random_values(shape, dtype, rng, low=-3.0, high=3.0, nonzero=False):

@@ -12,11 +12,11 @@ from hypothesis.extra import numpy as hnp
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
+from model_helpers import stamped_version
 from oracle import MODELS_DIR, assert_matches_litert, run_ours
 from schema.builder import ModelBuilder, quantization
 from schema.enums import ActivationFunctionType as Act
 from schema.enums import BuiltinOperator as B
-from schema.model import Model
 from schema.params import AddParams, MulParams, SubParams
 
 PARAMS = {B.ADD: AddParams, B.SUB: SubParams, B.MUL: MulParams}
@@ -44,9 +44,6 @@ def quantized_model(op, inputs, output, params=None, version=None) -> bytes:
     builder.add_signature("serving_default", graph)
     return builder.build()
 
-
-def stamped_version(model: bytes) -> int:
-    return Model.from_bytes(model).subgraphs[0].operators[0].version
 
 
 def full_range(shape, dtype, rng) -> np.ndarray:

@@ -9,11 +9,11 @@ import pytest
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
+from model_helpers import stamped_version
 from oracle import assert_matches_litert
 from schema.builder import ModelBuilder
 from schema.enums import BuiltinOperator as B
 from schema.enums import TensorType as T
-from schema.model import Model
 
 # Every float that a cast can treat specially: NaN, +-inf, signed zero, halves, values
 # just outside each integer range, and beyond int64.
@@ -38,9 +38,6 @@ def cast_model(source, target) -> bytes:
     builder.add_signature("serving_default", graph)
     return builder.build()
 
-
-def stamped_version(model: bytes) -> int:
-    return Model.from_bytes(model).subgraphs[0].operators[0].version
 
 
 def values_of(dtype) -> np.ndarray:

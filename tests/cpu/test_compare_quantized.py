@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
+from model_helpers import stamped_version
 from oracle import assert_matches_litert
 from schema.builder import ModelBuilder, quantization
 from schema.enums import BuiltinOperator as B
 from schema.enums import TensorType
-from schema.model import Model
 from schema.params import ArgMaxParams, ArgMinParams
 
 COMPARISONS = [B.LESS, B.LESS_EQUAL, B.GREATER, B.GREATER_EQUAL, B.EQUAL, B.NOT_EQUAL]
@@ -32,9 +32,6 @@ def comparison_model(op, shapes, dtype, params1, params2) -> bytes:
     builder.add_signature("serving_default", graph)
     return builder.build()
 
-
-def stamped_version(model: bytes) -> int:
-    return Model.from_bytes(model).subgraphs[0].operators[0].version
 
 
 def values(shape, dtype, rng, low=None, high=None) -> np.ndarray:

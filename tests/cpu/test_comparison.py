@@ -11,12 +11,12 @@ from hypothesis.extra import numpy as hnp
 from delegate_sdk.context import KernelError
 from delegate_sdk.op_resolver import UnsupportedOperatorError
 from interpreter import Interpreter
+from model_helpers import stamped_version
 from oracle import assert_matches_litert, run_ours
 from schema.builder import ModelBuilder, quantization
 from schema.enums import BuiltinOperator as B
 from schema.enums import TensorType as T
 from schema.enums import numpy_dtype
-from schema.model import Model
 
 ORDERING = [B.LESS, B.LESS_EQUAL, B.GREATER, B.GREATER_EQUAL]
 
@@ -51,9 +51,6 @@ def single_op_model(op, inputs, output_dtype, version=None, output_shape=None, q
     builder.add_signature("serving_default", graph)
     return builder.build()
 
-
-def stamped_version(model: bytes) -> int:
-    return Model.from_bytes(model).subgraphs[0].operators[0].version
 
 
 def tie_prone_values(shape, dtype, rng):

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from backends.cpu.kernels.concat_quantized import RescalingConcatenation
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
+from model_helpers import stamped_version
 from oracle import assert_matches_litert
 from schema.builder import ModelBuilder, quantization
 from schema.enums import BuiltinOperator as B
@@ -43,9 +44,6 @@ def concat_model(shapes, dtype, input_params, output_params, axis, constants=Non
 def uint8_values(shape, seed) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, 256, size=shape).astype(np.uint8)
 
-
-def stamped_version(model: bytes) -> int:
-    return Model.from_bytes(model).subgraphs[0].operators[0].version
 
 
 @pytest.mark.parametrize("axis", [0, 1, -1, 2])

@@ -9,10 +9,10 @@ from hypothesis import strategies as st
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
+from model_helpers import stamped_version
 from oracle import MODELS_DIR, assert_matches_litert, assert_outputs_equal, run_litert, run_ours
 from schema.builder import ModelBuilder, quantization
 from schema.enums import ActivationFunctionType, BuiltinOperator, Padding
-from schema.model import Model
 from schema.params import Conv2DParams
 
 Act = ActivationFunctionType
@@ -45,9 +45,6 @@ def conv_model(
     builder.add_signature("serving_default", graph)
     return builder.build()
 
-
-def stamped_version(model: bytes) -> int:
-    return Model.from_bytes(model).subgraphs[0].operators[0].version
 
 
 def conv_params(padding=Padding.SAME, stride=(1, 1), dilation=(1, 1), activation=Act.NONE) -> Conv2DParams:

@@ -13,10 +13,10 @@ from backends.cpu.kernels._quantized_window import ConvQuantization
 from delegate_sdk.context import KernelError
 from delegate_sdk.op_resolver import UnsupportedOperatorError
 from interpreter import Interpreter
+from model_helpers import random_quantized_input as random_input, stamped_version
 from oracle import MODELS_DIR, assert_matches_litert, assert_outputs_equal, random_inputs, run_litert, run_ours
 from schema.builder import ModelBuilder, quantization as qparams
 from schema.enums import ActivationFunctionType, BuiltinOperator, Padding, TensorType
-from schema.model import Model
 from schema.params import Conv2DParams
 
 Act = ActivationFunctionType
@@ -109,18 +109,6 @@ def conv_model(
     return builder.build()
 
 
-def random_input(kind: str, shape, seed: int = 1) -> np.ndarray:
-    """Values over the type's full range (float32 in [-2, 2] for hybrid)."""
-    rng = np.random.default_rng(seed)
-    if kind == "hybrid":
-        return rng.uniform(-2, 2, shape).astype(np.float32)
-    dtype = {"uint8": np.uint8, "int8": np.int8, "int16": np.int16}[kind]
-    info = np.iinfo(dtype)
-    return rng.integers(info.min, int(info.max) + 1, shape).astype(dtype)
-
-
-def stamped_version(model: bytes) -> int:
-    return Model.from_bytes(model).subgraphs[0].operators[0].version
 
 
 def check(model: bytes, kind: str, input_shape, seed: int = 1) -> list[np.ndarray]:

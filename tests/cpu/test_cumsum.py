@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from model_helpers import stamped_version
 from oracle import assert_matches_litert
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
 from schema.builder import ModelBuilder
 from schema.enums import BuiltinOperator
-from schema.model import Model
 from schema.params import CumsumParams
 
 B = BuiltinOperator
@@ -32,9 +32,6 @@ def cumsum_model(shape, axis, exclusive=False, reverse=False, dtype=np.float32, 
     builder.add_signature("serving_default", graph)
     return builder.build()
 
-
-def stamped_version(model: bytes) -> int:
-    return Model.from_bytes(model).subgraphs[0].operators[0].version
 
 
 def uniform(shape, seed=0):

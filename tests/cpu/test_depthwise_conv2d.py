@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
+from model_helpers import stamped_version
 from oracle import MODELS_DIR, assert_matches_litert
 from schema import schema_generated as fb
 from schema.builder import ModelBuilder, quantization
@@ -62,9 +63,6 @@ def dw_params(padding=Padding.SAME, stride=(1, 1), dilation=(1, 1), multiplier=1
         dilation_w_factor=dilation[1],
     )
 
-
-def stamped_version(model: bytes) -> int:
-    return Model.from_bytes(model).subgraphs[0].operators[0].version
 
 
 @pytest.mark.parametrize("multiplier", [1, 2, 3])

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from model_helpers import stamped_version
 from oracle import assert_matches_litert
 
 from delegate_sdk.context import KernelError
@@ -17,7 +18,6 @@ from delegate_sdk.tensor import Allocation
 from interpreter import Interpreter
 from schema.builder import ModelBuilder, quantization
 from schema.enums import BuiltinOperator
-from schema.model import Model
 
 EXACT = {"rtol": 0, "atol": 0}
 
@@ -35,9 +35,6 @@ def dequantize_model(shape, dtype, quant=None, *, constant=None, version=None) -
     graph.add_output(y)
     return builder.build()
 
-
-def stamped_version(model: bytes) -> int:
-    return Model.from_bytes(model).subgraphs[0].operators[0].version
 
 
 def full_range(dtype, shape, seed=0) -> np.ndarray:

@@ -9,10 +9,10 @@ from hypothesis import strategies as st
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
+from model_helpers import stamped_version
 from oracle import MODELS_DIR, assert_matches_litert
 from schema.builder import ModelBuilder, quantization
 from schema.enums import ActivationFunctionType, BuiltinOperator, FullyConnectedOptionsWeightsFormat
-from schema.model import Model
 from schema.params import FullyConnectedParams
 
 Act = ActivationFunctionType
@@ -49,9 +49,6 @@ def fc_model(
     builder.add_signature("serving_default", graph)
     return builder.build()
 
-
-def stamped_version(model: bytes) -> int:
-    return Model.from_bytes(model).subgraphs[0].operators[0].version
 
 
 @pytest.mark.parametrize("input_shape", [[1, 16], [4, 16], [2, 3, 16], [3, 2, 8]], ids=str)

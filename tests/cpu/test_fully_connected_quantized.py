@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
+from model_helpers import stamped_version
 from oracle import MODELS_DIR, assert_matches_litert
 
 from backends.cpu.kernels.fully_connected_quantized import MAGIC, magic_rounding_matches
@@ -130,9 +131,6 @@ def fc_model(
         inputs.append(weights)
     return builder.build(), inputs
 
-
-def stamped_version(model: bytes) -> int:
-    return Model.from_bytes(model).subgraphs[0].operators[0].version
 
 
 def int8_quant(rng, low=-128, high=127):

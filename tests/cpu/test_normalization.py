@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from model_helpers import stamped_version
 from oracle import assert_matches_litert, run_ours
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
 from schema.builder import ModelBuilder, quantization
 from schema.enums import ActivationFunctionType, BuiltinOperator
-from schema.model import Model
 from schema.params import L2NormParams, LocalResponseNormalizationParams
 
 B = BuiltinOperator
@@ -37,9 +37,6 @@ def lrn_model(shape, radius=2, bias=1.0, alpha=0.5, beta=0.75):
     params = LocalResponseNormalizationParams(radius=radius, bias=bias, alpha=alpha, beta=beta)
     return single_op_model(B.LOCAL_RESPONSE_NORMALIZATION, shape, params)
 
-
-def stamped_version(model: bytes) -> int:
-    return Model.from_bytes(model).subgraphs[0].operators[0].version
 
 
 def uniform(shape, seed=0, low=-2.0, high=2.0):

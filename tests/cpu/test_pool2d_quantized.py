@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 from backends.cpu.common import compute_out_size
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
+from model_helpers import stamped_version
 from oracle import MODELS_DIR, assert_matches_litert, litert_interpreter
 from schema.builder import ModelBuilder, quantization
 from schema.enums import ActivationFunctionType as Act
 from schema.enums import BuiltinOperator as B
 from schema.enums import Padding
-from schema.model import Model
 from schema.params import Pool2DParams
 
 VERSION_OF = {np.uint8: 1, np.int8: 2, np.int16: 3}
@@ -46,9 +46,6 @@ def full_range(shape, dtype, seed=0) -> np.ndarray:
     info = np.iinfo(dtype)
     return np.random.default_rng(seed).integers(info.min, int(info.max) + 1, size=shape).astype(dtype)
 
-
-def stamped_version(model: bytes) -> int:
-    return Model.from_bytes(model).subgraphs[0].operators[0].version
 
 
 ZERO_POINT = {np.uint8: 131, np.int8: -17, np.int16: 0}

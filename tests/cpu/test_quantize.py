@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from model_helpers import stamped_version
 from oracle import assert_matches_litert
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
 from schema.builder import ModelBuilder, quantization
 from schema.enums import BuiltinOperator, TensorType
-from schema.model import Model
 
 T = TensorType
 EXACT = {"rtol": 0, "atol": 0}
@@ -33,9 +33,6 @@ def quantize_model(shape, in_type, out_type, out_quant, in_quant=None, version=N
     builder.add_signature("serving_default", graph)
     return builder.build()
 
-
-def stamped_version(model: bytes) -> int:
-    return Model.from_bytes(model).subgraphs[0].operators[0].version
 
 
 def full_range(dtype, shape, rng) -> np.ndarray:

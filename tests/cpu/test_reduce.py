@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from model_helpers import stamped_version
 from oracle import MODELS_DIR, assert_matches_litert
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
 from schema.builder import ModelBuilder
 from schema.enums import BuiltinOperator
-from schema.model import Model
 from schema.params import ReducerParams
 
 B = BuiltinOperator
@@ -43,9 +43,6 @@ def reduce_model(op, shape, axes, keep_dims=False, dtype=np.float32, axis_is_inp
     builder.add_signature("serving_default", graph)
     return builder.build()
 
-
-def stamped_version(model: bytes) -> int:
-    return Model.from_bytes(model).subgraphs[0].operators[0].version
 
 
 def uniform(shape, seed=0, low=-2.0, high=2.0):

@@ -23,10 +23,10 @@ from hypothesis import strategies as st
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
+from model_helpers import stamped_version
 from oracle import MODELS_DIR, assert_matches_litert, litert_interpreter, run_interpreter, run_litert, run_ours
 from schema.builder import ModelBuilder, quantization
 from schema.enums import BuiltinOperator as B
-from schema.model import Model
 from schema.params import ReducerParams
 
 
@@ -56,9 +56,6 @@ def full_range(shape, dtype, seed=0) -> np.ndarray:
     info = np.iinfo(dtype)
     return np.random.default_rng(seed).integers(info.min, int(info.max) + 1, size=shape).astype(dtype)
 
-
-def stamped_version(model: bytes) -> int:
-    return Model.from_bytes(model).subgraphs[0].operators[0].version
 
 
 def run_litert_optimized(model: bytes, inputs):

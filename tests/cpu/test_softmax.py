@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from model_helpers import stamped_version
 from oracle import MODELS_DIR, assert_matches_litert
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
 from schema.builder import ModelBuilder, quantization
 from schema.enums import BuiltinOperator
-from schema.model import Model
 from schema.params import LogSoftmaxParams, SoftmaxParams
 
 B = BuiltinOperator
@@ -29,9 +29,6 @@ def softmax_model(op, shape, beta=1.0, dtype=np.float32, version=None, **tensor_
     builder.add_signature("serving_default", graph)
     return builder.build()
 
-
-def stamped_version(model: bytes) -> int:
-    return Model.from_bytes(model).subgraphs[0].operators[0].version
 
 
 def uniform(shape, seed=0, low=-4.0, high=4.0):

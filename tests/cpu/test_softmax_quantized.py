@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
+from model_helpers import stamped_version
 from oracle import MODELS_DIR, assert_matches_litert, random_inputs
 from schema.builder import ModelBuilder, quantization
 from schema.enums import BuiltinOperator as B
-from schema.model import Model
 from schema.params import SoftmaxParams
 
 SOFTMAX_INT8_OUTPUT = (1 / 256, -128)  # what the converter (and TFLite's kernel) uses
@@ -31,9 +31,6 @@ def softmax_model(op, shape, in_dtype, out_dtype, input_q, output_q, beta=1.0) -
     builder.add_signature("serving_default", graph)
     return builder.build()
 
-
-def stamped_version(model: bytes) -> int:
-    return Model.from_bytes(model).subgraphs[0].operators[0].version
 
 
 def every_value_rows(dtype, rows: int, rng) -> np.ndarray:

@@ -9,10 +9,10 @@ from hypothesis import strategies as st
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
+from model_helpers import stamped_version
 from oracle import assert_matches_litert
 from schema.builder import ModelBuilder, quantization
 from schema.enums import ActivationFunctionType, BuiltinOperator, Padding
-from schema.model import Model
 from schema.params import TransposeConvParams
 
 Act = ActivationFunctionType
@@ -57,9 +57,6 @@ def tc_params(padding=Padding.SAME, stride=(1, 1), activation=Act.NONE) -> Trans
         padding=padding, stride_h=stride[0], stride_w=stride[1], fused_activation_function=activation
     )
 
-
-def stamped_version(model: bytes) -> int:
-    return Model.from_bytes(model).subgraphs[0].operators[0].version
 
 
 def natural_output_hw(input_hw, kernel, stride, padding):

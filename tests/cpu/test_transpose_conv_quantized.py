@@ -8,10 +8,10 @@ import pytest
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
+from model_helpers import random_quantized_input as random_input, stamped_version
 from oracle import assert_matches_litert
 from schema.builder import ModelBuilder, quantization as qparams
 from schema.enums import ActivationFunctionType, BuiltinOperator, Padding, TensorType
-from schema.model import Model
 from schema.params import TransposeConvParams
 
 Act = ActivationFunctionType
@@ -87,17 +87,6 @@ def tconv_model(
     return builder.build()
 
 
-def random_input(kind: str, shape, seed: int = 1) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    if kind == "hybrid":
-        return rng.uniform(-2, 2, shape).astype(np.float32)
-    dtype = {"uint8": np.uint8, "int8": np.int8, "int16": np.int16}[kind]
-    info = np.iinfo(dtype)
-    return rng.integers(info.min, int(info.max) + 1, shape).astype(dtype)
-
-
-def stamped_version(model: bytes) -> int:
-    return Model.from_bytes(model).subgraphs[0].operators[0].version
 
 
 def check(model: bytes, kind: str, input_shape, seed: int = 1):

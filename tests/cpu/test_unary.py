@@ -7,10 +7,10 @@ import pytest
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
+from model_helpers import stamped_version
 from oracle import assert_matches_litert, assert_outputs_equal, run_interpreter, run_ours
 from schema.builder import ModelBuilder, quantization
 from schema.enums import BuiltinOperator as B
-from schema.model import Model
 
 #: Float inputs with the edge cases of each op: signed zeros, infinities, NaN, halves.
 SPECIAL_VALUES = np.array(
@@ -33,9 +33,6 @@ def single_op_model(op, shape, dtype, version=None, quant=None) -> bytes:
     builder.add_signature("serving_default", graph)
     return builder.build()
 
-
-def stamped_version(model: bytes) -> int:
-    return Model.from_bytes(model).subgraphs[0].operators[0].version
 
 
 def assert_matches_litert_builtin(model: bytes, inputs) -> list[np.ndarray]:
