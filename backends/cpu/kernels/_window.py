@@ -255,6 +255,60 @@ FULL_SIZE_LIMIT = 1 << 17
 SMALL_CLIP_LIMIT = 1 << 13
 
 
+def node_geometry(kernel, input_shape, window: tuple[int, int], dilation: tuple[int, int] = (1, 1)) -> "WindowGeometry":
+    """The ``WindowGeometry`` of a node's padding and strides (``kernel.params``), or
+    the kernel's "not supported" error saying why the window does not fit."""
+    params = kernel.params
+    try:
+        return WindowGeometry.of(input_shape, window, params.padding, (params.stride_h, params.stride_w), dilation)
+    except ValueError as error:
+        raise kernel.unsupported(str(error)) from None
+
+
+def conv_layout(kernel, x, filters, bias) -> tuple[int, int, int, int, int]:
+    """(out_channels, KH, KW, filter in-channels, groups) of a CONV_2D node, checked as
+    TFLite checks them: 4-D NHWC input and OHWI filter, input channels a multiple of
+    the filter's in-channels (groups), output channels a multiple of the groups, one
+    bias value per output channel."""
+    if len(x.shape) != 4 or len(filters.shape) != 4:
+        raise kernel.unsupported(
+            f"input and filter must be 4-D (NHWC, OHWI), got {list(x.shape)} and {list(filters.shape)}"
+        )
+    out_channels, kh, kw, group_in = (int(d) for d in filters.shape)
+    in_channels = int(x.shape[3])
+    if group_in <= 0 or in_channels % group_in:
+        raise kernel.unsupported(
+            f"input channels ({in_channels}) must be a multiple of the filter's in-channels ({group_in})"
+        )
+    groups = in_channels // group_in
+    if out_channels % groups:
+        raise kernel.unsupported(
+            f"grouped convolution: output channels ({out_channels}) must be a multiple of groups ({groups})"
+        )
+    if bias is not None and bias.num_elements != out_channels:
+        raise kernel.unsupported(f"bias has {bias.num_elements} elements, expected {out_channels}")
+    return out_channels, kh, kw, group_in, groups
+
+
+def depthwise_layout(kernel, x, filters, bias) -> tuple[int, int, int, int]:
+    """(KH, KW, output channels, depth multiplier) of a DEPTHWISE_CONV_2D node, checked
+    as TFLite checks them: 4-D NHWC input, a [1, KH, KW, C*M] filter whose channels are
+    a multiple of the input's, one bias value per output channel."""
+    if len(x.shape) != 4 or len(filters.shape) != 4 or filters.shape[0] != 1:
+        raise kernel.unsupported(
+            f"input must be 4-D NHWC and filter [1, KH, KW, C*M], got {list(x.shape)} and {list(filters.shape)}"
+        )
+    _, kh, kw, out_channels = (int(d) for d in filters.shape)
+    in_channels = int(x.shape[3])
+    if in_channels <= 0 or out_channels % in_channels:
+        raise kernel.unsupported(
+            f"filter channels ({out_channels}) must be a multiple of the input channels ({in_channels})"
+        )
+    if bias is not None and bias.num_elements != out_channels:
+        raise kernel.unsupported(f"bias has {bias.num_elements} elements, expected {out_channels}")
+    return kh, kw, out_channels, out_channels // in_channels
+
+
 def same_arrays(cached: tuple | None, arrays: tuple) -> bool:
     """Whether ``cached`` holds exactly the array objects ``arrays`` (identity, not values):
     how kernels tell that views they made of arena buffers still hold (``tensor.data``

@@ -28,6 +28,8 @@ from backends.cpu.kernel import CpuKernel, register
 from backends.cpu.kernels._window import (
     PaddedInput,
     WindowGeometry,
+    conv_layout,
+    node_geometry,
     activation_bounds,
     make_clamp,
     record_pair,
@@ -84,33 +86,10 @@ class Conv2D(CpuKernel):
         if bias is not None:
             self.require_types(bias, TensorType.FLOAT32, role="bias")
         self.require_types(output, TensorType.FLOAT32, role="output")
-        if len(x.shape) != 4 or len(filters.shape) != 4:
-            raise self.unsupported(
-                f"input and filter must be 4-D (NHWC, OHWI), got {list(x.shape)} and {list(filters.shape)}"
-            )
+        out_channels, kh, kw, group_in, groups = conv_layout(self, x, filters, bias)
         params = self.params
         self.bounds = activation_bounds(params.fused_activation_function)
-
-        out_channels, kh, kw, group_in = filters.shape
-        in_channels = x.shape[3]
-        if group_in <= 0 or in_channels % group_in:
-            raise self.unsupported(
-                f"input channels ({in_channels}) must be a multiple of the filter's in-channels ({group_in})"
-            )
-        groups = in_channels // group_in
-        if out_channels % groups:
-            raise self.unsupported(
-                f"grouped convolution: output channels ({out_channels}) must be a multiple of groups ({groups})"
-            )
-        if bias is not None and bias.num_elements != out_channels:
-            raise self.unsupported(f"bias has {bias.num_elements} elements, expected {out_channels}")
-        try:
-            geometry = WindowGeometry.of(
-                x.shape, (kh, kw), params.padding, (params.stride_h, params.stride_w),
-                (params.dilation_h_factor, params.dilation_w_factor),
-            )
-        except ValueError as error:
-            raise self.unsupported(str(error)) from None
+        geometry = node_geometry(self, x.shape, (kh, kw), (params.dilation_h_factor, params.dilation_w_factor))
         output.resize((*geometry.output_shape, out_channels))
 
         self.geometry = geometry
@@ -138,7 +117,7 @@ class Conv2D(CpuKernel):
                         buffer = self.pad.buffer
                         bs, rs, ps, cs = buffer.strides
                         windows = as_strided(
-                            buffer, (n, oh, ow, kh, kw * in_channels),
+                            buffer, (n, oh, ow, kh, kw * geometry.channels),
                             (bs, geometry.stride_h * rs, geometry.stride_w * ps, geometry.dilation_h * rs, cs),
                             writeable=False,
                         )

@@ -63,7 +63,7 @@ from backends.cpu.kernels._quantized_window import (
     select_conv_arithmetic,
     zero_point_of,
 )
-from backends.cpu.kernels._window import WindowGeometry, activation_bounds, clamp, record_pair, window_view
+from backends.cpu.kernels._window import activation_bounds, clamp, conv_layout, node_geometry, record_pair, window_view
 from backends.cpu.kernels.conv2d import column_major, column_major_copy
 from backends.cpu.quantization import is_quantized
 from schema.enums import BuiltinOperator, TensorType
@@ -125,32 +125,10 @@ class QuantizedConv2D(CpuKernel):
         x, filters, output = self.inputs[0], self.inputs[1], self.outputs[0]
         bias = self.inputs[2] if len(self.inputs) == 3 else None
         self.check_types(x, filters, bias, output)
-        if len(x.shape) != 4 or len(filters.shape) != 4:
-            raise self.unsupported(
-                f"input and filter must be 4-D (NHWC, OHWI), got {list(x.shape)} and {list(filters.shape)}"
-            )
-        out_channels, kh, kw, group_in = (int(d) for d in filters.shape)
-        in_channels = int(x.shape[3])
-        if group_in <= 0 or in_channels % group_in:
-            raise self.unsupported(
-                f"input channels ({in_channels}) must be a multiple of the filter's in-channels ({group_in})"
-            )
-        groups = in_channels // group_in
-        if out_channels % groups:
-            raise self.unsupported(
-                f"grouped convolution: output channels ({out_channels}) must be a multiple of groups ({groups})"
-            )
-        if bias is not None and bias.num_elements != out_channels:
-            raise self.unsupported(f"bias has {bias.num_elements} elements, expected {out_channels}")
+        out_channels, kh, kw, group_in, groups = conv_layout(self, x, filters, bias)
         self.check_filter_quantization(filters, out_channels)
         params = self.params
-        try:
-            geometry = WindowGeometry.of(
-                x.shape, (kh, kw), params.padding, (params.stride_h, params.stride_w),
-                (params.dilation_h_factor, params.dilation_w_factor),
-            )
-        except ValueError as error:
-            raise self.unsupported(str(error)) from None
+        geometry = node_geometry(self, x.shape, (kh, kw), (params.dilation_h_factor, params.dilation_w_factor))
         output.resize((*geometry.output_shape, out_channels))
 
         self.geometry = geometry

@@ -41,6 +41,8 @@ from backends.cpu.kernel import CpuKernel, register
 from backends.cpu.kernels._window import (
     PaddedInput,
     WindowGeometry,
+    depthwise_layout,
+    node_geometry,
     activation_bounds,
     make_clamp,
     record_pair,
@@ -141,30 +143,12 @@ class DepthwiseConv2D(CpuKernel):
         if bias is not None:
             self.require_types(bias, TensorType.FLOAT32, role="bias")
         self.require_types(output, TensorType.FLOAT32, role="output")
-        if len(x.shape) != 4 or len(filters.shape) != 4 or filters.shape[0] != 1:
-            raise self.unsupported(
-                f"input must be 4-D NHWC and filter [1, KH, KW, C*M], got {list(x.shape)} and {list(filters.shape)}"
-            )
+        kh, kw, out_channels, self.multiplier = depthwise_layout(self, x, filters, bias)
         params = self.params
         self.bounds = activation_bounds(params.fused_activation_function)
         dilation = (params.dilation_h_factor, params.dilation_w_factor)
-
-        _, kh, kw, out_channels = filters.shape
-        in_channels = x.shape[3]
-        if in_channels <= 0 or out_channels % in_channels:
-            raise self.unsupported(
-                f"filter channels ({out_channels}) must be a multiple of the input channels ({in_channels})"
-            )
-        self.multiplier = out_channels // in_channels
-        if bias is not None and bias.num_elements != out_channels:
-            raise self.unsupported(f"bias has {bias.num_elements} elements, expected {out_channels}")
-        try:
-            # The windows are taken over the input with every channel repeated M times.
-            geometry = WindowGeometry.of(
-                (*x.shape[:3], out_channels), (kh, kw), params.padding, (params.stride_h, params.stride_w), dilation
-            )
-        except ValueError as error:
-            raise self.unsupported(str(error)) from None
+        # The windows are taken over the input with every channel repeated M times.
+        geometry = node_geometry(self, (*x.shape[:3], out_channels), (kh, kw), dilation)
         output.resize((*geometry.output_shape, out_channels))
 
         self.geometry = g = geometry

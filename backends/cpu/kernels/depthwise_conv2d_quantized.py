@@ -68,7 +68,7 @@ from backends.cpu.kernels._quantized_window import (
     select_conv_arithmetic,
     zero_point_of,
 )
-from backends.cpu.kernels._window import WindowGeometry, activation_bounds, clamp, record_pair
+from backends.cpu.kernels._window import activation_bounds, clamp, depthwise_layout, node_geometry, record_pair
 from backends.cpu.kernels.depthwise_conv2d import FlatTaps
 from backends.cpu.quantization import is_quantized
 from schema.enums import BuiltinOperator, TensorType
@@ -120,29 +120,13 @@ class QuantizedDepthwiseConv2D(CpuKernel):
         x, filters, output = self.inputs[0], self.inputs[1], self.outputs[0]
         bias = self.inputs[2] if len(self.inputs) == 3 else None
         self.check_types(x, filters, bias, output)
-        if len(x.shape) != 4 or len(filters.shape) != 4 or filters.shape[0] != 1:
-            raise self.unsupported(
-                f"input must be 4-D NHWC and filter [1, KH, KW, C*M], got {list(x.shape)} and {list(filters.shape)}"
-            )
-        _, kh, kw, out_channels = (int(d) for d in filters.shape)
-        in_channels = int(x.shape[3])
-        if in_channels <= 0 or out_channels % in_channels:
-            raise self.unsupported(
-                f"filter channels ({out_channels}) must be a multiple of the input channels ({in_channels})"
-            )
-        self.multiplier = out_channels // in_channels
-        if bias is not None and bias.num_elements != out_channels:
-            raise self.unsupported(f"bias has {bias.num_elements} elements, expected {out_channels}")
+        kh, kw, out_channels, self.multiplier = depthwise_layout(self, x, filters, bias)
         self.check_filter_quantization(filters, out_channels)
         params = self.params
-        try:
-            # The windows are taken over the input with every channel repeated M times.
-            geometry = WindowGeometry.of(
-                (*x.shape[:3], out_channels), (kh, kw), params.padding, (params.stride_h, params.stride_w),
-                (params.dilation_h_factor, params.dilation_w_factor),
-            )
-        except ValueError as error:
-            raise self.unsupported(str(error)) from None
+        # The windows are taken over the input with every channel repeated M times.
+        geometry = node_geometry(
+            self, (*x.shape[:3], out_channels), (kh, kw), (params.dilation_h_factor, params.dilation_w_factor)
+        )
         output.resize((*geometry.output_shape, out_channels))
         self.geometry = geometry
         self.out_channels = out_channels

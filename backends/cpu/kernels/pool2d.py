@@ -53,7 +53,7 @@ import numpy as np
 from backends.cpu.kernel import CpuKernel, register
 from backends.cpu.kernels._window import (
     PaddedInput,
-    WindowGeometry,
+    node_geometry,
     activation_bounds,
     filled,
     make_clamp,
@@ -102,12 +102,7 @@ class Pool2D(CpuKernel):
         self.saturating = (max(low, -FLT_MAX), min(high, FLT_MAX))
         if params.filter_height <= 0 or params.filter_width <= 0:
             raise self.unsupported(f"filter size must be positive, got {[params.filter_height, params.filter_width]}")
-        try:
-            geometry = WindowGeometry.of(
-                x.shape, (params.filter_height, params.filter_width), params.padding, (params.stride_h, params.stride_w)
-            )
-        except ValueError as error:
-            raise self.unsupported(str(error)) from None
+        geometry = node_geometry(self, x.shape, (params.filter_height, params.filter_width))
         self.outputs[0].resize((*geometry.output_shape, geometry.channels))
 
         self.geometry = geometry

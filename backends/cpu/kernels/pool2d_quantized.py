@@ -31,7 +31,7 @@ import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
 from backends.cpu.kernels._quantized_window import _clip
-from backends.cpu.kernels._window import PaddedInput, WindowGeometry, window_view
+from backends.cpu.kernels._window import PaddedInput, node_geometry, window_view
 from backends.cpu.quantization import activation_range_quantized, exact_float_dtype, is_quantized
 from schema.enums import BuiltinOperator, TensorType
 
@@ -74,12 +74,7 @@ class QuantizedPool2D(CpuKernel):
         params = self.params
         if params.filter_height <= 0 or params.filter_width <= 0:
             raise self.unsupported(f"filter size must be positive, got {[params.filter_height, params.filter_width]}")
-        try:
-            geometry = WindowGeometry.of(
-                x.shape, (params.filter_height, params.filter_width), params.padding, (params.stride_h, params.stride_w)
-            )
-        except ValueError as error:
-            raise self.unsupported(str(error)) from None
+        geometry = node_geometry(self, x.shape, (params.filter_height, params.filter_width))
         out.resize((*geometry.output_shape, geometry.channels))
         self.geometry = geometry
         self.low, self.high = activation_range_quantized(params.fused_activation_function, s_out, z_out, out.dtype)
