@@ -25,6 +25,9 @@ class Context:
 
     #: The subgraph's tensors, indexed as in the model file.
     tensors: Sequence["RuntimeTensor"]
+    #: The subgraph's input and output tensors (what the caller writes and reads).
+    inputs: Sequence[int]
+    outputs: Sequence[int]
 
     @property
     def execution_plan(self) -> list[int]:

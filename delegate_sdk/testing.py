@@ -206,17 +206,27 @@ def _random_inputs(interpreter, seed: int) -> list[np.ndarray]:
 
 
 def run_model(model: bytes, inputs: Sequence[np.ndarray], delegates: Sequence[Delegate] = ()) -> tuple[list[np.ndarray], Any]:
-    """Outputs of the main subgraph, and the interpreter (to read its delegation report)."""
+    """Outputs of the main subgraph after one invoke, and the interpreter (to read its
+    delegation report)."""
+    interpreter = _interpreter(model, delegates)
+    return _invoke(interpreter, inputs), interpreter
+
+
+def _interpreter(model: bytes, delegates: Sequence[Delegate] = ()) -> Any:
     from interpreter import Interpreter  # a test tool may run models
 
     interpreter = Interpreter(model_content=model)
     for delegate in delegates:
         interpreter.modify_graph_with_delegate(delegate)
     interpreter.allocate_tensors()
+    return interpreter
+
+
+def _invoke(interpreter: Any, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     for detail, value in zip(interpreter.get_input_details(), inputs):
         interpreter.set_tensor(detail["index"], value)
     interpreter.invoke()
-    return [interpreter.get_tensor(d["index"]) for d in interpreter.get_output_details()], interpreter
+    return [interpreter.get_tensor(d["index"]) for d in interpreter.get_output_details()]
 
 
 def assert_matches_cpu(
@@ -227,29 +237,37 @@ def assert_matches_cpu(
     atol: float = 1e-6,
     seed: int = 0,
     require_delegation: bool = True,
+    invokes: int = 3,
 ) -> Any:
-    """Run ``model`` on the CPU alone and with the delegate(s); outputs must agree.
+    """Run ``model`` on the CPU alone and with the delegate(s), ``invokes`` times with new
+    input values each time; the outputs must agree at every invoke.
 
+    A delegate's later invokes often take other paths than its first (a CUDA graph
+    captured at the second and replayed from the third, cached buffers), so one invoke
+    proves little. ``inputs`` are the first invoke's (default: random); invoke ``k``
+    uses them rolled by ``k`` places (same values, other positions), or new random ones.
     With ``require_delegation`` (the default) at least one node must have been delegated,
     so the comparison cannot pass vacuously. Returns the delegated interpreter.
     """
     delegates = make_delegates()
     delegates = list(delegates) if isinstance(delegates, (list, tuple)) else [delegates]
-    if inputs is None:
-        from interpreter import Interpreter
-
-        inputs = _random_inputs(Interpreter(model_content=model), seed)
-    expected, _ = run_model(model, inputs)
-    got, interpreter = run_model(model, inputs, delegates)
+    cpu, delegated = _interpreter(model), _interpreter(model, delegates)
     if require_delegation:
-        assert any(p.delegated for p in interpreter.node_placements()), "no node was delegated"
-    for i, (g, e) in enumerate(zip(got, expected)):
-        assert g.shape == e.shape and g.dtype == e.dtype, f"output {i}: {g.dtype}{g.shape} vs CPU {e.dtype}{e.shape}"
-        if e.dtype.kind == "f":
-            np.testing.assert_allclose(g, e, rtol=rtol, atol=atol, err_msg=f"output {i}")
+        assert any(p.delegated for p in delegated.node_placements()), "no node was delegated"
+    for k in range(invokes):
+        if inputs is None:
+            values = _random_inputs(cpu, seed + k)
         else:
-            np.testing.assert_array_equal(g, e, err_msg=f"output {i}")
-    return interpreter
+            values = [np.roll(np.asarray(x), k * 7) for x in inputs]
+        expected, got = _invoke(cpu, values), _invoke(delegated, values)
+        for i, (g, e) in enumerate(zip(got, expected)):
+            where = f"invoke {k + 1}, output {i}"
+            assert g.shape == e.shape and g.dtype == e.dtype, f"{where}: {g.dtype}{g.shape} vs CPU {e.dtype}{e.shape}"
+            if e.dtype.kind == "f":
+                np.testing.assert_allclose(g, e, rtol=rtol, atol=atol, err_msg=where)
+            else:
+                np.testing.assert_array_equal(g, e, err_msg=where)
+    return delegated
 
 
 # -- a reference delegate ---------------------------------------------------------------------------

@@ -3,25 +3,41 @@
 >>> interpreter.modify_graph_with_delegate(GpuDelegate())            # a real GPU (device 0)
 >>> interpreter.modify_graph_with_delegate(GpuDelegate(device="host"))  # host emulation, by name
 
-Every partition becomes one delegate node with a device plan: constants uploaded once at
-prepare (in the layout each op wants), inputs uploaded and outputs downloaded once per
-invoke, every tensor inside the partition kept on the device. On a CUDA device the ops run
-on the delegate's own stream with CuPy's memory pool, and repeated invokes replay a
-captured CUDA graph when CuPy can capture the partition.
+Every partition becomes one delegate node with a device plan, made at prepare:
+
+- constants (and the outputs of nodes folded at prepare) are uploaded once, each only
+  if an op reads it from the device, in the layout that op wants; they never travel again;
+- each runtime input has a device buffer and a pinned host staging buffer, and each
+  output the CPU side or the caller reads a pinned staging buffer: an invoke copies the
+  inputs in, runs the ops, copies the outputs out, all queued on the delegate's stream,
+  then synchronizes once;
+- an output that only other partitions of the same delegate read never leaves the
+  device: the producing partition copies it into a device buffer it owns, which the
+  consuming partitions read in place of an upload;
+- from the second invoke on (the first warms up CuPy's kernel caches and cuBLAS), the
+  ops are captured once as a CUDA graph, into a memory pool that only the graph uses and
+  that the partition keeps, and each invoke replays it: no allocation, one launch.
+
+All of it runs inside ``device.active()``: the delegate's device current, its stream
+current, its pool allocating. The per-invoke and per-partition counters (launches,
+transfers, synchronizations, allocations, graph replays, device time) are in
+:meth:`GpuDelegate.partition_stats`.
 """
 
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from backends.gpu.device import Device, open_device
+from backends.gpu.device import Device, DeviceCounters, open_device
 from backends.gpu.ops import gpu_op_classes, gpu_support_table
 from backends.gpu.ops.base import GpuOp
 from delegate_sdk.delegate import DelegateKernel, DelegateParams, SimpleDelegate
 from delegate_sdk.node import Node
+from schema.enums import builtin_operator_name
 
 PRECISIONS = {"float32": np.float32, "float16": np.float16}
 
@@ -30,13 +46,14 @@ class GpuDelegate(SimpleDelegate):
     """The CuPy GPU delegate.
 
     Args:
-      device: CUDA device id, or ``"host"`` to emulate the device with numpy (asked for by
-        name; without it, a machine with no usable GPU raises ``GpuUnavailableError``).
+      device: CUDA device id, ``"host"`` to emulate the device with numpy (asked for by
+        name; without it, a machine with no usable GPU raises ``GpuUnavailableError``), or
+        a ``Device`` (``backends.gpu.device.emulated_cuda_device()`` in tests).
       precision: ``"float32"``, or ``"float16"`` (float16 storage, float32 accumulation).
       max_delegated_partitions, min_nodes_per_partition, excluded_ops, version_caps: as
         ``SimpleDelegate``; ``version_caps={BuiltinOperator.DEPTHWISE_CONV_2D: 1}`` behaves
         like a delegate that predates dilation.
-      cuda_graphs: replay a captured CUDA graph for repeated invokes (real devices only).
+      cuda_graphs: from the second invoke on, replay each partition as a captured CUDA graph.
     """
 
     name = "GpuDelegate"
@@ -44,7 +61,7 @@ class GpuDelegate(SimpleDelegate):
 
     def __init__(
         self,
-        device: int | str = 0,
+        device: int | str | Device = 0,
         precision: str = "float32",
         *,
         max_delegated_partitions: int = 0,
@@ -64,15 +81,33 @@ class GpuDelegate(SimpleDelegate):
         self.precision = precision
         self.storage = np.dtype(PRECISIONS[precision])
         self.device: Device = open_device(device)
-        self.cuda_graphs = cuda_graphs and not self.device.is_host
+        self.cuda_graphs = cuda_graphs
         self.op_classes = gpu_op_classes()
         self.support_table = gpu_support_table()
         self.kernels: list[GpuPartitionKernel] = []
+        #: (subgraph, tensor) -> the device buffer a partition hands to later partitions.
+        self.handoffs: dict[tuple[int, int], Any] = {}
 
     @property
-    def transfers(self):
-        """Host<->device traffic so far (uploads, downloads, bytes)."""
-        return self.device.transfers
+    def transfers(self) -> DeviceCounters:
+        """Everything asked of the device so far, prepare included (uploads, downloads,
+        bytes, launches, synchronizations, allocations, graph replays)."""
+        return self.device.counters
+
+    @property
+    def counters(self) -> DeviceCounters:
+        return self.device.counters
+
+    def last_invoke(self) -> DeviceCounters:
+        """What the last invoke asked of the device, over all partitions."""
+        total = DeviceCounters()
+        for kernel in self.kernels:
+            total.add(kernel.last_invoke)
+        return total
+
+    def partition_stats(self) -> list["PartitionStats"]:
+        """Per partition: its nodes, its last invoke's counters and device time, its totals."""
+        return [kernel.stats(i) for i, kernel in enumerate(self.kernels)]
 
     def node_rejection_reason(self, context, node: Node, registration) -> str | None:
         op_class = self.op_classes[registration.builtin_code]
@@ -95,6 +130,20 @@ class GpuDelegate(SimpleDelegate):
         return f"GpuDelegate(device={self.device.name!r}, precision={self.precision!r})"
 
 
+@dataclass
+class PartitionStats:
+    """One partition's numbers, for reports (``litedelegate bench``, the device check)."""
+
+    partition: int
+    nodes: tuple[int, ...]
+    last_invoke: DeviceCounters
+    total: DeviceCounters
+    invokes: int
+    device_ms: float | None  # the last invoke's ops, between two CUDA events
+    graph: str  # "replaying", "not captured yet", "off", or why capture failed
+    graph_nodes: int
+
+
 class GpuPartitionKernel(DelegateKernel):
     """One GPU partition: its ops, its device-resident constants, its plan."""
 
@@ -103,89 +152,174 @@ class GpuPartitionKernel(DelegateKernel):
         self.delegate: GpuDelegate = params.delegate
         self.device = self.delegate.device
         self.inner = [context.get_node_and_registration(i) for i in params.nodes_to_replace]
+        self.total = DeviceCounters()
+        self.last_invoke = DeviceCounters()
+        self.device_ms: float | None = None
         self.graph = None
+        self.graph_failure: str | None = None
         self.invokes = 0
 
+    # -- prepare ---------------------------------------------------------------------------------
     def prepare(self, context, node: Node) -> None:
         # Shapes: the CPU kernels' prepare propagates them (and folds constant nodes).
         for inner, registration in self.inner:
             if registration.prepare is not None:
                 registration.prepare(context, inner)
         tensors = context.tensors
+        device, storage = self.device, self.delegate.storage
+        self._drop_graph()
+        self.steps: list[tuple[GpuOp, Node, list[int], str]] = []
         self.constants: dict[int, Any] = {}
-        self.steps: list[tuple[GpuOp, Node]] = []
-        for inner, registration in self.inner:
-            outputs = [tensors[t] for t in inner.outputs]
-            if outputs and all(t.is_constant for t in outputs):
-                for tensor in outputs:  # folded at prepare: a constant like any other
-                    self.constants[tensor.index] = self._upload_constant(tensor)
-                continue
-            op_class = self.delegate.op_classes[registration.builtin_code]
-            op = op_class(self.device, inner, registration.builtin_code, registration.version, tensors, self.delegate.storage)
-            op.prepare()
-            self.steps.append((op, inner))
-            for t in inner.inputs:
-                if t >= 0 and tensors[t].is_constant and t not in self.constants:
-                    self.constants[t] = self._upload_constant(tensors[t])
-        self.runtime_inputs = [t for t in node.inputs if not tensors[t].is_constant]
-        self.graph = None
-        self.invokes = 0
+        with device.active(), device.counting(self.total):
+            for inner, registration in self.inner:
+                if inner.outputs and all(tensors[t].is_constant for t in inner.outputs):
+                    continue  # folded at prepare: its outputs are constants like any other
+                op_class = self.delegate.op_classes[registration.builtin_code]
+                op = op_class(device, inner, registration.builtin_code, registration.version, tensors, storage)
+                label = f"{builtin_operator_name(registration.builtin_code)} v{registration.version} (node {inner.index})"
+                with device.labelled(label):
+                    op.prepare()
+                    reads = op.device_inputs()
+                    for position in reads:
+                        t = inner.inputs[position]
+                        if tensors[t].is_constant and t not in self.constants:
+                            self.constants[t] = self._upload_constant(tensors[t])
+                self.steps.append((op, inner, reads, label))
+            handoffs = self.delegate.handoffs
+            self.handed_in = {
+                t: handoffs[(id(context), t)] for t in node.inputs if (id(context), t) in handoffs and self._read_on_device(t)
+            }
+            self.runtime_inputs = [
+                t for t in node.inputs if not tensors[t].is_constant and t not in self.handed_in and self._read_on_device(t)
+            ]
+            # What leaves the device: outputs the CPU side or the caller reads. A folded
+            # constant is on the host already; an output only later GPU partitions read
+            # stays on the device.
+            outputs = [t for t in node.outputs if not tensors[t].is_constant]
+            device_only = self._read_only_by_this_delegate(context, outputs)
+            self.downloads = [t for t in outputs if t not in device_only]
+            self.handed_out = {t: device.xp.empty(tensors[t].shape, dtype=self._dtype(tensors[t])) for t in device_only}
+            handoffs.update({(id(context), t): buffer for t, buffer in self.handed_out.items()})
+            self.input_buffers = {t: device.xp.empty(tensors[t].shape, dtype=self._dtype(tensors[t])) for t in self.runtime_inputs}
+        self.input_staging = {t: device.empty_pinned(tensors[t].shape, self._dtype(tensors[t])) for t in self.runtime_inputs}
+        self.output_staging = {t: device.empty_pinned(tensors[t].shape, storage) for t in self.downloads}
+
+    def _read_only_by_this_delegate(self, context, outputs: list[int]) -> set[int]:
+        """The outputs that no CPU node and not the caller reads: every consumer is a
+        partition of this delegate, and the tensor is not a subgraph output."""
+        caller_reads = set(getattr(context, "outputs", None) or outputs)
+        consumers: dict[int, list[Node]] = {t: [] for t in outputs}
+        for index in context.execution_plan:
+            other = context.get_node_and_registration(index)[0]
+            for t in other.inputs:
+                if t in consumers:
+                    consumers[t].append(other)
+        return {
+            t for t, nodes in consumers.items()
+            if nodes and t not in caller_reads and all(n.delegate is self.delegate for n in nodes)
+        }
+
+    def _read_on_device(self, tensor: int) -> bool:
+        return any(inner.inputs[p] == tensor for _, inner, reads, _ in self.steps for p in reads)
+
+    def _dtype(self, tensor) -> np.dtype:
+        return self.delegate.storage if tensor.dtype.kind == "f" else tensor.dtype
 
     def _upload_constant(self, tensor) -> Any:
-        """Float constants in the storage dtype; integer ones (paddings, axes) as they are."""
-        dtype = self.delegate.storage if tensor.data.dtype.kind == "f" else None
-        return self.device.upload(tensor.data, dtype=dtype)
+        """Float constants in the storage dtype; integer ones as they are."""
+        return self.device.upload(tensor.data, dtype=self._dtype(tensor))
 
+    # -- invoke ----------------------------------------------------------------------------------
     def eval(self, context, node: Node) -> None:
         tensors = context.tensors
-        if self.graph is not None:
-            self._replay(tensors)
-            return
-        values = dict(self.constants)
-        for t in self.runtime_inputs:
-            values[t] = self.device.upload(tensors[t].data, dtype=self.delegate.storage)
-        self._run_ops(values)
-        for t in node.outputs:
-            self.device.download(values[t], tensors[t].data)
-        self.device.synchronize()
+        device = self.device
+        invoke = DeviceCounters()
+        with device.active(), device.counting(invoke), device.counting(self.total):
+            for t, staging in self.input_staging.items():
+                staging[...] = tensors[t].data  # (float32 -> float16 here, for float16 storage)
+                device.upload_into(self.input_buffers[t], staging)
+            if self.graph is None and self.delegate.cuda_graphs and self.invokes >= 1 and self.graph_failure is None:
+                self._capture()
+            start = device.event()
+            if self.graph is not None:
+                device.launch_graph(self.graph, self.graph_nodes)
+                results = self.graph_outputs
+            else:
+                values = self._run_ops(self._inputs())
+                results = {t: values[t] for t in self.downloads}
+            end = device.event()
+            for t in self.downloads:
+                device.download_async(results[t], self.output_staging[t])
+            device.synchronize()
+        for t in self.downloads:
+            tensors[t].data[...] = self.output_staging[t]
+        self.device_ms = device.elapsed_ms(start, end)
+        self.last_invoke = invoke
         self.invokes += 1
-        if self.delegate.cuda_graphs and self.invokes == 2:
-            self._capture(values)
 
-    def _run_ops(self, values: dict[int, Any]) -> None:
-        for op, inner in self.steps:
-            results = op.run([values[t] if t >= 0 else None for t in inner.inputs])
+    def _inputs(self) -> dict[int, Any]:
+        return {**self.constants, **self.handed_in, **self.input_buffers}
+
+    def _run_ops(self, values: dict[int, Any]) -> dict[int, Any]:
+        """The partition's ops, then the copies into the buffers later partitions read."""
+        device = self.device
+        for op, inner, reads, label in self.steps:
+            args: list[Any] = [None] * len(inner.inputs)
+            for position in reads:
+                args[position] = values[inner.inputs[position]]
+            with device.labelled(label):
+                results = op.run(args)
             values.update(zip(inner.outputs, results))
+        with device.labelled("hand-off to a later partition"):
+            for t, buffer in self.handed_out.items():
+                buffer[...] = values[t]
+        return values
 
-    # -- CUDA graphs (real devices only) -------------------------------------------------------
-    def _capture(self, values: dict[int, Any]) -> None:
-        """Capture the partition's ops on the delegate's stream, reading fixed input buffers."""
-        stream = self.device.stream
-        self.graph_inputs = {t: values[t] for t in self.runtime_inputs}
-        captured = dict(values)
+    # -- CUDA graphs -----------------------------------------------------------------------------
+    def _capture(self) -> None:
+        """Capture the ops once, reading the fixed input buffers, into a pool that only the
+        graph uses (every intermediate the graph writes stays the graph's)."""
+        device = self.device
+        xp, stream = device.xp, device.stream
+        pool = xp.cuda.MemoryPool()
+        values = self._inputs()
         try:
-            with self.device.cuda_device:
+            with xp.cuda.using_allocator(pool.malloc):
                 stream.begin_capture()
                 try:
-                    with stream:
-                        self._run_ops(captured)
+                    self._run_ops(values)
                 finally:
                     graph = stream.end_capture()
-        except Exception as error:  # some ops cannot be captured (host syncs): stay eager
-            warnings.warn(f"GpuDelegate: CUDA graph capture failed, running eagerly ({error})", RuntimeWarning)
-            self.delegate.cuda_graphs = False
+        except Exception as error:
+            from backends.gpu.emulation import EmulatedDeviceError
+
+            if isinstance(error, EmulatedDeviceError):
+                raise  # a bug the emulated device caught, not a capture limitation
+            self.graph_failure = f"{type(error).__name__}: {error}"
+            warnings.warn(f"GpuDelegate: CUDA graph capture failed, this partition runs eagerly ({self.graph_failure})", RuntimeWarning)
             return
         self.graph = graph
-        self.graph_outputs = {t: captured[t] for t in self.params.output_tensors}
+        self.graph_pool = pool  # the graph's memory: kept as long as the graph
+        self.graph_outputs = {t: values[t] for t in self.downloads}
+        self.graph_nodes = device.graph_node_count(graph)
 
-    def _replay(self, tensors) -> None:
-        for t, buffer in self.graph_inputs.items():
-            self.device.transfers.uploads += 1
-            self.device.transfers.upload_bytes += tensors[t].data.nbytes
-            with self.device.cuda_device:
-                buffer.set(np.ascontiguousarray(tensors[t].data, dtype=buffer.dtype), stream=self.device.stream)
-        with self.device.cuda_device:
-            self.graph.launch(stream=self.device.stream)
-        for t, value in self.graph_outputs.items():
-            self.device.download(value, tensors[t].data)
-        self.device.synchronize()
+    def _drop_graph(self) -> None:
+        self.graph = None
+        self.graph_pool = None
+        self.graph_outputs = {}
+        self.graph_nodes = 0
+        self.graph_failure = None
+        self.invokes = 0
+
+    # -- reports ---------------------------------------------------------------------------------
+    def stats(self, partition: int) -> PartitionStats:
+        if not self.delegate.cuda_graphs:
+            graph = "off"
+        elif self.graph_failure:
+            graph = f"capture failed: {self.graph_failure}"
+        else:
+            graph = "replaying" if self.graph is not None else "not captured yet"
+        return PartitionStats(
+            partition, tuple(self.params.nodes_to_replace), self.last_invoke, self.total, self.invokes,
+            self.device_ms, graph, self.graph_nodes,
+        )

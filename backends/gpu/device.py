@@ -1,15 +1,23 @@
-"""Devices the GPU delegate runs on: a CUDA device through CuPy, or the host ("host"
-emulation, numpy), which a user must ask for by name.
+"""Devices the GPU delegate runs on: a CUDA device through CuPy, or the emulated machine
+(``backends/gpu/emulation.py``) standing in for one.
 
-``open_device(0)`` never pretends: without cupy, a driver, a device or NVRTC it raises
-:class:`GpuUnavailableError` with one message saying what is missing.
+``open_device(0)`` never pretends: without cupy, a driver, a device, NVRTC or cuBLAS it
+raises :class:`GpuUnavailableError` with one message saying what is missing and what to
+do. ``open_device("host")`` is host emulation, which a user asks for by name: numpy
+under CUDA's rules (streams, pools, graphs), the ops taking their numpy branch.
+
+Everything the delegate does on a device goes through one :class:`Device`, inside
+``device.active()``: the device is current, the delegate's own non-blocking stream is
+the current stream, and allocations come from the delegate's own memory pool (counted).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import contextlib
+import re
+from dataclasses import dataclass, fields
 from types import ModuleType
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -21,120 +29,230 @@ class GpuUnavailableError(RuntimeError):
 
 
 @dataclass
-class TransferCounts:
-    """Host<->device traffic, counted by the device (tests and benchmarks read it)."""
+class DeviceCounters:
+    """What the delegate asked of a device: per invoke, per partition, or in total.
 
+    ``kernel_launches`` are kernels launched one by one from the host (eager ops); a graph
+    replay is one ``graph_replays`` that runs ``graph_nodes`` operations (kernels, copies,
+    memsets). A real device reports eager launches as 0 (CuPy does not count them;
+    ``Device.counts_launches``); the emulated machine counts them all.
+    """
+
+    kernel_launches: int = 0
+    graph_replays: int = 0
+    graph_nodes: int = 0
     uploads: int = 0
-    downloads: int = 0
     upload_bytes: int = 0
+    downloads: int = 0
     download_bytes: int = 0
+    synchronizations: int = 0
+    pool_allocations: int = 0
+
+    def add(self, other: "DeviceCounters") -> None:
+        for field in fields(self):
+            setattr(self, field.name, getattr(self, field.name) + getattr(other, field.name))
+
+    def as_dict(self) -> dict[str, int]:
+        return {field.name: getattr(self, field.name) for field in fields(self)}
+
+    @property
+    def transfer_bytes(self) -> int:
+        return self.upload_bytes + self.download_bytes
+
+
+#: The old name of the counters (uploads, downloads, upload_bytes, download_bytes).
+TransferCounts = DeviceCounters
 
 
 class Device:
-    """Where GPU-delegate arrays live. ``xp`` is the array namespace (cupy or numpy)."""
+    """One CUDA device as the delegate uses it: its CuPy (real or emulated), one
+    non-blocking stream, a memory pool of its own, compiled modules, counters.
 
-    name: str
-    xp: ModuleType
-    is_host: bool
+    ``is_host``: host emulation, where the ops take their numpy branch; otherwise the ops
+    use the hand-written CUDA kernels (``cuda/*.cu``) and CuPy's.
+    """
 
-    def __init__(self) -> None:
-        self.transfers = TransferCounts()
-
-    def upload(self, array: np.ndarray, dtype: Any = None) -> Any:
-        """Copy a host array to the device (optionally converting its dtype)."""
-        array = np.ascontiguousarray(array if dtype is None else np.asarray(array, dtype=dtype))
-        self.transfers.uploads += 1
-        self.transfers.upload_bytes += array.nbytes
-        return self._to_device(array)
-
-    def download(self, array: Any, out: np.ndarray) -> None:
-        """Copy a device array into the host array ``out`` (converting dtype if needed)."""
-        self.transfers.downloads += 1
-        self.transfers.download_bytes += out.nbytes
-        out[...] = self._to_host(array)
-
-    def _to_device(self, array: np.ndarray) -> Any:
-        raise NotImplementedError
-
-    def _to_host(self, array: Any) -> np.ndarray:
-        raise NotImplementedError
-
-    def synchronize(self) -> None:
-        return None
-
-
-class HostDevice(Device):
-    """numpy standing in for the device: everything but the hardware runs for real."""
-
-    name = "host"
-    is_host = True
-    xp = np
-
-    def _to_device(self, array: np.ndarray) -> np.ndarray:
-        return array.copy()
-
-    def _to_host(self, array: np.ndarray) -> np.ndarray:
-        return array
-
-
-class CudaDevice(Device):
-    """A CUDA device through CuPy: its memory pool and one stream per delegate."""
-
-    is_host = False
-
-    def __init__(self, device_id: int, cupy: ModuleType) -> None:
-        super().__init__()
+    def __init__(self, cupy: ModuleType, device_id: int, *, name: str, is_host: bool = False) -> None:
         self.xp = cupy
-        self.device_id = device_id
+        self.id = device_id
+        self.name = name
+        self.is_host = is_host
+        self.emulated = hasattr(cupy, "machine")
+        self.counts_launches = self.emulated
         self.cuda_device = cupy.cuda.Device(device_id)
         with self.cuda_device:
             self.stream = cupy.cuda.Stream(non_blocking=True)
-        self.name = f"cuda:{device_id} ({cupy.cuda.runtime.getDeviceProperties(device_id)['name'].decode()})"
+            self.pool = cupy.cuda.MemoryPool()
+        self.counters = DeviceCounters()  # everything, prepare included
+        self._counting: list[DeviceCounters] = [self.counters]
+        self._modules: dict[str, Any] = {}
 
-    def _to_device(self, array: np.ndarray) -> Any:
-        with self.cuda_device, self.stream:
-            return self.xp.asarray(array)
+    def __repr__(self) -> str:
+        return f"Device({self.name!r})"
 
-    def _to_host(self, array: Any) -> np.ndarray:
-        with self.cuda_device, self.stream:
-            return self.xp.asnumpy(array, stream=self.stream)
+    # -- context -----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def active(self) -> Iterator["Device"]:
+        """This device current, the delegate's stream current, the delegate's pool allocating."""
+        with self.cuda_device, self.stream, self.xp.cuda.using_allocator(self._malloc):
+            yield self
+
+    @contextlib.contextmanager
+    def counting(self, counters: DeviceCounters) -> Iterator[DeviceCounters]:
+        """Also count what happens inside into ``counters`` (kernel launches: emulation only)."""
+        launches = self._launches()
+        self._counting.append(counters)
+        try:
+            yield counters
+        finally:
+            del self._counting[next(i for i, c in enumerate(self._counting) if c is counters)]
+            counters.kernel_launches += self._launches() - launches
+
+    def _launches(self) -> int:
+        return self.xp.machine.stats.launches if self.emulated else 0
+
+    def _count(self, name: str, amount: int = 1) -> None:
+        for counters in self._counting:
+            setattr(counters, name, getattr(counters, name) + amount)
+
+    def labelled(self, label: str) -> Any:
+        """Name the work inside (the emulated machine's error messages say it)."""
+        return self.xp.machine.labelled(label) if self.emulated else contextlib.nullcontext()
+
+    def _malloc(self, nbytes: int) -> Any:
+        self._count("pool_allocations")
+        return self.pool.malloc(nbytes)
+
+    # -- memory and transfers (inside active()) ----------------------------------------------
+    def upload(self, array: np.ndarray, dtype: Any = None) -> Any:
+        """A new device array holding ``array`` (converted to ``dtype`` on the host)."""
+        host = np.ascontiguousarray(array if dtype is None else np.asarray(array, dtype=dtype))
+        device_array = self.xp.empty(host.shape, dtype=host.dtype)
+        self.upload_into(device_array, host)
+        return device_array
+
+    def upload_into(self, device_array: Any, host: np.ndarray) -> None:
+        """Copy ``host`` into an existing device array, on the delegate's stream (pinned
+        ``host``: asynchronously)."""
+        self._count("uploads")
+        self._count("upload_bytes", device_array.nbytes)
+        device_array.set(host, stream=self.stream)
+
+    def empty_pinned(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        """A host array in page-locked memory (staging for asynchronous copies)."""
+        dtype = np.dtype(dtype)
+        nbytes = max(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize, 1)
+        return np.ndarray(shape, dtype=dtype, buffer=self.xp.cuda.alloc_pinned_memory(nbytes))
+
+    def download_async(self, device_array: Any, pinned: np.ndarray) -> None:
+        """Queue a copy into ``pinned`` on the delegate's stream; it is there after
+        :meth:`synchronize`."""
+        self._count("downloads")
+        self._count("download_bytes", pinned.nbytes)
+        device_array.get(stream=self.stream, out=pinned, blocking=False)
 
     def synchronize(self) -> None:
+        """Wait for everything queued on the delegate's stream."""
+        self._count("synchronizations")
         self.stream.synchronize()
 
+    # -- kernels and graphs ------------------------------------------------------------------
+    def module(self, source: str) -> Any:
+        """The shipped ``.cu`` file ``source`` compiled for this device, once per device."""
+        module = self._modules.get(source)
+        if module is None:
+            from backends.gpu.cuda.sources import CUPY_OPTIONS, read_source
 
-def open_device(device: int | str = 0) -> Device:
+            with self.cuda_device:
+                module = self._modules[source] = self.xp.RawModule(code=read_source(source), options=CUPY_OPTIONS)
+        return module
+
+    def event(self) -> Any:
+        """A CUDA event recorded now on the delegate's stream (for timing)."""
+        event = self.xp.cuda.Event()
+        event.record(self.stream)
+        return event
+
+    def elapsed_ms(self, start: Any, end: Any) -> float:
+        return float(self.xp.cuda.get_elapsed_time(start, end))
+
+    def launch_graph(self, graph: Any, kernels: int) -> None:
+        self._count("graph_replays")
+        self._count("graph_nodes", kernels)
+        graph.launch(stream=self.stream)
+
+    @staticmethod
+    def graph_node_count(graph: Any) -> int:
+        """The nodes of a captured graph, counted in CUDA's DOT description of it (each
+        node is one line ``"<name>"[...]``); 0 where CuPy cannot describe graphs."""
+        try:
+            dot = graph.debug_dot_str()
+        except Exception:  # an old CuPy without debug_dot_str
+            return 0
+        return len(re.findall(r'^\s*"[^"]+"\s*\[', dot, flags=re.MULTILINE))
+
+
+def open_device(device: int | str | Device = 0) -> Device:
     """The device for ``GpuDelegate(device=...)``: an int is a CUDA device id, ``"host"``
-    is numpy emulation.
+    is host emulation, a :class:`Device` is used as it is.
+
+    A CUDA device is probed once when opened (allocate, compile and launch a tiny kernel,
+    a cuBLAS call), so that a broken install fails here with its cause, not at the first
+    invoke.
 
     Raises:
-      GpuUnavailableError: cupy is not installed, there is no driver, no device, or no NVRTC.
+      GpuUnavailableError: cupy is not installed, or no driver, device, NVRTC or cuBLAS.
     """
+    if isinstance(device, Device):
+        return device
     if device == HOST:
-        return HostDevice()
+        from backends.gpu.emulation import EmulatedCupy
+
+        # The ops' numpy branch is not CuPy's, so CuPy's own capture limits do not apply to it.
+        return Device(EmulatedCupy(device_name="host emulation", cupy_library_rules=False), 0, name=HOST, is_host=True)
     if not isinstance(device, int) or isinstance(device, bool) or device < 0:
-        raise ValueError(f"device must be a CUDA device id (int >= 0) or {HOST!r}, got {device!r}")
+        raise ValueError(f"device must be a CUDA device id (int >= 0), {HOST!r} or a Device, got {device!r}")
     cupy = _import_cupy()
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as error:  # cupy raises CUDARuntimeError subclasses
         raise GpuUnavailableError(
             f"no usable CUDA driver ({type(error).__name__}: {error}); install an NVIDIA driver that "
-            "matches cupy-cuda12x, or use GpuDelegate(device='host') for host emulation"
+            "matches your CuPy (cupy-cuda12x or cupy-cuda13x), or use GpuDelegate(device='host') for host emulation"
         ) from error
     if count == 0:
         raise GpuUnavailableError("no CUDA device found; use GpuDelegate(device='host') for host emulation")
     if device >= count:
         raise GpuUnavailableError(f"CUDA device {device} does not exist (this machine has {count})")
-    try:
-        from cupy_backends.cuda.libs import nvrtc
+    _probe_once(cupy, device)
+    name = cupy.cuda.runtime.getDeviceProperties(device)["name"]
+    name = name.decode() if isinstance(name, bytes) else str(name)
+    return Device(cupy, device, name=f"cuda:{device} ({name})")
 
-        nvrtc.getVersion()
-    except Exception as error:
-        raise GpuUnavailableError(
-            f"NVRTC is not available ({type(error).__name__}: {error}); pip install nvidia-cuda-nvrtc-cu12"
-        ) from error
-    return CudaDevice(device, cupy)
+
+_PROBED: set[tuple[int, int]] = set()
+
+
+def _probe_once(cupy: ModuleType, device_id: int) -> None:
+    key = (id(cupy), device_id)
+    if key in _PROBED:
+        return
+    from backends.gpu.probe import probe_cuda_device
+
+    probe_cuda_device(cupy, device_id)
+    _PROBED.add(key)
+
+
+def emulated_cuda_device(device_id: int = 0, device_count: int = 1) -> Device:
+    """Device ``device_id`` of a new emulated machine with ``device_count`` devices, run
+    the way a real GPU is: the ops take their CUDA branch (hand-written kernels through
+    the host shim, which needs g++), under the emulated machine's rules. Tests use it to
+    run, on a CPU, the code that a real device runs."""
+    from backends.gpu.emulation import EmulatedCupy
+
+    cupy = EmulatedCupy(device_count=device_count, device_name="emulated CUDA device")
+    _probe_once(cupy, device_id)
+    return Device(cupy, device_id, name=f"emulated cuda:{device_id}")
 
 
 def _import_cupy() -> ModuleType:
@@ -142,7 +260,12 @@ def _import_cupy() -> ModuleType:
         import cupy
     except ImportError as error:
         raise GpuUnavailableError(
-            "cupy is not installed: pip install 'litedelegate[gpu]' (cupy-cuda12x) on a machine with an "
-            "NVIDIA GPU, or use GpuDelegate(device='host') for host emulation"
+            "cupy is not installed: pip install 'litedelegate[gpu]' (cupy-cuda12x with the CUDA libraries) on a "
+            "machine with an NVIDIA GPU, or use GpuDelegate(device='host') for host emulation"
         ) from error
     return cupy
+
+
+def HostDevice() -> Device:  # noqa: N802 (the name of the class host emulation once was)
+    """Host emulation: the same as ``open_device("host")``."""
+    return open_device(HOST)

@@ -71,9 +71,12 @@ def main(args: argparse.Namespace) -> int:
     interpreter.allocate_tensors()
     set_inputs(interpreter, {}, args.seed)
 
-    interpreter.invoke_profiled()  # warm-up
+    device_stats = getattr(choice.delegate, "partition_stats", None)  # the GPU delegate's counters
+    for _ in range(2 if device_stats else 1):  # warm-up (the GPU delegate captures its graphs at invoke 2)
+        interpreter.invoke_profiled()
     steps: dict[int, dict[str, Any]] = {}
     totals = []
+    device_ms: dict[int, list[float]] = {}
     for _ in progress(range(args.runs), args.runs, "profiling"):
         total = 0.0
         for step in interpreter.invoke_profiled():
@@ -81,6 +84,9 @@ def main(args: argparse.Namespace) -> int:
             entry["times"].append(step["seconds"])
             total += step["seconds"]
         totals.append(total)
+        for stats in device_stats() if device_stats else ():
+            if stats.device_ms is not None:
+                device_ms.setdefault(stats.partition, []).append(stats.device_ms)
 
     step_rows = []
     for position, (index, entry) in enumerate(steps.items()):
@@ -104,6 +110,14 @@ def main(args: argparse.Namespace) -> int:
     ]
     for entry in (*ops, *partitions):
         entry["share"] = entry["median_ms"] / whole
+    for stats in device_stats() if device_stats else ():
+        if stats.partition < len(partitions):
+            partitions[stats.partition]["device"] = {
+                "device_ms_median": statistics.median(device_ms[stats.partition]) if device_ms.get(stats.partition) else None,
+                "graph": stats.graph,
+                "counts_launches": choice.delegate.device.counts_launches,
+                "last_invoke": stats.last_invoke.as_dict(),
+            }
 
     result: dict[str, Any] = {
         "model": loaded.label,
@@ -140,6 +154,7 @@ def main(args: argparse.Namespace) -> int:
             table.add(entry["partition"], entry["delegate"], entry["nodes"], f"{entry['median_ms']:.3f}", f"{100 * entry['share']:.1f}%")
         out.line()
         out.table(table)
+        _device_table(out, partitions)
     litert = result["litert"]
     if litert is not None:
         out.line()
@@ -157,6 +172,30 @@ def main(args: argparse.Namespace) -> int:
                     table.add(label, f"{entry['median_ms']:.3f}", f"{entry['ratio']:.2f}")
             out.table(table)
     return 0
+
+
+def _device_table(out: Any, partitions: list[dict[str, Any]]) -> None:
+    """The GPU delegate's counters for the last profiled invoke, per partition."""
+    rows = [p for p in partitions if "device" in p]
+    if not rows:
+        return
+    table = Table(
+        ["partition", "device ms", "graph", "launches", "graph replays/kernels", "uploads", "downloads", "bytes moved",
+         "syncs", "allocations"],
+        right=frozenset({"partition", "device ms", "launches", "uploads", "downloads", "bytes moved", "syncs", "allocations"}),
+        title="device counters per invoke (last run; launches: kernels launched one by one, counted on the emulated device only)",
+    )
+    for entry in rows:
+        device, last = entry["device"], entry["device"]["last_invoke"]
+        ms = device["device_ms_median"]
+        table.add(
+            entry["partition"], "" if ms is None else f"{ms:.3f}", device["graph"],
+            last["kernel_launches"] if device["counts_launches"] else "n/a",
+            f"{last['graph_replays']}/{last['graph_nodes']}", last["uploads"], last["downloads"],
+            last["upload_bytes"] + last["download_bytes"], last["synchronizations"], last["pool_allocations"],
+        )
+    out.line()
+    out.table(table)
 
 
 def _compare_litert(data: bytes, interpreter, runs: int, seed: int) -> dict[str, Any]:

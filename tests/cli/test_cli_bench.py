@@ -28,6 +28,16 @@ def test_a_delegated_model_is_profiled_per_partition(cli):
     assert data["ops"] == []
 
 
+def test_the_gpu_delegates_device_counters_are_shown_per_partition(cli):
+    result = cli("bench", DWCONV_DIL2, "--delegate", "gpu-host", "--runs", "3", "--json")
+    device = result.json()["partitions"][0]["device"]
+    assert device["graph"] == "replaying" and device["device_ms_median"] > 0
+    last = device["last_invoke"]  # after warm-up: one graph replay, the input up, the output down, one sync
+    assert (last["graph_replays"], last["uploads"], last["downloads"], last["synchronizations"], last["pool_allocations"]) == (1, 1, 1, 1, 0)
+    text = cli("bench", DWCONV_DIL2, "--delegate", "gpu-host", "--runs", "2").stdout
+    assert "device counters per invoke" in text and "replaying" in text
+
+
 def test_text_output_with_the_litert_comparison(cli):
     result = cli("bench", DWCONV_DIL2, "--runs", "3", "--compare-litert")
     assert result.returncode == 0, result.stderr

@@ -102,9 +102,7 @@ def test_depthwise_launch_config_covers_every_output_element_once():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("storage", [np.float32, np.float16], ids=["f32", "f16"])
-def test_rawmodule_launcher_matches_the_host_shim_on_a_device(storage):
-    import cupy
-
+def test_rawmodule_launcher_matches_the_host_shim_on_a_device(cuda_device, storage):
     from backends.gpu.cuda.host import run_depthwise_conv2d_host
     from backends.gpu.cuda.sources import DepthwiseConv2DCuda
 
@@ -112,26 +110,33 @@ def test_rawmodule_launcher_matches_the_host_shim_on_a_device(storage):
     x = rng.uniform(-2, 2, (2, 9, 8, 3)).astype(storage)
     w = rng.uniform(-1, 1, (1, 3, 3, 6)).astype(storage)
     b = rng.uniform(-1, 1, 6).astype(storage)
-    op = DepthwiseConv2DCuda(stride=(2, 1), dilation=(1, 2), padding=Padding.SAME, activation=Act.RELU6, storage=storage)
-    got = cupy.asnumpy(op(cupy.asarray(x), cupy.asarray(w), cupy.asarray(b)))
+    device = cuda_device()
+    with device.active():
+        op = DepthwiseConv2DCuda(
+            stride=(2, 1), dilation=(1, 2), padding=Padding.SAME, activation=Act.RELU6, storage=storage,
+            xp=device.xp, module=device.module("depthwise_conv2d.cu"),
+        )
+        got = op(device.upload(x), device.upload(w), device.upload(b)).get()
+        no_bias = op(device.upload(x), device.upload(w)).get()
     want = run_depthwise_conv2d_host(x, w, b, (2, 1), (1, 2), Padding.SAME, Act.RELU6, 2)
     tolerance = 1e-5 if storage == np.float32 else 2e-3
     np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=tolerance, atol=tolerance)
-    no_bias = cupy.asnumpy(op(cupy.asarray(x), cupy.asarray(w)))
     want_no_bias = run_depthwise_conv2d_host(x, w, None, (2, 1), (1, 2), Padding.SAME, Act.RELU6, 2)
     np.testing.assert_allclose(no_bias.astype(np.float32), want_no_bias.astype(np.float32), rtol=tolerance, atol=tolerance)
 
 
 @pytest.mark.gpu
-def test_bias_activation_launcher_matches_the_host_shim_on_a_device():
-    import cupy
-
+def test_bias_activation_launcher_matches_the_host_shim_on_a_device(cuda_device):
     from backends.gpu.cuda.host import run_bias_activation_host
     from backends.gpu.cuda.sources import BiasActivationCuda
 
     rng = np.random.default_rng(1)
     values = rng.uniform(-8, 8, (4, 5, 6, 7)).astype(np.float32)
     bias = rng.uniform(-2, 2, 7).astype(np.float32)
-    device_values = cupy.asarray(values)
-    BiasActivationCuda(Act.RELU6)(device_values, cupy.asarray(bias))
-    np.testing.assert_allclose(cupy.asnumpy(device_values), run_bias_activation_host(values, bias, Act.RELU6), rtol=1e-6)
+    device = cuda_device()
+    with device.active():
+        device_values = device.upload(values)
+        epilogue = BiasActivationCuda(Act.RELU6, xp=device.xp, module=device.module("bias_activation.cu"))
+        epilogue(device_values, device.upload(bias))
+        got = device_values.get()
+    np.testing.assert_allclose(got, run_bias_activation_host(values, bias, Act.RELU6), rtol=1e-6)

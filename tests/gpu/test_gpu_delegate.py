@@ -130,5 +130,5 @@ def test_tensors_inside_the_partition_have_no_cpu_memory():
 
 
 @pytest.mark.gpu
-def test_the_real_device_runs_the_example_model_like_the_cpu():
-    assert_matches_cpu(build_example_model(), lambda: GpuDelegate(device=0))
+def test_the_real_device_runs_the_example_model_like_the_cpu(cuda_device):
+    assert_matches_cpu(build_example_model(), lambda: GpuDelegate(device=cuda_device()), invokes=5)

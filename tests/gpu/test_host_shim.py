@@ -1,6 +1,7 @@
 """The delegate's CUDA kernels executed on the CPU through the host shim (g++ +
-``cuda_host.h``), compared with the project's CPU kernel; and the same kernels under
-AddressSanitizer, in a standalone executable."""
+``cuda_host.h``), compared with the project's CPU kernel; the shim punishing what a GPU
+punishes (races between blocks, reliance on block order, reading shared memory nobody
+wrote); and the same kernels under AddressSanitizer, in a standalone executable."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import itertools
 import os
 import subprocess
 import sys
+import time
 import types
 
 import numpy as np
@@ -337,6 +339,209 @@ def test_cooperative_syncthreads_does_not_wait_for_threads_that_returned():
 def test_syncthreads_without_cooperative_mode_fails_to_build_saying_why():
     with pytest.raises(HostShimError, match="needs the cooperative mode"):
         HostModule(BLOCK_SUM, "block_sum.cu", ["block_sum"])
+
+
+# -- what a GPU punishes: races between blocks, block order, uninitialized shared memory -----------
+
+RACY_SUM = r"""
+extern "C" __global__ void racy_sum(const float* x, float* out, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[0] += x[i];  // a read-modify-write that threads of other blocks interleave with
+}
+"""
+
+ATOMIC_SUM = r"""
+extern "C" __global__ void atomic_sum(const int* x, int* out, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) atomicAdd(out, x[i]);
+}
+"""
+
+SUM_THREADS, SUM_BLOCK = 100_000, 256
+SUM_GRID = (SUM_THREADS + SUM_BLOCK - 1) // SUM_BLOCK
+
+
+def racy_sum(x: np.ndarray) -> float:
+    out = np.zeros(1, np.float32)
+    kernel = HostModule(RACY_SUM, "racy_sum.cu", ["racy_sum"]).get_function("racy_sum")
+    kernel((SUM_GRID,), (SUM_BLOCK,), (x, out, np.int32(x.size)))
+    return float(out[0])
+
+
+def test_non_atomic_accumulation_from_many_blocks_loses_updates(monkeypatch):
+    monkeypatch.delenv("CUDA_HOST_WORKERS", raising=False)
+    x = np.ones(SUM_THREADS, np.float32)  # every partial sum is exact in float32: only lost updates differ
+    # Blocks overlap only while two cores are free for the workers (a launch takes ~1 ms). On a
+    # machine with a free core the first launch or two lose updates; while other processes
+    # hold the cores it can take a few hundred launches, hence a time budget, not a count.
+    deadline, launches = time.monotonic() + 10.0, 0
+    while True:
+        total, launches = racy_sum(x), launches + 1
+        if total != SUM_THREADS or time.monotonic() > deadline:
+            break
+    assert total < SUM_THREADS, f"{launches} launches of a racy kernel in 10 s all gave the exact sum"
+
+
+def test_with_one_worker_blocks_do_not_overlap_and_the_racy_sum_is_exact(monkeypatch):
+    monkeypatch.setenv("CUDA_HOST_WORKERS", "1")
+    x = np.ones(SUM_THREADS, np.float32)
+    assert [racy_sum(x) for _ in range(5)] == [SUM_THREADS] * 5
+
+
+def test_atomic_add_from_many_blocks_gives_the_exact_sum(monkeypatch):
+    monkeypatch.delenv("CUDA_HOST_WORKERS", raising=False)
+    kernel = HostModule(ATOMIC_SUM, "atomic_sum.cu", ["atomic_sum"]).get_function("atomic_sum")
+    x = np.random.default_rng(0).integers(-1000, 1000, SUM_THREADS).astype(np.int32)
+    for _ in range(5):
+        out = np.zeros(1, np.int32)
+        kernel((SUM_GRID,), (SUM_BLOCK,), (x, out, np.int32(x.size)))
+        assert out[0] == x.sum()
+
+
+BLOCK_ORDER = r"""
+extern "C" __global__ void block_order(int* count, int* order) {
+    if (threadIdx.x == 0) order[atomicAdd(count, 1)] = blockIdx.x;  // blocks, as they ran
+}
+"""
+
+ORDER_MODES = {"sequential-one-worker": False, "cooperative": True}
+
+
+def run_order(cooperative: bool, blocks: int = 64) -> tuple[list[int], int]:
+    """The order the blocks of one launch ran in, and the launch's seed."""
+    kernel = HostModule(BLOCK_ORDER, "block_order.cu", ["block_order"], cooperative=cooperative).get_function("block_order")
+    count, order = np.zeros(1, np.int32), np.full(blocks, -1, np.int32)
+    kernel((blocks,), (32,), (count, order))
+    return order.tolist(), kernel.last_seed
+
+
+@pytest.fixture(params=sorted(ORDER_MODES))
+def order_mode(request, monkeypatch):
+    # One worker: the order the atomic counter sees is the launcher's order, not a race.
+    monkeypatch.setenv("CUDA_HOST_WORKERS", "1")
+    monkeypatch.delenv("CUDA_HOST_SEED", raising=False)
+    return ORDER_MODES[request.param]
+
+
+def test_blocks_run_in_a_shuffled_order_that_changes_between_launches(order_mode):
+    first, first_seed = run_order(order_mode)
+    second, second_seed = run_order(order_mode)
+    assert sorted(first) == list(range(64)), "every block runs exactly once"
+    assert first != list(range(64))
+    assert first != second and first_seed != second_seed
+
+
+def test_a_fixed_cuda_host_seed_gives_the_same_block_order(order_mode, monkeypatch):
+    monkeypatch.setenv("CUDA_HOST_SEED", "1234")
+    first, seed = run_order(order_mode)
+    assert run_order(order_mode)[0] == first and seed == 1234
+    monkeypatch.setenv("CUDA_HOST_SEED", "1235")
+    assert run_order(order_mode)[0] != first
+
+
+def test_last_seed_replays_the_block_order_of_a_launch(order_mode, monkeypatch):
+    order, seed = run_order(order_mode)
+    monkeypatch.setenv("CUDA_HOST_SEED", str(seed))
+    assert run_order(order_mode)[0] == order
+
+
+@pytest.mark.parametrize("variable, value", [("CUDA_HOST_WORKERS", "0"), ("CUDA_HOST_WORKERS", "two"), ("CUDA_HOST_SEED", "-1")])
+def test_a_malformed_environment_variable_fails_the_launch_saying_which(monkeypatch, variable, value):
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(HostShimError, match=f"'{variable}': '{value}'"):
+        run_order(False)
+
+
+READ_BEFORE_WRITE = r"""
+extern "C" __global__ void read_before_write(unsigned int* ints_seen, float* floats_seen) {
+    __shared__ unsigned int ints[64];
+    __shared__ float floats[64];
+    const unsigned int t = threadIdx.x, i = blockIdx.x * blockDim.x + t;
+    ints_seen[i] = ints[t];  // nothing wrote them in this block
+    floats_seen[i] = floats[t];
+    ints[t] = blockIdx.x;  // what the next block must not find
+    floats[t] = 0.0f;
+}
+"""
+
+POISON = 0xFFFFFFFF
+
+
+def test_shared_memory_read_before_it_is_written_is_poison_in_every_block():
+    kernel = HostModule(READ_BEFORE_WRITE, "read_before_write.cu", ["read_before_write"], cooperative=True)
+    ints, floats = np.zeros((8, 64), np.uint32), np.zeros((8, 64), np.float32)
+    kernel.get_function("read_before_write")((8,), (64,), (ints, floats))
+    np.testing.assert_array_equal(ints, POISON)  # not 0, not the previous block's index
+    np.testing.assert_array_equal(floats.view(np.uint32), POISON)  # a NaN
+
+
+HANDOFF = r"""
+extern "C" __global__ void handoff(int* seen) {
+    __shared__ int previous_block;
+    if (threadIdx.x == 0) seen[blockIdx.x] = previous_block;  // hoping for the block that ran before
+    __syncthreads();
+    if (threadIdx.x == 0) previous_block = blockIdx.x;
+}
+"""
+
+
+def test_shared_memory_does_not_carry_a_value_to_the_next_block_or_launch():
+    kernel = HostModule(HANDOFF, "handoff.cu", ["handoff"], cooperative=True).get_function("handoff")
+    for _ in range(2):  # the second launch's first block would find the first launch's last one
+        seen = np.zeros(8, np.int32)
+        kernel((8,), (32,), (seen,))
+        np.testing.assert_array_equal(seen, -1)
+
+
+TEMPLATE_SHARED = r"""
+template <typename T>
+__device__ void first_read(T* seen) {
+    static __shared__ T scratch[32];  // in a function template, and `static` as well
+    seen[blockIdx.x * blockDim.x + threadIdx.x] = scratch[threadIdx.x];
+    scratch[threadIdx.x] = T(1);
+}
+extern "C" __global__ void first_read_f32(float* seen) { first_read<float>(seen); }
+extern "C" __global__ void first_read_i32(int* seen) { first_read<int>(seen); }
+"""
+
+
+def test_shared_memory_in_a_function_template_is_poisoned_too():
+    module = HostModule(TEMPLATE_SHARED, "first_read.cu", ["first_read_f32", "first_read_i32"], cooperative=True)
+    for name, dtype in (("first_read_f32", np.float32), ("first_read_i32", np.int32)):
+        seen = np.zeros((4, 32), dtype)
+        module.get_function(name)((4,), (32,), (seen,))
+        np.testing.assert_array_equal(seen.view(np.uint32), POISON)
+
+
+def test_host_source_rewrites_each_shared_declaration_on_its_line():
+    source = (
+        "#define TILE 16  // __shared__ in a comment\n"
+        "/* __shared__ int x; */ const char* s = \"__shared__ int y;\";\n"
+        "__global__ void k() {\n"
+        "    __shared__ float tile[TILE][TILE + 1], total;\n"
+        "    static __shared__ __align__(16) unsigned long long counters[4];\n"
+        "}\n"
+    )
+    got = host.host_source(source, "k.cu").splitlines()
+    assert got[:3] == source.splitlines()[:3]  # comments, literals, directives: untouched
+    assert got[3] == ("    CUDA_HOST_SHARED float tile[TILE][TILE + 1], total; "
+                      "CUDA_HOST_SHARED_REGISTER(tile) CUDA_HOST_SHARED_REGISTER(total)")
+    assert got[4] == "    CUDA_HOST_SHARED __align__(16) unsigned long long counters[4]; CUDA_HOST_SHARED_REGISTER(counters)"
+
+
+def test_dynamic_shared_memory_is_refused_with_its_line():
+    source = "__global__ void k(float* x) {\n    extern __shared__ float dynamic[];\n}\n"
+    with pytest.raises(HostShimError, match=r"k\.cu:2: dynamic shared memory \(extern __shared__\) is not supported"):
+        HostModule(source, "k.cu", ["k"], cooperative=True)
+
+
+def test_shared_declared_through_a_macro_fails_to_build_saying_why():
+    source = (
+        "#define SCRATCH __shared__ float scratch[32]\n"
+        "extern \"C\" __global__ void k(float* x) { SCRATCH; x[0] = scratch[0]; }\n"
+    )
+    with pytest.raises(HostShimError, match="was not rewritten by host.py's host_source"):
+        HostModule(source, "k.cu", ["k"], cooperative=True)
 
 
 # -- AddressSanitizer ---------------------------------------------------------------------------------

@@ -141,19 +141,21 @@ def check(
     assert cls.rejection_reason(node, op, version, tensors) is None
 
     device = HostDevice()
-    gpu_op = cls(device, node, op, version, tensors, storage)
-    gpu_op.prepare()
-    args = [
-        None if i < 0 else device.upload(tensors[i].data, dtype=storage if tensors[i].dtype == np.float32 else None)
-        for i in node.inputs
-    ]
-    before = [None if a is None else a.copy() for a in args]
-    outputs = gpu_op.run(args)
-    for arg, copy in zip(args, before):
-        if arg is not None:
-            np.testing.assert_array_equal(arg, copy, err_msg="run() modified an input")
-    assert len(outputs) == len(node.outputs)
-    got = outputs[0]
+    with device.active():  # the delegate's stream and pool, as in a partition
+        gpu_op = cls(device, node, op, version, tensors, storage)
+        gpu_op.prepare()
+        reads = gpu_op.device_inputs()
+        args = [
+            device.upload(tensors[i].data, dtype=storage if tensors[i].dtype == np.float32 else None) if p in reads else None
+            for p, i in enumerate(node.inputs)
+        ]
+        before = [None if a is None else a.get() for a in args]
+        outputs = gpu_op.run(args)
+        for arg, copy in zip(args, before):
+            if arg is not None:
+                np.testing.assert_array_equal(arg.get(), copy, err_msg="run() modified an input")
+        assert len(outputs) == len(node.outputs)
+        got = outputs[0].get()
     assert got.dtype == storage, f"output dtype {got.dtype}, storage {storage}"
     assert got.shape == expected.shape == tuple(tensors[node.outputs[0]].shape)
     if storage == np.float16:
@@ -579,16 +581,18 @@ def test_dequantize_constant_float16(version, storage):
     assert registration.version <= gpu_support_table()[B.DEQUANTIZE]
     assert cls.rejection_reason(node, B.DEQUANTIZE, registration.version, tensors) is None
     device = HostDevice()
-    gpu_op = cls(device, node, B.DEQUANTIZE, registration.version, tensors, storage)
-    uploads = device.transfers.uploads
-    gpu_op.prepare()
-    assert device.transfers.uploads == uploads + 1
-    first = gpu_op.run([device.upload(tensors[node.inputs[0]].data)])[0]
-    second = gpu_op.run([None])[0]
-    assert first is second  # computed once, at prepare
-    assert first.dtype == np.dtype(storage)
-    expected = tensors[node.inputs[0]].data.astype(np.float32)
-    np.testing.assert_array_equal(first.astype(np.float32), expected)  # exact, also in float16 storage
+    with device.active():
+        gpu_op = cls(device, node, B.DEQUANTIZE, registration.version, tensors, storage)
+        uploads = device.counters.uploads
+        gpu_op.prepare()
+        assert device.counters.uploads == uploads + 1
+        assert gpu_op.device_inputs() == []  # the float16 input never travels
+        first = gpu_op.run([None])[0]
+        second = gpu_op.run([None])[0]
+        assert first is second  # computed once, at prepare
+        assert first.dtype == np.dtype(storage)
+        expected = tensors[node.inputs[0]].data.astype(np.float32)
+        np.testing.assert_array_equal(first.get().astype(np.float32), expected)  # exact, also in float16 storage
 
 
 # -- float16 storage ------------------------------------------------------------------------------
@@ -816,7 +820,7 @@ def _xp_attributes() -> set[str]:
 def test_ops_use_only_names_cupy_also_has():
     cupy = pytest.importorskip("cupy")  # importing cupy needs no device
     names = _xp_attributes()
-    assert {"matmul", "take", "stack"} <= names  # the scan sees the modules
+    assert {"matmul", "take", "empty"} <= names  # the scan sees the modules
     missing = sorted(name for name in names if not hasattr(cupy, name) or not hasattr(np, name))
     assert not missing, f"xp names cupy or numpy lacks: {missing}"
 
@@ -826,10 +830,8 @@ def test_ops_use_only_names_cupy_also_has():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", list(FLOAT16_CASES))
-def test_ops_on_cuda_device(case):
-    from backends.gpu.device import open_device
-
-    device = open_device(0)
+def test_ops_on_cuda_device(cuda_device, case):
+    device = cuda_device()
     m = FLOAT16_CASES[case]()
     interpreter = Interpreter(model_content=m)
     interpreter.allocate_tensors()
@@ -842,10 +844,10 @@ def test_ops_on_cuda_device(case):
     main = interpreter._main
     node, registration = main.nodes[0], main.registrations[0]
     op = registration.builtin_code
-    gpu_op = gpu_op_classes()[op](device, node, op, registration.version, main.tensors, np.float32)
-    gpu_op.prepare()
-    args = [None if i < 0 else device.upload(main.tensors[i].data, dtype=np.float32 if main.tensors[i].dtype == np.float32 else None)
-            for i in node.inputs]
-    got = np.empty(expected.shape, np.float32)
-    device.download(gpu_op.run(args)[0], got)
+    with device.active():
+        gpu_op = gpu_op_classes()[op](device, node, op, registration.version, main.tensors, np.float32)
+        gpu_op.prepare()
+        reads = gpu_op.device_inputs()
+        args = [device.upload(main.tensors[i].data) if p in reads else None for p, i in enumerate(node.inputs)]
+        got = gpu_op.run(args)[0].get()
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)

@@ -178,6 +178,8 @@ KNOWN_DIVERGENCES = {
     # MediaPipe's converter stamped its float16 DEQUANTIZE v2; TFLite's rule (since
     # DEQUANTIZE v3, TF 1.15) gives int16 and float16 inputs version 3.
     ("mp_face_detection_short_range.tflite", "DEQUANTIZE"): (2, 3),
+    ("mp_face_landmark.tflite", "DEQUANTIZE"): (2, 3),
+    ("mp_palm_detection_lite.tflite", "DEQUANTIZE"): (2, 3),
 }
 
 

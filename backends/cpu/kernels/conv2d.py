@@ -15,6 +15,14 @@ runs are short (few channels, or dilated across: ``column_major``). A 1x1 stride
 as a prepared array of the output's shape (a broadcast add costs several times more),
 and the activation clamp is bound to the output buffer (see ``_window``): the views of
 the arena's input and output buffers are made on the first invoke after an allocation.
+
+Overflow: TFLite clamps every output to the activation range, [lowest, FLT_MAX] even with
+no activation (or a fused TANH / SIGN_BIT, which float CONV_2D does not apply), so +-inf
+comes out as +-FLT_MAX; and its sums are plain float32 additions in filter order, where
+BLAS uses its own order and FMA. One BLAS dot of the input first tells whether any
+partial sum could reach the float32 range (``_float_reference``): if not, the matmul's
+outputs are finite (and differ from TFLite's by rounding only, as before); if so,
+TFLite's loop runs instead (slow, exact).
 """
 
 from __future__ import annotations
@@ -25,6 +33,13 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from backends.cpu.kernel import CpuKernel, register
+from backends.cpu.kernels._float_reference import (
+    bias_max,
+    conv_reference,
+    max_row_norm,
+    norm_bound,
+    square_limit,
+)
 from backends.cpu.kernels._window import (
     PaddedInput,
     WindowGeometry,
@@ -88,7 +103,8 @@ class Conv2D(CpuKernel):
         self.require_types(output, TensorType.FLOAT32, role="output")
         out_channels, kh, kw, group_in, groups = conv_layout(self, x, filters, bias)
         params = self.params
-        self.bounds = activation_bounds(params.fused_activation_function)
+        self.activation = params.fused_activation_function
+        self.bounds = activation_bounds(self.activation)
         geometry = node_geometry(self, x.shape, (kh, kw), (params.dilation_h_factor, params.dilation_w_factor))
         output.resize((*geometry.output_shape, out_channels))
 
@@ -133,7 +149,27 @@ class Conv2D(CpuKernel):
         self.tiled_bias = None
         if bias is not None and bias.is_constant:
             self.tiled_bias = tiled_rows(bias.data, (self.rows, out_channels))
+        #: the input sums of squares that the matmul may take (see _float_reference);
+        #: None: computed at invoke (weights or bias not constant)
+        self.square_limit = None
+        if filters.is_constant and (bias is None or bias.is_constant):
+            self.square_limit = square_limit(
+                max_row_norm(filters.data.reshape(out_channels, -1)), bias_max(None if bias is None else bias.data)
+            )
         self._bound = (None, None)
+
+    def current_square_limit(self) -> float:
+        """``square_limit``, or the same bound from this invoke's weights and bias."""
+        if self.square_limit is not None:
+            return self.square_limit
+        bias = self.inputs[2].data if self.has_bias else None
+        return square_limit(norm_bound(self.inputs[1].data), 0.0 if bias is None else norm_bound(bias))
+
+    def reference(self) -> None:
+        """TFLite's own loop (``_float_reference.conv_reference``): for inputs that could overflow."""
+        bias = self.inputs[2].data if self.has_bias else None
+        x, filters, out = self.inputs[0].data, self.inputs[1].data, self.outputs[0].data
+        conv_reference(x, filters, bias, self.geometry, self.activation, out)
 
     def weight_matrices(self, filters: np.ndarray) -> np.ndarray:
         """OHWI filter -> ``[groups, KH*KW*I, O/groups]``, rows in the columns' (ky, kx, i) order."""
@@ -180,15 +216,24 @@ class Conv2D(CpuKernel):
         else:
             columns, copies = self.column_matrices[0], self.pad.copies
             target, source = self.column_copy
+        # The overflow guard: the input's sum of squares (one BLAS dot) below the limit.
+        flat, limit, reference = x.reshape(-1), self.square_limit, self.reference
+        squares = flat.dot
         if self.pointwise and bias is not None and clamp is None:
 
             def pointwise() -> None:
+                if not squares(flat) < limit:
+                    reference()
+                    return
                 dot(columns, weights, out=rows)
                 add(rows, bias, out=rows)
 
             return pointwise
 
         def convolution() -> None:
+            if not squares(flat) < limit:
+                reference()
+                return
             for interior in copies:  # (the padded input's interior)
                 interior[...] = x
             if target is not None:
@@ -204,6 +249,10 @@ class Conv2D(CpuKernel):
     def invoke(self) -> None:
         x = self.inputs[0].data
         out = self.outputs[0].data
+        flat = x.reshape(-1)
+        if not flat.dot(flat) < self.current_square_limit():
+            self.reference()
+            return
         if self._bound[0] is not x or self._bound[1] is not out:
             self._bind(x, out)
         weights = self.weights if self.weights is not None else self.weight_matrices(self.inputs[1].data)

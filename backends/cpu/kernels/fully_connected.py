@@ -8,6 +8,13 @@ be ``depth``) replaced by ``units``. The bias is optional (TFLite's reference
 at a third of the call cost on tiny operands) with the transposed weights view (no
 copy), then the bias as a prepared array of the output's shape and the clamp bound
 to the output buffer (see ``_window``).
+
+Overflow: TFLite clamps every output to the activation range, [lowest, FLT_MAX] even with
+no activation, so +-inf comes out as +-FLT_MAX, and its sums are plain float32 additions
+in depth order, where BLAS uses its own order and FMA (``-inf + inf`` is NaN in TFLite,
+not always in BLAS). One BLAS dot of the input first tells whether any partial sum could
+reach the float32 range (``_float_reference``): if not, the matmul's outputs are finite;
+if so, TFLite's loop runs instead (slow, exact).
 """
 
 from __future__ import annotations
@@ -17,6 +24,13 @@ from typing import Callable
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
+from backends.cpu.kernels._float_reference import (
+    bias_max,
+    fully_connected_reference,
+    max_row_norm,
+    norm_bound,
+    square_limit,
+)
 from backends.cpu.kernels._window import activation_bounds, make_clamp, tiled_rows
 from schema.enums import ActivationFunctionType, BuiltinOperator, FullyConnectedOptionsWeightsFormat, TensorType
 
@@ -54,8 +68,10 @@ class FullyConnected(CpuKernel):
             raise self.unsupported(f"weights must be 2-D [units, depth], got {list(weights.shape)}")
         activation = ActivationFunctionType(params.fused_activation_function)
         if activation not in (Act.NONE, Act.RELU, Act.RELU_N1_TO_1, Act.RELU6):
-            # TFLite's Prepare rejects these too (it has no float TANH/SIGN_BIT here).
+            # TFLite's Prepare rejects these too (fully_connected.cc: "params->activation ==
+            # kTfLiteActNone || ... Relu || ReluN1To1 || Relu6").
             raise self.unsupported(f"fused activation {activation.name}; supported: NONE, RELU, RELU_N1_TO_1, RELU6")
+        self.activation = activation
         self.bounds = activation_bounds(activation)
 
         units, depth = weights.shape
@@ -77,7 +93,28 @@ class FullyConnected(CpuKernel):
         self.units, self.depth = units, depth
         self.has_bias = bias is not None
         self.tiled_bias = tiled_rows(bias.data, (self.batch, units)) if bias is not None and bias.is_constant else None
+        #: the input sums of squares that the matmul may take (see _float_reference);
+        #: None: computed at invoke (weights or bias not constant)
+        self.square_limit = None
+        if weights.is_constant and (bias is None or bias.is_constant):
+            self.square_limit = square_limit(max_row_norm(weights.data), bias_max(None if bias is None else bias.data))
         self._bound = (None, None)
+
+    def current_square_limit(self) -> float:
+        """``square_limit``, or the same bound from this invoke's weights and bias."""
+        if self.square_limit is not None:
+            return self.square_limit
+        bias = self.inputs[2].data if self.has_bias else None
+        return square_limit(norm_bound(self.inputs[1].data), 0.0 if bias is None else norm_bound(bias))
+
+    def reference(self) -> None:
+        """TFLite's own loop (``_float_reference.fully_connected_reference``): for inputs
+        that could overflow."""
+        x, out = self.inputs[0].data, self.outputs[0].data
+        bias = self.inputs[2].data if self.has_bias else None
+        rows = np.empty((self.batch, self.units), np.float32)
+        fully_connected_reference(x.reshape(self.batch, self.depth), self.inputs[1].data, bias, self.activation, rows)
+        out[...] = rows.reshape(out.shape)
 
     def _bind(self, x: np.ndarray, out: np.ndarray) -> None:
         """Views of this allocation's input and output buffers (fixed until the next one)."""
@@ -100,11 +137,24 @@ class FullyConnected(CpuKernel):
         dot, out_rows, weights_t, bias, clamp, add = (
             self.x_rows.dot, self.out_rows, weights.T, self.tiled_bias, self.clamp, np.add
         )
+        # The overflow guard: the input's sum of squares (one BLAS dot) below the limit.
+        flat, limit, reference = self.x_rows.reshape(-1), self.square_limit, self.reference
+        squares = flat.dot
         if bias is None and clamp is None:
-            return lambda: dot(weights_t, out_rows)
+
+            def fully_connected_plain() -> None:
+                if not squares(flat) < limit:
+                    reference()
+                    return
+                dot(weights_t, out_rows)
+
+            return fully_connected_plain
         if clamp is None:
 
             def fully_connected() -> None:
+                if not squares(flat) < limit:
+                    reference()
+                    return
                 dot(weights_t, out_rows)
                 add(out_rows, bias, out_rows)
 
@@ -112,12 +162,18 @@ class FullyConnected(CpuKernel):
         if bias is None:
 
             def fully_connected_clamped() -> None:
+                if not squares(flat) < limit:
+                    reference()
+                    return
                 dot(weights_t, out_rows)
                 clamp()
 
             return fully_connected_clamped
 
         def fully_connected_bias_clamped() -> None:
+            if not squares(flat) < limit:
+                reference()
+                return
             dot(weights_t, out_rows)
             add(out_rows, bias, out_rows)
             clamp()
@@ -126,6 +182,10 @@ class FullyConnected(CpuKernel):
 
     def invoke(self) -> None:
         x, out = self.inputs[0].data, self.outputs[0].data
+        flat = x.reshape(-1)
+        if not flat.dot(flat) < self.current_square_limit():
+            self.reference()
+            return
         if self._bound[0] is not x or self._bound[1] is not out:
             self._bind(x, out)
         rows = self.out_rows

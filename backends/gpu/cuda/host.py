@@ -5,8 +5,22 @@ host shim (``host_shim/cuda_host.h``) into a shared library, loaded with ctypes.
     module.get_function("depthwise_conv2d_f32")(grid, block, args)   # like cupy.RawKernel
 
 This is for tests and for checking kernels without a GPU; it is never used to pretend a
-GPU is present. How blocks execute (sequentially, or cooperatively with one std::thread
-per thread of a block) is described in ``cuda_host.h``.
+GPU is present. The execution model is described in ``cuda_host.h``: the blocks of a launch
+run in a shuffled order, concurrently on several worker threads (default mode) or one at
+a time with one std::thread per thread of the block (``cooperative=True``, for
+``__syncthreads`` and ``__shared__``); ``__shared__`` memory is poisoned (0xFF bytes) at
+each block start; atomics are real atomics. So a kernel that races, depends on the block
+order, or reads shared memory it did not write fails here as it would on a GPU. Two
+environment variables, read at each launch:
+
+- ``CUDA_HOST_SEED``: the seed of the block order (a decimal unsigned integer); unset, each
+  launch takes the process's next launch number (0, 1, 2, ...). ``HostKernel.last_seed`` is
+  the seed of the last launch: set ``CUDA_HOST_SEED`` to it to replay that order.
+- ``CUDA_HOST_WORKERS``: the worker threads of the default mode (1 to 1024; default the
+  hardware threads clamped to 2..8). ``1`` runs one block at a time.
+
+Every source goes through :func:`host_source` before g++ sees it: it rewrites each
+``__shared__`` declaration so that the shim can find (and poison) the variable.
 
 Builds are cached in ``$LITEDELEGATE_HOST_SHIM_CACHE``, else
 ``$XDG_CACHE_HOME/litedelegate/host_shim`` (``~/.cache/...``), else a temp directory, in
@@ -20,6 +34,7 @@ import functools
 import hashlib
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import tempfile
@@ -29,6 +44,8 @@ import numpy as np
 
 from backends.gpu.cuda.sources import (
     DepthwiseGeometry,
+    matmul_args,
+    matmul_launch_config,
     bias_activation_args,
     bias_activation_kernel_name,
     elementwise_launch_config,
@@ -42,11 +59,15 @@ from schema.enums import ActivationFunctionType, Padding
 
 SHIM_DIR = pathlib.Path(__file__).parent / "host_shim"
 HEADER = SHIM_DIR / "cuda_host.h"
-#: Flags of every host build (shared libraries add ``-fPIC -shared``).
-BASE_FLAGS: tuple[str, ...] = ("-O2", "-std=c++20", "-Wall", "-Wno-unused-function")
+#: Flags of every host build (shared libraries add ``-fPIC -shared``). ``-pthread``: every
+#: launch runs on worker threads.
+BASE_FLAGS: tuple[str, ...] = ("-O2", "-std=c++20", "-Wall", "-Wno-unused-function", "-pthread")
 SHARED_FLAGS: tuple[str, ...] = ("-fPIC", "-shared")
-COOPERATIVE_FLAGS: tuple[str, ...] = ("-DCUDA_HOST_COOPERATIVE", "-pthread")
+COOPERATIVE_FLAGS: tuple[str, ...] = ("-DCUDA_HOST_COOPERATIVE",)
 _MAX_PARAMS = 64
+# The launcher's error for a malformed CUDA_HOST_SEED or CUDA_HOST_WORKERS
+# (cudaErrorInvalidValue; a launch configuration a GPU would refuse is 9).
+_INVALID_VALUE = 1
 
 
 class HostShimError(RuntimeError):
@@ -87,6 +108,156 @@ def cache_dir() -> pathlib.Path:
     raise HostShimError(f"no writable cache directory among {[str(c) for c in candidates]}")
 
 
+# -- the __shared__ rewrite --------------------------------------------------------------------
+
+_SHARED = re.compile(r"\b(?:(?P<storage>extern|static)\s+)?__shared__\b")
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+_NOT_A_NAME = frozenset(
+    "bool char short int long float double signed unsigned void const volatile struct typename".split()
+)
+
+
+def host_source(text: str, name: str = "source") -> str:
+    """``text`` with each ``__shared__`` declaration rewritten for the host shim, on the
+    same line (so that compiler messages keep their line numbers)::
+
+        __shared__ float tile[16][17], total;
+        CUDA_HOST_SHARED float tile[16][17], total; CUDA_HOST_SHARED_REGISTER(tile) CUDA_HOST_SHARED_REGISTER(total)
+
+    ``CUDA_HOST_SHARED`` makes the variable a static; each registration tells the launcher
+    where it is, so that it is poisoned at every block start (``cuda_host.h`` says why a
+    macro in front of the declaration cannot do this alone). ``static __shared__`` loses
+    its ``static`` (``CUDA_HOST_SHARED`` has it). Comments, literals and preprocessor lines
+    are left alone: a ``__shared__`` inside a ``#define`` stays as it is and does not
+    compile. ``name`` (the file name) is for error messages.
+
+    Raises:
+      HostShimError: dynamic shared memory (``extern __shared__``), which the shim does not
+        support, or a declaration whose variable names cannot be found.
+    """
+    code = _code_only(text)
+    pieces: list[str] = []
+    done = 0
+    for match in _SHARED.finditer(code):
+        where = f"{name}:{code.count(chr(10), 0, match.start()) + 1}"
+        if match["storage"] == "extern":
+            raise HostShimError(f"{where}: dynamic shared memory (extern __shared__) is not supported by the host shim")
+        end = code.find(";", match.end())
+        names = _declarator_names(code[match.end() : end]) if end >= 0 else []
+        if not names:
+            declaration = text[match.start() : end + 1 if end >= 0 else match.end() + 80]
+            raise HostShimError(f"{where}: cannot find the variable(s) declared by {declaration!r}")
+        newlines = "\n" * text.count("\n", match.start(), match.end())  # "static\n__shared__"
+        registrations = "".join(f" CUDA_HOST_SHARED_REGISTER({variable})" for variable in names)
+        pieces += [text[done : match.start()], "CUDA_HOST_SHARED", newlines, text[match.end() : end + 1], registrations]
+        done = end + 1
+    pieces.append(text[done:])
+    return "".join(pieces)
+
+
+def _declarator_names(declaration: str) -> list[str]:
+    """The variables of a declaration without its storage class, e.g. ``float a[4], *b``
+    -> ``[a, b]``: per top-level comma, the last identifier before any ``[`` or ``=`` that
+    is not inside parentheses nor followed by ``(`` (``__align__(16)``, attributes)."""
+    names = []
+    for declarator in _split_top_level(declaration):
+        depth, cut = 0, len(declarator)
+        outside = []  # the declarator outside parentheses, parenthesized text blanked
+        for i, char in enumerate(declarator):
+            if depth == 0 and char in "[=":
+                cut = i
+                break
+            depth += (char == "(") - (char == ")")
+            outside.append(char if depth == 0 and char != ")" else " ")
+        head = "".join(outside)[:cut]
+        candidates = [
+            m.group() for m in _IDENTIFIER.finditer(head)
+            if not declarator[m.end() :].lstrip().startswith("(")
+        ]
+        if not candidates or candidates[-1] in _NOT_A_NAME:
+            return []
+        names.append(candidates[-1])
+    return names
+
+
+def _split_top_level(declaration: str) -> list[str]:
+    """``declaration`` split at the commas outside brackets and template arguments."""
+    parts, depth, angle, start = [], 0, 0, 0
+    for i, char in enumerate(declaration):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif depth == 0 and char == "<":
+            angle += 1
+        elif depth == 0 and char == ">":
+            angle -= 1
+        elif depth == 0 and angle == 0 and char == ",":
+            parts.append(declaration[start:i])
+            start = i + 1
+    parts.append(declaration[start:])
+    return parts
+
+
+def _code_only(text: str) -> str:
+    """``text`` with comments, string and character literals and preprocessor lines blanked
+    (same length, newlines kept), so that a search in it finds only code."""
+    out = list(text)
+    n = len(text)
+
+    def blank(begin: int, end: int) -> None:
+        for k in range(begin, min(end, n)):
+            if out[k] != "\n":
+                out[k] = " "
+
+    def word_before(i: int, chars: str = "_") -> str:
+        j = i
+        while j > 0 and (text[j - 1].isalnum() or text[j - 1] in chars):
+            j -= 1
+        return text[j:i]
+
+    i, line_start = 0, True
+    while i < n:
+        char = text[i]
+        if char == "\n" or (line_start and char in " \t\r\f\v"):
+            line_start = line_start or char == "\n"
+            i += 1
+        elif line_start and char == "#":  # a directive, with its backslash-continued lines
+            end = i
+            while end < n and not (text[end] == "\n" and not text.endswith(("\\", "\\\r"), 0, end)):
+                end += 1
+            blank(i, end)
+            i = end
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            blank(i, end)
+            i = end
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            blank(i, end)
+            i, line_start = end, False
+        elif char == '"' and word_before(i) in ("R", "u8R", "uR", "UR", "LR"):  # R"delim(...)delim"
+            open_paren = text.find("(", i)
+            delimiter = text[i + 1 : open_paren] if open_paren >= 0 else ""
+            end = text.find(")" + delimiter + '"', max(open_paren, i))
+            end = n if open_paren < 0 or end < 0 else end + len(delimiter) + 2
+            blank(i, end)
+            i, line_start = end, False
+        elif char == "'" and word_before(i, "_.")[:1].isdigit():  # a digit separator: 1'000
+            i, line_start = i + 1, False
+        elif char in "\"'":
+            end = i + 1
+            while end < n and text[end] not in (char, "\n"):
+                end += 2 if text[end] == "\\" else 1
+            blank(i, end + 1)
+            i, line_start = end + 1, False
+        else:
+            i, line_start = i + 1, False
+    return "".join(out)
+
+
 def build(
     unit: str,
     name: str,
@@ -96,12 +267,14 @@ def build(
 ) -> pathlib.Path:
     """Compile the C++ translation unit ``unit`` (which may ``#include "cuda_host.h"`` and
     any of ``files``, written next to it) into a shared library, or an executable with
-    ``executable=True``; returns its path. Cached by content.
+    ``executable=True``; returns its path. Cached by content. ``unit`` and ``files`` go
+    through :func:`host_source` first.
 
     Raises:
       HostShimError: no compiler, or the compiler failed (its output is in the message).
     """
-    files = dict(files or {})
+    unit = host_source(unit, f"{name}.cpp")
+    files = {filename: host_source(text, filename) for filename, text in (files or {}).items()}
     if not HEADER.is_file():
         raise HostShimError(f"the host shim header {HEADER} is missing (not installed as package data?)")
     cxx = compiler()
@@ -144,7 +317,9 @@ def kernel_unit(source_file: str, kernels: Iterable[str]) -> str:
 class HostKernel:
     """One kernel of a :class:`HostModule`, called like ``cupy.RawKernel``:
     ``kernel(grid, block, args)`` with numpy arrays for pointers (the array's data),
-    numpy scalars for values (their exact bytes), and None for a null pointer."""
+    numpy scalars for values (their exact bytes), and None for a null pointer.
+    ``last_seed`` is the block-order seed of this kernel's last launch from this thread
+    (None before one): ``CUDA_HOST_SEED=<last_seed>`` replays its block order."""
 
     def __init__(self, library: ctypes.CDLL, name: str) -> None:
         self.name = name
@@ -156,6 +331,10 @@ class HostKernel:
         sizes = (ctypes.c_ulonglong * _MAX_PARAMS)()
         count = params(sizes, _MAX_PARAMS)
         self.param_sizes: tuple[int, ...] = tuple(sizes[:count])
+        self._last_seed = library.cuda_host_last_seed
+        self._last_seed.restype = ctypes.c_ulonglong
+        self._last_seed.argtypes = []
+        self.last_seed: int | None = None
 
     def __call__(self, grid: Sequence[int] | int, block: Sequence[int] | int, args: Sequence[Any]) -> None:
         if len(args) != len(self.param_sizes):
@@ -183,7 +362,15 @@ class HostKernel:
         grid3, block3 = _dim3(grid), _dim3(block)
         status = self._launch((ctypes.c_uint * 3)(*grid3), (ctypes.c_uint * 3)(*block3), pointers)
         del keep
-        if status != 0:
+        if status == 0:
+            self.last_seed = int(self._last_seed())  # thread_local in the library: this thread's launch
+        elif status == _INVALID_VALUE:
+            settings = {key: os.environ.get(key) for key in ("CUDA_HOST_SEED", "CUDA_HOST_WORKERS")}
+            raise HostShimError(
+                f"{self.name}: CUDA_HOST_SEED must be a decimal unsigned integer and CUDA_HOST_WORKERS one "
+                f"from 1 to 1024; the environment has {settings}"
+            )
+        else:
             raise HostShimError(f"{self.name}: invalid launch configuration grid={grid3} block={block3} (error {status})")
 
 
@@ -198,7 +385,7 @@ class HostModule:
     """A ``.cu`` source built for the host, with its kernels (``get_function``), like
     ``cupy.RawModule``. ``kernels`` defaults to those ``sources.KERNELS`` lists for
     ``filename``; ``cooperative=True`` builds the cooperative mode (``__syncthreads``,
-    ``__shared__``)."""
+    ``__shared__``: one std::thread per thread of a block, blocks one at a time)."""
 
     def __init__(
         self,
@@ -280,3 +467,17 @@ def run_bias_activation_host(
     args = bias_activation_args(out, bias, activation, null=None)
     shipped_module("bias_activation.cu").get_function(name)(grid, block, args)
     return out
+
+
+def run_matmul_host(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``matmul.cu`` on the CPU: ``a @ b`` in float32 (``a`` [M, K] or [B, M, K], ``b``
+    [K, N] or [B, K, N])."""
+    a = np.ascontiguousarray(a, dtype=np.float32)
+    b = np.ascontiguousarray(b, dtype=np.float32)
+    c = np.empty((*a.shape[:-1], b.shape[-1]), dtype=np.float32)
+    if c.size == 0:
+        return c
+    args, batch = matmul_args(a, b, c)
+    grid, block = matmul_launch_config(batch, a.shape[-2], b.shape[-1])
+    shipped_module("matmul.cu").get_function("matmul_f32")(grid, block, args)
+    return c

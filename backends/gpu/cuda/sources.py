@@ -24,7 +24,7 @@ from backends.cpu.common import compute_padding
 from schema.enums import ActivationFunctionType, Padding
 
 #: The ``.cu`` files shipped as package data (pyproject: ``"*" = ["*.cu", ...]``).
-SOURCES: tuple[str, ...] = ("depthwise_conv2d.cu", "bias_activation.cu")
+SOURCES: tuple[str, ...] = ("depthwise_conv2d.cu", "bias_activation.cu", "matmul.cu")
 
 #: Options the delegate passes to ``cupy.RawModule``. The standard is explicit so that CuPy
 #: does not pick its own default (CuPy 14 adds ``--std=c++17`` when none is given, older
@@ -46,6 +46,7 @@ KERNELS: dict[str, KernelInfo] = {
     "depthwise_conv2d_f16": KernelInfo("depthwise_conv2d.cu", "depthwise_conv2d_f16"),
     "bias_activation_f32": KernelInfo("bias_activation.cu", "bias_activation_f32"),
     "bias_activation_f16": KernelInfo("bias_activation.cu", "bias_activation_f16"),
+    "matmul_f32": KernelInfo("matmul.cu", "matmul_f32"),
 }
 
 
@@ -226,7 +227,10 @@ class DepthwiseConv2DCuda:
     """DEPTHWISE_CONV_2D (versions 1-2) on a CUDA device through CuPy: cupy arrays in and
     out, NHWC, stored as ``storage`` (float32 or float16), computed in float32.
 
-    The module is compiled (``cupy.RawModule``) at the first call, on the current device.
+    ``xp`` is the cupy module (default: ``import cupy``), ``module`` the compiled
+    ``depthwise_conv2d.cu`` (the delegate compiles each source once per device:
+    ``Device.module``); without one it is compiled at the first call, on the current device.
+    Launches go to the current stream.
     """
 
     def __init__(
@@ -236,6 +240,9 @@ class DepthwiseConv2DCuda:
         padding: int | str = Padding.SAME,
         activation: int = ActivationFunctionType.NONE,
         storage: Any = np.float32,
+        *,
+        xp: Any = None,
+        module: Any = None,
     ) -> None:
         self.stride = _pair(stride, "stride")
         self.dilation = _pair(dilation, "dilation")
@@ -243,19 +250,26 @@ class DepthwiseConv2DCuda:
         self.activation = ActivationFunctionType(activation)
         self.storage = np.dtype(storage)
         self.kernel_name = depthwise_kernel_name(self.storage)
+        self._xp = xp
+        self._module = module
         self._kernel = None
+
+    @property
+    def xp(self) -> Any:
+        if self._xp is None:
+            import cupy
+
+            self._xp = cupy
+        return self._xp
 
     def _function(self):
         if self._kernel is None:
-            import cupy
-
-            module = cupy.RawModule(code=read_source("depthwise_conv2d.cu"), options=CUPY_OPTIONS)
+            module = self._module or self.xp.RawModule(code=read_source("depthwise_conv2d.cu"), options=CUPY_OPTIONS)
             self._kernel = module.get_function(self.kernel_name)
         return self._kernel
 
     def __call__(self, x: Any, w: Any, b: Any = None, out: Any = None) -> Any:
-        import cupy
-
+        xp = self.xp
         geometry = DepthwiseGeometry.of(x.shape, w.shape, self.stride, self.dilation, self.padding)
         arrays = [x, w] + ([] if b is None else [b])
         for array in arrays:
@@ -263,10 +277,10 @@ class DepthwiseConv2DCuda:
                 raise TypeError(f"expected {self.storage} arrays, got {array.dtype}")
         if b is not None and b.size != geometry.out_channels:
             raise ValueError(f"bias has {b.size} elements, expected {geometry.out_channels}")
-        x, w = cupy.ascontiguousarray(x), cupy.ascontiguousarray(w)
-        b = None if b is None else cupy.ascontiguousarray(b)
+        x, w = xp.ascontiguousarray(x), xp.ascontiguousarray(w)
+        b = None if b is None else xp.ascontiguousarray(b)
         if out is None:
-            out = cupy.empty(geometry.out_shape, dtype=self.storage)
+            out = xp.empty(geometry.out_shape, dtype=self.storage)
         elif out.shape != geometry.out_shape or out.dtype != self.storage or not out.flags.c_contiguous:
             raise ValueError(f"out must be a C-contiguous {self.storage} array of shape {geometry.out_shape}")
         if out.size == 0:
@@ -296,13 +310,27 @@ def bias_activation_args(values: Any, bias: Any, activation: int, null: Any) -> 
 
 class BiasActivationCuda:
     """In place on a C-contiguous cupy array ``values[..., C]``: add ``bias[C]`` (optional),
-    then clamp to the fused activation's range, in one kernel."""
+    then clamp to the fused activation's range, in one kernel (the epilogue of the
+    matmul-based CONV_2D and FULLY_CONNECTED). ``xp`` and ``module`` as in
+    :class:`DepthwiseConv2DCuda`."""
 
-    def __init__(self, activation: int = ActivationFunctionType.NONE, storage: Any = np.float32) -> None:
+    def __init__(
+        self, activation: int = ActivationFunctionType.NONE, storage: Any = np.float32, *, xp: Any = None, module: Any = None
+    ) -> None:
         self.activation = ActivationFunctionType(activation)
         self.storage = np.dtype(storage)
         self.kernel_name = bias_activation_kernel_name(self.storage)
+        self._xp = xp
+        self._module = module
         self._kernel = None
+
+    @property
+    def xp(self) -> Any:
+        if self._xp is None:
+            import cupy
+
+            self._xp = cupy
+        return self._xp
 
     def __call__(self, values: Any, bias: Any = None) -> Any:
         if values.dtype != self.storage or not values.flags.c_contiguous:
@@ -312,14 +340,85 @@ class BiasActivationCuda:
         if values.size == 0:
             return values
         if self._kernel is None:
-            import cupy
-
-            module = cupy.RawModule(code=read_source("bias_activation.cu"), options=CUPY_OPTIONS)
+            module = self._module or self.xp.RawModule(code=read_source("bias_activation.cu"), options=CUPY_OPTIONS)
             self._kernel = module.get_function(self.kernel_name)
         if bias is not None:
-            import cupy
-
-            bias = cupy.ascontiguousarray(bias)
+            bias = self.xp.ascontiguousarray(bias)
         grid, block = elementwise_launch_config(values.size)
         self._kernel(grid, block, bias_activation_args(values, bias, self.activation, null=np.uint64(0)))
         return values
+
+
+# -- matrix product (CONV_2D after im2col, FULLY_CONNECTED) ----------------------------------------
+
+#: Rows of the output each thread of ``matmul.cu`` computes (its MATMUL_ROWS).
+MATMUL_ROWS = 4
+MATMUL_BLOCK = (32, 8, 1)
+_MAX_GRID_YZ = 65535
+
+
+def matmul_launch_config(batch: int, m: int, n: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """``(grid, block)`` of ``matmul_f32``: x over the columns, y over groups of
+    MATMUL_ROWS rows, z over the batch."""
+    bx, by, _ = MATMUL_BLOCK
+    grid = (-(-n // bx), -(-m // (by * MATMUL_ROWS)), batch)
+    if min(grid) <= 0:
+        raise ValueError(f"nothing to launch for a [{batch}, {m}, {n}] product")
+    if grid[1] > _MAX_GRID_YZ or grid[2] > _MAX_GRID_YZ:
+        raise ValueError(f"a [{batch}, {m}, {n}] product needs a grid of {grid}, more than CUDA allows")
+    return grid, MATMUL_BLOCK
+
+
+def matmul_args(a: Any, b: Any, c: Any) -> tuple:
+    """The arguments of a ``matmul_f32`` launch for ``a`` [B, M, K] (or [M, K]), ``b``
+    [B, K, N] or [K, N] (shared by every batch), ``c`` [B, M, N] (or [M, N])."""
+    batch = a.shape[0] if a.ndim == 3 else 1
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    a_stride = m * k if a.ndim == 3 else 0
+    b_stride = k * n if b.ndim == 3 else 0
+    c_stride = m * n if c.ndim == 3 else 0
+    return (a, b, c, np.int32(m), np.int32(n), np.int32(k), np.int64(a_stride), np.int64(b_stride), np.int64(c_stride)), batch
+
+
+class MatmulCuda:
+    """``a @ b`` in float32 with ``matmul.cu`` (capturable in a CUDA graph, unlike CuPy's
+    cuBLAS path): ``a`` [M, K] or [B, M, K], ``b`` [K, N] or [B, K, N]; a new C-contiguous
+    result. ``xp`` and ``module`` as in :class:`DepthwiseConv2DCuda`."""
+
+    def __init__(self, *, xp: Any = None, module: Any = None) -> None:
+        self._xp = xp
+        self._module = module
+        self._kernel = None
+
+    @property
+    def xp(self) -> Any:
+        if self._xp is None:
+            import cupy
+
+            self._xp = cupy
+        return self._xp
+
+    def __call__(self, a: Any, b: Any) -> Any:
+        xp = self.xp
+        if a.dtype != np.float32 or b.dtype != np.float32:
+            raise TypeError(f"matmul_f32 multiplies float32 arrays, got {a.dtype} and {b.dtype}")
+        if a.ndim not in (2, 3) or b.ndim not in (2, 3) or a.shape[-1] != b.shape[-2] or (
+            a.ndim == 3 and b.ndim == 3 and a.shape[0] != b.shape[0]
+        ) or (b.ndim == 3 and a.ndim == 2):
+            raise ValueError(f"cannot multiply {list(a.shape)} by {list(b.shape)}")
+        a, b = xp.ascontiguousarray(a), xp.ascontiguousarray(b)
+        shape = (*a.shape[:-1], b.shape[-1])
+        c = xp.empty(shape, dtype=np.float32)
+        if c.size == 0:
+            return c
+        if a.shape[-1] == 0:
+            c[...] = 0
+            return c
+        if self._kernel is None:
+            module = self._module or self.xp.RawModule(code=read_source("matmul.cu"), options=CUPY_OPTIONS)
+            self._kernel = module.get_function("matmul_f32")
+        args, batch = matmul_args(a, b, c)
+        grid, block = matmul_launch_config(batch, a.shape[-2], b.shape[-1])
+        self._kernel(grid, block, args)
+        return c

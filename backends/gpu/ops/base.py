@@ -20,8 +20,10 @@ class GpuOp:
 
     Subclasses set ``ops = {BuiltinOperator.X: max_version, ...}`` (exactly the versions
     they implement), may extend :meth:`rejection_reason`, and implement :meth:`prepare`
-    (upload constants once, in the layout the op wants, with ``self.upload``) and
-    :meth:`run` (device arrays in, device arrays out).
+    (upload constants once, in the layout the op wants, with ``self.upload``, and list
+    their positions in ``self.prepared_inputs``) and :meth:`run` (device arrays in, device
+    arrays out). The delegate uploads only the inputs :meth:`device_inputs` names: a
+    constant the op laid out itself, or an index tensor read on the host, never travels.
 
     Precision: arrays are stored in ``self.storage`` (float32, or float16 with the
     ``float16`` precision option); ops compute in float32 (``self.compute_dtype``) and
@@ -29,6 +31,9 @@ class GpuOp:
     """
 
     ops: ClassVar[dict[int, int]] = {}
+    #: Input positions that are integer index tensors (paddings, axes, shapes, sizes): read
+    #: on the host at prepare, never uploaded.
+    index_inputs: ClassVar[tuple[int, ...]] = ()
 
     def __init__(self, device: Any, node: Node, op: int, version: int, tensors: Sequence[RuntimeTensor], storage: Any = np.float32) -> None:
         self.device = device
@@ -41,6 +46,8 @@ class GpuOp:
         self.outputs: list[RuntimeTensor] = [tensors[i] for i in node.outputs]
         self.storage = np.dtype(storage)
         self.compute_dtype = np.dtype(np.float32)
+        #: Input positions whose constant values ``prepare`` uploaded in its own layout.
+        self.prepared_inputs: set[int] = set()
 
     # -- support ----------------------------------------------------------------------------
     @classmethod
@@ -72,7 +79,16 @@ class GpuOp:
         """Upload constants in the layout ``run`` wants. Default: nothing."""
         return None
 
+    def device_inputs(self) -> list[int]:
+        """The input positions ``run`` reads from ``args``: every present input except index
+        tensors and the constants ``prepare`` laid out itself."""
+        return [
+            p for p, tensor in enumerate(self.inputs)
+            if tensor is not None and p not in self.index_inputs and p not in self.prepared_inputs
+        ]
+
     def run(self, args: Sequence[Any]) -> list[Any]:
-        """Compute the outputs. ``args[i]`` is the device array of input ``i`` (constants
-        included, already uploaded in storage dtype; None for an omitted optional input)."""
+        """Compute the outputs. ``args[i]`` is the device array of input ``i`` for the
+        positions :meth:`device_inputs` names (constants uploaded once, in the storage
+        dtype); None elsewhere."""
         raise NotImplementedError

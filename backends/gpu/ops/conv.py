@@ -9,13 +9,25 @@ conv/depthwise, rejected by FC as TFLite does).
 
 How:
 
-- CONV_2D: im2col from KH*KW strided slices of the padded input (``xp.stack``), then
-  one matmul with the filter laid out at prepare as ``[groups, KH*KW*I, O/groups]``;
-  a 1x1 stride-1 convolution is a matmul of the input itself.
-- DEPTHWISE_CONV_2D: a loop over the KH*KW taps accumulating ``slice * w[ky, kx]``
-  (the channels repeated M times first when the depth multiplier M > 1), in TFLite's
-  tap order.
+- CONV_2D: im2col (each of the KH*KW strided slices of the padded input copied into
+  its place in one columns array: no ``stack``, whose pointer table CuPy uploads from
+  host memory for more than 8 arrays, which a CUDA graph cannot capture), then one
+  matmul with the filter laid out at prepare as ``[groups, KH*KW*I, O/groups]``; a 1x1
+  stride-1 convolution is a matmul of the input itself.
+- DEPTHWISE_CONV_2D: on a device, the hand-written direct kernel
+  (``cuda/depthwise_conv2d.cu``, bias and activation fused); in host emulation a loop
+  over the KH*KW taps accumulating ``slice * w[ky, kx]`` (the channels repeated M times
+  first when the depth multiplier M > 1), in TFLite's tap order.
 - FULLY_CONNECTED: one matmul with the weights transposed once at prepare.
+- The matrix products: on a device the hand-written ``cuda/matmul.cu`` (CuPy refuses
+  cuBLAS calls while a CUDA graph is being captured, and every partition is replayed
+  as one), in host emulation ``xp.matmul``.
+- The output stage of CONV_2D and FULLY_CONNECTED: on a device the fused epilogue
+  kernel (``cuda/bias_activation.cu``: bias and clamp in one pass), in host emulation
+  the same in xp. As TFLite's reference kernels, the clamp is
+  ``ActivationFunctionWithMinMax`` over the activation's range: NONE (and TANH, which
+  these kernels do not apply) is [-FLT_MAX, FLT_MAX], so an overflow gives +-FLT_MAX,
+  not +-inf.
 
 The window arithmetic (``WindowGeometry``: TFLite's output sizes and padding, tap
 slices, clipped taps, valid counts) is the CPU kernels' own, shared so that both
@@ -43,10 +55,10 @@ from backends.gpu.ops.elementwise import (
     Act,
     FloatOp,
     clamp,
-    clamp_bounds,
     fused_activation,
     fused_activation_reason,
     input_tensor,
+    saturating_bounds,
 )
 from schema.enums import BuiltinOperator, FullyConnectedOptionsWeightsFormat
 
@@ -94,18 +106,51 @@ def _bias_reason(bias, count: int) -> str | None:
 
 
 class _WeightsOp(FloatOp):
-    """Shared: the optional bias (input 2), uploaded once when constant."""
+    """Shared: the weights laid out at prepare, the optional bias (input 2, uploaded once
+    when constant), and the output stage (bias + clamp: one fused kernel on a device)."""
 
-    def prepare_bias(self) -> None:
+    def prepare_bias(self, dtype: Any = None) -> None:
+        """Upload a constant bias once (in ``dtype``, default the compute dtype)."""
         bias = self.inputs[2] if len(self.inputs) > 2 else None
         self.has_bias = bias is not None
-        # The bias is added in the compute dtype: keep a constant one there.
-        self.bias = self.upload(bias.data.reshape(-1), self.compute_dtype) if bias is not None and bias.is_constant else None
+        self.bias = None
+        if bias is not None and bias.is_constant:
+            self.bias = self.upload(bias.data.reshape(-1), dtype or self.compute_dtype)
+            self.prepared_inputs.add(2)
 
     def bias_value(self, args) -> Any:
         if not self.has_bias:
             return None
         return self.bias if self.bias is not None else self.compute(args[2]).reshape(-1)
+
+    def prepare_output_stage(self) -> None:
+        """The matrix product and the output stage: on a device the hand-written kernels
+        (cuBLAS cannot be captured in a CUDA graph through CuPy), in host emulation xp."""
+        activation = fused_activation(self.params)
+        self.bounds = saturating_bounds(activation)
+        self.epilogue = self.gemm = None
+        if not self.device.is_host:
+            from backends.gpu.cuda.sources import BiasActivationCuda, MatmulCuda
+
+            self.gemm = MatmulCuda(xp=self.xp, module=self.device.module("matmul.cu"))
+            self.epilogue = BiasActivationCuda(
+                activation, self.compute_dtype, xp=self.xp, module=self.device.module("bias_activation.cu")
+            )
+
+    def matmul(self, a: Any, b: Any) -> Any:
+        """``a @ b`` in float32: matmul.cu on a device, xp.matmul in host emulation."""
+        return self.gemm(a, b) if self.gemm is not None else self.xp.matmul(a, b)
+
+    def output_stage(self, out: Any, args) -> Any:
+        """``clamp(out + bias)`` on the float32 matmul result, then the storage dtype."""
+        bias = self.bias_value(args)
+        if self.epilogue is not None:
+            self.epilogue(out, bias)
+        else:
+            if bias is not None:
+                out += bias
+            out = clamp(self.xp, out, self.bounds)
+        return self.store(out)
 
 
 # --------------------------------------------------------------------------------------
@@ -155,18 +200,22 @@ class Conv2D(_WeightsOp):
         # OHWI -> [groups, KH*KW*I, O/groups], rows in the columns' (ky, kx, i) order.
         per_group = np.asarray(filters.data, np.float32).reshape(self.groups, self.group_out, kh, kw, group_in)
         self.weights = self.upload(per_group.transpose(0, 2, 3, 4, 1).reshape(self.groups, self.taps * group_in, self.group_out))
+        self.prepared_inputs.add(1)
         self.prepare_bias()
-        self.bounds = clamp_bounds(fused_activation(params))
+        self.prepare_output_stage()
 
     def columns(self, x: Any) -> Any:
-        """im2col: ``[M, KH*KW, C]`` with M = N*OH*OW."""
+        """im2col: ``[M, KH*KW, C]`` with M = N*OH*OW, one strided copy per tap."""
         g = self.geometry
         rows = g.batch * g.out_h * g.out_w
         if self.pointwise:
             return x.reshape(rows, 1, x.shape[3])
         source = padded(self.xp, x, g)
-        taps = [source[g.tap_slices(ky, kx)] for ky in range(g.filter_h) for kx in range(g.filter_w)]
-        return self.xp.stack(taps, axis=3).reshape(rows, self.taps, x.shape[3])
+        columns = self.xp.empty((g.batch, g.out_h, g.out_w, self.taps, x.shape[3]), dtype=x.dtype)
+        for ky in range(g.filter_h):
+            for kx in range(g.filter_w):
+                columns[:, :, :, ky * g.filter_w + kx, :] = source[g.tap_slices(ky, kx)]
+        return columns.reshape(rows, self.taps, x.shape[3])
 
     def run(self, args):
         xp, g = self.xp, self.geometry
@@ -174,15 +223,11 @@ class Conv2D(_WeightsOp):
         weights = self.compute(self.weights)
         rows = columns.shape[0]
         if self.groups == 1:
-            out = xp.matmul(columns.reshape(rows, -1), weights[0])
+            out = self.matmul(columns.reshape(rows, -1), weights[0])
         else:
             per_group = columns.reshape(rows, self.taps, self.groups, -1).transpose(2, 0, 1, 3).reshape(self.groups, rows, -1)
-            out = xp.matmul(per_group, weights).transpose(1, 0, 2).reshape(rows, -1)
-        bias = self.bias_value(args)
-        if bias is not None:
-            out = out + bias
-        out = clamp(xp, out, self.bounds)
-        return [self.store(out.reshape(g.batch, g.out_h, g.out_w, -1))]
+            out = xp.ascontiguousarray(self.matmul(per_group, weights).transpose(1, 0, 2)).reshape(rows, -1)
+        return [self.output_stage(out, args).reshape(g.batch, g.out_h, g.out_w, -1)]
 
 
 # --------------------------------------------------------------------------------------
@@ -226,27 +271,32 @@ class DepthwiseConv2D(_WeightsOp):
             (*x.shape[:3], out_channels), (kh, kw), params.padding, (params.stride_h, params.stride_w),
             (params.dilation_h_factor, params.dilation_w_factor),
         )
-        self.tap_weights = self.upload(np.asarray(filters.data, np.float32)[0])  # [KH, KW, C*M]
-        self.prepare_bias()
-        self.bounds = clamp_bounds(fused_activation(params))
+        self.prepared_inputs.add(1)
+        self.bounds = saturating_bounds(fused_activation(params))
         self.cuda_kernel = None
-        if not self.device.is_host:
-            # On a device: the hand-written direct NHWC kernel (cuda/depthwise_conv2d.cu)
-            # with its fused bias + activation epilogue.
-            from backends.gpu.cuda.sources import DepthwiseConv2DCuda
+        if self.device.is_host:  # host emulation: the tap loop in xp, float32 weights and bias
+            self.tap_weights = self.upload(np.asarray(filters.data, np.float32)[0])  # [KH, KW, C*M]
+            self.prepare_bias()
+            return
+        # On a device: the hand-written direct NHWC kernel (cuda/depthwise_conv2d.cu) with its
+        # fused bias + activation epilogue; it reads TFLite's filter layout and the storage dtype.
+        from backends.gpu.cuda.sources import DepthwiseConv2DCuda
 
-            self.cuda_kernel = DepthwiseConv2DCuda(
-                stride=(params.stride_h, params.stride_w),
-                dilation=(params.dilation_h_factor, params.dilation_w_factor),
-                padding=params.padding,
-                activation=params.fused_activation_function,
-                storage=self.storage,
-            )
-            self.cuda_filter = self.upload(np.asarray(filters.data))  # TFLite's [1, KH, KW, C*M]
+        self.cuda_kernel = DepthwiseConv2DCuda(
+            stride=(params.stride_h, params.stride_w),
+            dilation=(params.dilation_h_factor, params.dilation_w_factor),
+            padding=params.padding,
+            activation=params.fused_activation_function,
+            storage=self.storage,
+            xp=self.xp,
+            module=self.device.module("depthwise_conv2d.cu"),
+        )
+        self.cuda_filter = self.upload(np.asarray(filters.data))  # TFLite's [1, KH, KW, C*M]
+        self.prepare_bias(self.storage)
 
     def run(self, args):
         if self.cuda_kernel is not None:
-            bias = args[2] if len(args) > 2 else None
+            bias = self.bias if self.bias is not None else (args[2] if self.has_bias else None)
             return [self.cuda_kernel(args[0], self.cuda_filter, bias)]
         xp, g = self.xp, self.geometry
         x = self.compute(args[0])
@@ -313,16 +363,12 @@ class FullyConnected(_WeightsOp):
         weights = np.asarray(self.inputs[1].data, np.float32)
         self.units, self.depth = weights.shape
         self.weights = self.upload(np.ascontiguousarray(weights.T))  # [depth, units]
+        self.prepared_inputs.add(1)
         self.prepare_bias()
-        self.bounds = clamp_bounds(fused_activation(self.params))
+        self.prepare_output_stage()
         self.out_shape = tuple(self.outputs[0].shape)
 
     def run(self, args):
-        xp = self.xp
         x = self.compute(args[0]).reshape(-1, self.depth)
-        out = xp.matmul(x, self.compute(self.weights))
-        bias = self.bias_value(args)
-        if bias is not None:
-            out = out + bias
-        out = clamp(xp, out, self.bounds)
-        return [self.store(out.reshape(self.out_shape))]
+        out = self.matmul(x, self.compute(self.weights))
+        return [self.output_stage(out, args).reshape(self.out_shape)]

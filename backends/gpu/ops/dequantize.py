@@ -41,6 +41,7 @@ class Dequantize(FloatOp):
 
     def prepare(self) -> None:
         self.value = self.upload(np.asarray(self.inputs[0].data, dtype=np.float16).astype(np.float32))
+        self.prepared_inputs.add(0)
 
     def run(self, args):
         return [self.value]

@@ -22,7 +22,6 @@ quantized (int8/int16/int64/float16-tensor) version, or broadcasting above rank 
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any, ClassVar, Sequence
 
 import numpy as np
@@ -106,8 +105,6 @@ class FloatOp(GpuOp):
     add their own conditions in :meth:`node_reason`."""
 
     ops: ClassVar[dict[int, int]] = {}
-    #: Input positions that are integer index tensors, not float data.
-    index_inputs: ClassVar[tuple[int, ...]] = ()
     #: The type of the data tensors (DEQUANTIZE overrides this for its input).
     data_type: ClassVar[int] = TensorType.FLOAT32
 
@@ -149,10 +146,6 @@ class FloatOp(GpuOp):
         """``array`` in the storage dtype (no copy when it already is)."""
         return array.astype(self.storage, copy=False)
 
-    def quiet(self):
-        """numpy warns on overflow / division by zero where a GPU silently gives inf/NaN."""
-        return np.errstate(all="ignore") if self.xp is np else contextlib.nullcontext()
-
 
 # --------------------------------------------------------------------------------------
 # ADD SUB MUL DIV
@@ -184,10 +177,8 @@ class Binary(FloatOp):
         self.bounds = saturating_bounds(fused_activation(self.params))
 
     def run(self, args):
-        with self.quiet():
-            result = self.function(self.compute(args[0]), self.compute(args[1]))
-            result = clamp(self.xp, result, self.bounds)
-        return [self.store(result)]
+        result = self.function(self.compute(args[0]), self.compute(args[1]))
+        return [self.store(clamp(self.xp, result, self.bounds))]
 
 
 # --------------------------------------------------------------------------------------
@@ -212,19 +203,18 @@ class Activation(FloatOp):
     def run(self, args):
         xp, op = self.xp, self.op
         x = self.compute(args[0])
-        with self.quiet():
-            if op == B.LOGISTIC:
-                out = 1 / (1 + xp.exp(-x))  # exp(-x) = inf for x < -88 gives 0, as in TFLite
-            elif op == B.TANH:
-                out = xp.tanh(x)
-            elif op == B.RELU:
-                out = xp.maximum(x, 0)
-            elif op == B.RELU6:
-                out = xp.clip(x, 0, 6)
-            elif op == B.LEAKY_RELU:
-                out = xp.where(x > 0, x, x * self.alpha)
-            else:  # HARD_SWISH, in the CPU kernel's order: relu6(x + 3) * x / 6
-                out = xp.clip(x + 3, 0, 6) * x / 6
+        if op == B.LOGISTIC:
+            out = 1 / (1 + xp.exp(-x))  # exp(-x) = inf for x < -88 gives 0, as in TFLite
+        elif op == B.TANH:
+            out = xp.tanh(x)
+        elif op == B.RELU:
+            out = xp.maximum(x, 0)
+        elif op == B.RELU6:
+            out = xp.clip(x, 0, 6)
+        elif op == B.LEAKY_RELU:
+            out = xp.where(x > 0, x, x * self.alpha)
+        else:  # HARD_SWISH, in the CPU kernel's order: relu6(x + 3) * x / 6
+            out = xp.clip(x + 3, 0, 6) * x / 6
         return [self.store(out)]
 
 
@@ -249,11 +239,13 @@ class Prelu(FloatOp):
 
     def prepare(self) -> None:
         alpha = self.inputs[1]
-        self.alpha = self.upload(alpha.data, self.compute_dtype) if alpha.is_constant else None
+        self.alpha = None
+        if alpha.is_constant:
+            self.alpha = self.upload(alpha.data, self.compute_dtype)
+            self.prepared_inputs.add(1)
 
     def run(self, args):
         x = self.compute(args[0])
         alpha = self.alpha if self.alpha is not None else self.compute(args[1])
-        with self.quiet():
-            out = self.xp.where(x >= 0, x, x * alpha)
+        out = self.xp.where(x >= 0, x, x * alpha)
         return [self.store(out)]

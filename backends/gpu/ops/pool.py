@@ -8,7 +8,8 @@ TFLite's reference kernels:
   ``std::max`` with the running value first); then the fused activation as a clamp
   (TANH not applied). How: a loop over the filter taps; each tap combines the strided
   block of input it reads into the block of outputs where it falls inside the input
-  (``conv.WindowGeometry.clipped_taps``, planned on the host at prepare), so no padded copy.
+  (``conv.WindowGeometry.clipped_taps``, planned on the host at prepare), so no padded copy;
+  then TFLite's activation range, which is [-FLT_MAX, FLT_MAX] even with no activation.
 - MEAN: a float32 sum over the axes (negative and repeated axes resolved as TFLite),
   divided by the number of reduced elements; ``keep_dims``; an empty input gives NaN.
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from backends.gpu.ops.conv import WindowGeometry, window_reason
-from backends.gpu.ops.elementwise import FloatOp, clamp, clamp_bounds, fused_activation, fused_activation_reason
+from backends.gpu.ops.elementwise import FloatOp, clamp, fused_activation, fused_activation_reason, saturating_bounds
 from schema.enums import BuiltinOperator, TensorType
 
 B = BuiltinOperator
@@ -70,7 +71,9 @@ class Pool2D(FloatOp):
         self.tap_blocks = g.clipped_taps()
         self.identity = -np.inf if self.is_max else 0.0
         self.counts = None if self.is_max else self.upload(g.valid_counts(), self.compute_dtype)  # [OH, OW, 1]
-        self.bounds = clamp_bounds(fused_activation(params))
+        # TFLite's activation range, [lowest, max] of float32 even with no activation: +-inf
+        # becomes +-FLT_MAX, and a max window of only NaN / -inf gives lowest.
+        self.bounds = saturating_bounds(fused_activation(params))
 
     def run(self, args):
         xp, g = self.xp, self.geometry

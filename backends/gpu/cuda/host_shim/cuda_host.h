@@ -1,6 +1,7 @@
-// cuda_host.h: compile a CUDA kernel source (*.cu) with g++ (C++20) and run it on the CPU.
+// cuda_host.h: compile a CUDA kernel source (*.cu) with g++ (C++20, -pthread) and run it on the CPU.
 //
-// Include this header, then the .cu file, then export each kernel:
+// Include this header, then the .cu file (rewritten by host.py's host_source(), see
+// "Shared memory" below), then export each kernel:
 //
 //     #include "cuda_host.h"
 //     #include "depthwise_conv2d.cu"
@@ -14,24 +15,71 @@
 // `args` is cuLaunchKernel's kernelParams: args[i] points at the value of parameter i.
 // cuda_host_params_ writes sizeof of each parameter (up to `capacity`) and returns the
 // parameter count, so that the caller can check its argument list. The launcher returns 0,
-// or cudaErrorInvalidConfiguration (9) for a launch configuration a GPU would refuse.
+// cudaErrorInvalidConfiguration (9) for a launch configuration a GPU would refuse, or
+// cudaErrorInvalidValue (1) when CUDA_HOST_SEED or CUDA_HOST_WORKERS is malformed. The
+// header also exports `unsigned long long cuda_host_last_seed(void)`: the block-order seed
+// of the calling thread's last launch.
+//
+// The execution model copies what a GPU does and a plain loop over the threads would
+// forgive, so that a kernel that is right only by luck also fails on the CPU:
+//
+// * Blocks run in a shuffled order. A GPU promises no order between the blocks of a launch,
+//   so the launcher runs them in a pseudo-random permutation of the grid (a Fisher-Yates
+//   shuffle driven by splitmix64, so that a seed gives the same order with any compiler).
+//   The seed is $CUDA_HOST_SEED (a decimal unsigned integer), read at each launch, when it
+//   is set: that replays an order. Otherwise it is the process's launch counter (0, 1, 2,
+//   ...), so successive launches differ and a process that repeats its launches repeats its
+//   orders. cuda_host_last_seed() (host.py: HostKernel.last_seed) says which seed a launch
+//   used.
+//
+// * Launches run one at a time (a mutex), as kernels on one stream do.
+//
+// The counter, the mutex and the __shared__ registry below are one per process, not one per
+// library: g++ emits inline variables and the statics of inline functions as STB_GNU_UNIQUE
+// symbols, which the dynamic loader merges across libraries (even RTLD_LOCAL ones, as ctypes
+// loads them) and which keep those libraries loaded until exit.
 //
 // Two execution modes, chosen at compile time:
 //
-// * sequential (default): the launcher loops over the blocks of the grid and, in each
-//   block, over its threads, one after the other on the calling thread; threadIdx,
-//   blockIdx, blockDim and gridDim are thread_local globals set before each call. Correct
-//   for kernels whose threads do not communicate. A kernel that uses __syncthreads() or
-//   __shared__ does not compile in this mode (a static_assert says so).
+// * sequential (default): several OS worker threads take blocks from the shuffled list and
+//   run them concurrently; a worker runs the threads of its block one after the other.
+//   Threads of *different* blocks therefore race as on a GPU: a non-atomic read-modify-write
+//   of global memory (`out[0] += x[i]`) loses updates. The workers start together (they
+//   spin until all are running) so that their blocks overlap. $CUDA_HOST_WORKERS (1 to 1024, read at each launch) sets
+//   their number; the default is the hardware threads, clamped to 2..8; never more than the
+//   blocks. CUDA_HOST_WORKERS=1 runs one block at a time, in the shuffled order. threadIdx,
+//   blockIdx, blockDim and gridDim are thread_local globals set before each call. A kernel
+//   that uses __syncthreads() or __shared__ does not compile in this mode (a static_assert
+//   says so).
 //
 // * cooperative (-DCUDA_HOST_COOPERATIVE): each launch starts one std::thread per thread of
-//   a block; they run the blocks of the grid one block at a time, in lock-step at block
-//   boundaries. __syncthreads() is a std::barrier (C++20) of the block's threads (a thread
-//   that returns from the kernel drops out of it, as an exited GPU thread does);
-//   __shared__ variables are function-local statics, which is per-block memory because
-//   only one block runs at a time (launches of one library are serialized by a mutex).
-//   Atomics are std::atomic_ref. Dynamic shared memory (extern __shared__ T x[]) is not
-//   supported.
+//   a block, so threads of a block race with each other as on a GPU. They run the blocks of
+//   the grid one block at a time, in the shuffled order, in lock-step at block boundaries.
+//   __syncthreads() is a std::barrier (C++20) of the block's threads (a thread that returns
+//   from the kernel drops out of it, as an exited GPU thread does). Blocks never overlap
+//   here (their __shared__ memory is one static copy), so races *between* blocks show only
+//   in the sequential mode. CUDA_HOST_WORKERS is checked but not used.
+//
+// Shared memory (cooperative mode) is poisoned at the start of every block: all its bytes
+// are 0xFF (a float reads NaN, an int -1). On a GPU a block's shared memory starts with
+// whatever was there, so a kernel that reads __shared__ before writing it, or that expects
+// a value to survive from another block or launch, must read garbage here too, not zeros
+// or the previous block's values. How: a __shared__ variable is a static variable followed
+// by CUDA_HOST_SHARED_REGISTER(name), a static object whose constructor runs when control
+// first reaches the declaration: it poisons the variable (for the block that got there
+// first) and adds its address and size to a registry, which the launcher poisons before
+// each block. The registration must name the variable, which a macro in front of the
+// declaration cannot do (and g++ before 14 drops section attributes on statics of function
+// templates, so a linker section cannot collect them either). host.py's host_source()
+// therefore rewrites each declaration, on the same line (compiler messages keep their line
+// numbers):
+//
+//     __shared__ float tile[16][17];   ->   CUDA_HOST_SHARED float tile[16][17]; CUDA_HOST_SHARED_REGISTER(tile)
+//
+// A __shared__ that host_source() did not rewrite (one written inside a #define) does not
+// compile (a static_assert says so); neither does dynamic shared memory (extern __shared__).
+//
+// Atomics are real atomics (std::atomic_ref) in both modes; __threadfence() is a full fence.
 //
 // Not emulated at all (a kernel using them does not compile): warp intrinsics
 // (__shfl_*, __ballot_sync, ...), textures, cooperative groups, dynamic parallelism.
@@ -42,16 +90,20 @@
 
 #include <math.h>
 
+#include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <bit>
+#include <cerrno>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -66,6 +118,7 @@
 #define __forceinline__ inline __attribute__((always_inline))
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
 // __restrict__ is a GNU keyword already.
 
 // ---- built-in vector types and variables ---------------------------------------------------
@@ -147,7 +200,10 @@ inline unsigned short float_to_half_bits(float value) {
 
 // ---- launching ---------------------------------------------------------------------------------
 constexpr int kSuccess = 0;
+constexpr int kErrorInvalidValue = 1;          // cudaErrorInvalidValue: a malformed CUDA_HOST_* variable
 constexpr int kErrorInvalidConfiguration = 9;  // cudaErrorInvalidConfiguration
+constexpr unsigned kMaxWorkers = 1024;
+constexpr unsigned char kSharedPoison = 0xFF;  // every byte of __shared__ memory at block start
 
 inline bool valid_configuration(dim3 grid, dim3 block) {
     const unsigned long long threads = 1ull * block.x * block.y * block.z;
@@ -179,22 +235,106 @@ inline int param_sizes(void (*)(Params...), unsigned long long* sizes, int capac
     return count;
 }
 
+namespace detail {
+
+inline std::mutex& launch_mutex() {
+    static std::mutex mutex;
+    return mutex;
+}
+
+inline std::atomic<unsigned long long> launch_count{0};  // the seeds of launches without CUDA_HOST_SEED
+inline thread_local unsigned long long last_seed = 0;   // read back by cuda_host_last_seed()
+
+// An environment variable holding a decimal unsigned integer. False when it is set (and not
+// empty) but is not one: a typo must not silently fall back to the default.
+inline bool read_unsigned_env(const char* name, bool& present, unsigned long long& value) {
+    const char* text = std::getenv(name);
+    present = text != nullptr && *text != '\0';
+    if (!present) return true;
+    if (*text < '0' || *text > '9') return false;  // strtoull would accept " 1" and "-1"
+    errno = 0;
+    char* end = nullptr;
+    value = std::strtoull(text, &end, 10);
+    return errno == 0 && *end == '\0';
+}
+
+struct LaunchSettings {
+    unsigned long long seed;
+    unsigned workers;
+};
+
+inline int read_settings(LaunchSettings& settings) {
+    bool present = false;
+    unsigned long long value = 0;
+    if (!read_unsigned_env("CUDA_HOST_SEED", present, value)) return kErrorInvalidValue;
+    settings.seed = present ? value : launch_count.fetch_add(1);
+    if (!read_unsigned_env("CUDA_HOST_WORKERS", present, value)) return kErrorInvalidValue;
+    if (present && (value < 1 || value > kMaxWorkers)) return kErrorInvalidValue;
+    // At least 2 even on one core: the OS then interleaves the workers, and races still show.
+    settings.workers = present ? static_cast<unsigned>(value) : std::clamp(std::thread::hardware_concurrency(), 2u, 8u);
+    last_seed = settings.seed;
+    return kSuccess;
+}
+
+// splitmix64 (Steele, Lea and Flood): fixed by this header, unlike the std:: distributions,
+// so that a seed names the same block order with every compiler and standard library.
+inline std::uint64_t splitmix64(std::uint64_t& state) {
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+// The order in which a launch runs its blocks: a Fisher-Yates shuffle of the flat block
+// indices 0 .. blocks-1 (modulo bias is irrelevant here).
+inline std::vector<unsigned long long> block_order(unsigned long long blocks, unsigned long long seed) {
+    std::vector<unsigned long long> order(blocks);
+    std::iota(order.begin(), order.end(), 0ull);
+    std::uint64_t state = seed;
+    for (unsigned long long i = blocks; i > 1; --i) std::swap(order[i - 1], order[splitmix64(state) % i]);
+    return order;
+}
+
+}  // namespace detail
+
 #ifndef CUDA_HOST_COOPERATIVE
 
 template <typename... Params>
 inline int launch(void (*kernel)(Params...), dim3 grid, dim3 block, void** args) {
     if (!valid_configuration(grid, block)) return kErrorInvalidConfiguration;
-    gridDim = grid;
-    blockDim = block;
+    detail::LaunchSettings settings;
+    if (const int status = detail::read_settings(settings); status != kSuccess) return status;
+    std::lock_guard<std::mutex> serialize(detail::launch_mutex());
     const unsigned long long blocks = 1ull * grid.x * grid.y * grid.z;
     const unsigned long long threads = 1ull * block.x * block.y * block.z;
-    for (unsigned long long b = 0; b < blocks; ++b) {
-        blockIdx = unflatten(b, grid);
-        for (unsigned long long t = 0; t < threads; ++t) {
-            threadIdx = unflatten(t, block);
-            call_with_args(kernel, args, std::index_sequence_for<Params...>{});
+    const std::vector<unsigned long long> order = detail::block_order(blocks, settings.seed);
+    const unsigned workers = static_cast<unsigned>(std::min<unsigned long long>(settings.workers, blocks));
+
+    std::atomic<unsigned long long> next{0};  // position in `order` of the next block to take
+    std::atomic<unsigned> ready{0};
+    auto worker = [&]() {
+        gridDim = grid;
+        blockDim = block;
+        // Begin together, so that the blocks of different workers overlap: a launch's work is
+        // often shorter than waking a thread blocked in a futex (a latch), so the first worker
+        // would finish alone. Spinning keeps the workers on their cores; yielding now and then
+        // lets a worker that has no core yet get one.
+        ready.fetch_add(1);
+        for (unsigned spin = 1; ready.load() < workers; ++spin)
+            if (spin % 4096 == 0) std::this_thread::yield();
+        for (unsigned long long i = next.fetch_add(1); i < blocks; i = next.fetch_add(1)) {
+            blockIdx = unflatten(order[i], grid);
+            for (unsigned long long t = 0; t < threads; ++t) {
+                threadIdx = unflatten(t, block);
+                call_with_args(kernel, args, std::index_sequence_for<Params...>{});
+            }
         }
-    }
+    };
+    {
+        std::vector<std::jthread> pool;
+        pool.reserve(workers);
+        for (unsigned w = 0; w < workers; ++w) pool.emplace_back(worker);
+    }  // jthreads join here: the kernel's writes are visible to the caller
     return kSuccess;
 }
 
@@ -203,45 +343,82 @@ inline int launch(void (*kernel)(Params...), dim3 grid, dim3 block, void** args)
 #define __syncthreads()                                                                        \
     static_assert(false, "cuda_host.h: __syncthreads() needs the cooperative mode; build with " \
                          "-DCUDA_HOST_COOPERATIVE (host.py: cooperative=True)")
-#define __shared__                                                                                   \
+#define CUDA_HOST_SHARED                                                                             \
     static_assert(false, "cuda_host.h: __shared__ memory needs the cooperative mode; build with " \
                          "-DCUDA_HOST_COOPERATIVE (host.py: cooperative=True)");                    \
     static
+#define CUDA_HOST_SHARED_REGISTER(name)
+#define __shared__ CUDA_HOST_SHARED
 
 #else  // CUDA_HOST_COOPERATIVE
 
 namespace detail {
 inline thread_local std::barrier<>* block_barrier = nullptr;
 
-inline std::mutex& launch_mutex() {
-    static std::mutex mutex;
-    return mutex;
+// The __shared__ variables met so far (address, size), poisoned before each block: of every
+// host library of the process (see the top of this file), which is harmless, as launches
+// are serialized and those libraries are never unloaded.
+struct SharedRegistry {
+    std::mutex mutex;
+    std::vector<std::pair<unsigned char*, std::size_t>> ranges;
+};
+
+inline SharedRegistry& shared_registry() {
+    static SharedRegistry registry;  // a function static: ready before any namespace-scope __shared__
+    return registry;
+}
+
+// Declared (by CUDA_HOST_SHARED_REGISTER) right after each __shared__ variable, as a static:
+// constructed once, when the first thread gets there (the other threads of the block wait
+// for the construction: a static's initialization is thread-safe, and it comes before any
+// access to the variable).
+struct SharedRange {
+    SharedRange(const volatile void* address, std::size_t size) {
+        unsigned char* begin = static_cast<unsigned char*>(const_cast<void*>(address));
+        std::memset(begin, kSharedPoison, size);  // the block that got here first sees poison too
+        SharedRegistry& registry = shared_registry();
+        std::lock_guard<std::mutex> lock(registry.mutex);
+        registry.ranges.emplace_back(begin, size);
+    }
+};
+
+// Only while no thread of the launch runs the kernel (before the first block, and in the
+// completion step of the block barrier).
+inline void poison_shared_memory() {
+    SharedRegistry& registry = shared_registry();
+    std::lock_guard<std::mutex> lock(registry.mutex);
+    for (const auto& [begin, size] : registry.ranges) std::memset(begin, kSharedPoison, size);
 }
 }  // namespace detail
 
 template <typename... Params>
 inline int launch(void (*kernel)(Params...), dim3 grid, dim3 block, void** args) {
     if (!valid_configuration(grid, block)) return kErrorInvalidConfiguration;
+    detail::LaunchSettings settings;
+    if (const int status = detail::read_settings(settings); status != kSuccess) return status;
     std::lock_guard<std::mutex> serialize(detail::launch_mutex());  // statics are the shared memory
     const unsigned long long blocks = 1ull * grid.x * grid.y * grid.z;
     const std::ptrdiff_t threads = static_cast<std::ptrdiff_t>(block.x) * block.y * block.z;
+    const std::vector<unsigned long long> order = detail::block_order(blocks, settings.seed);
 
     // State of the block being run, replaced between blocks by the completion step of
     // `block_done` (which runs after every thread arrived and before any is released).
-    unsigned long long current = 0;
+    unsigned long long current = 0;  // position in `order`
     auto syncthreads = std::make_unique<std::barrier<>>(threads);
     auto next_block = [&]() noexcept {
         ++current;
         syncthreads = std::make_unique<std::barrier<>>(threads);
+        detail::poison_shared_memory();
     };
     std::barrier<decltype(next_block)> block_done(threads, next_block);
+    detail::poison_shared_memory();  // what an earlier launch left is garbage to this one
 
     auto worker = [&](std::ptrdiff_t t) {
         gridDim = grid;
         blockDim = block;
         threadIdx = unflatten(static_cast<unsigned long long>(t), block);
         while (current < blocks) {
-            blockIdx = unflatten(current, grid);
+            blockIdx = unflatten(order[current], grid);
             detail::block_barrier = syncthreads.get();
             call_with_args(kernel, args, std::index_sequence_for<Params...>{});
             detail::block_barrier->arrive_and_drop();  // this thread has exited the kernel
@@ -266,25 +443,37 @@ inline void __syncthreads() {
     }
     cuda_host::detail::block_barrier->arrive_and_wait();
 }
-#define __shared__ static
+#define CUDA_HOST_SHARED static
+#define CUDA_HOST_SHARED_REGISTER(name) \
+    static const cuda_host::detail::SharedRange cuda_host_shared_##name(__builtin_addressof(name), sizeof(name));
+#define __shared__                                                                                   \
+    static_assert(false, "cuda_host.h: this __shared__ was not rewritten by host.py's host_source() " \
+                         "(is it inside a #define?), so it would not be poisoned at block start");   \
+    static
 
 #endif  // CUDA_HOST_COOPERATIVE
 
-// ---- atomics and fences (correct in both modes) ----------------------------------------------
+extern "C" inline __attribute__((used)) unsigned long long cuda_host_last_seed(void) {
+    return cuda_host::detail::last_seed;
+}
+
+// ---- atomics and fences (real atomics in both modes: blocks run concurrently) ---------------
+// The value's type comes from the pointer (std::type_identity_t), as with CUDA's overloads:
+// atomicAdd(unsigned_pointer, 1) compiles.
 template <typename T>
-inline T atomicAdd(T* address, T value) {
+inline T atomicAdd(T* address, std::type_identity_t<T> value) {
     return std::atomic_ref<T>(*address).fetch_add(value);
 }
 template <typename T>
-inline T atomicSub(T* address, T value) {
+inline T atomicSub(T* address, std::type_identity_t<T> value) {
     return std::atomic_ref<T>(*address).fetch_sub(value);
 }
 template <typename T>
-inline T atomicExch(T* address, T value) {
+inline T atomicExch(T* address, std::type_identity_t<T> value) {
     return std::atomic_ref<T>(*address).exchange(value);
 }
 template <typename T>
-inline T atomicMax(T* address, T value) {
+inline T atomicMax(T* address, std::type_identity_t<T> value) {
     std::atomic_ref<T> ref(*address);
     T old = ref.load();
     while (old < value && !ref.compare_exchange_weak(old, value)) {
@@ -292,7 +481,7 @@ inline T atomicMax(T* address, T value) {
     return old;
 }
 template <typename T>
-inline T atomicMin(T* address, T value) {
+inline T atomicMin(T* address, std::type_identity_t<T> value) {
     std::atomic_ref<T> ref(*address);
     T old = ref.load();
     while (value < old && !ref.compare_exchange_weak(old, value)) {
@@ -300,7 +489,19 @@ inline T atomicMin(T* address, T value) {
     return old;
 }
 template <typename T>
-inline T atomicCAS(T* address, T compare, T value) {
+inline T atomicAnd(T* address, std::type_identity_t<T> value) {
+    return std::atomic_ref<T>(*address).fetch_and(value);
+}
+template <typename T>
+inline T atomicOr(T* address, std::type_identity_t<T> value) {
+    return std::atomic_ref<T>(*address).fetch_or(value);
+}
+template <typename T>
+inline T atomicXor(T* address, std::type_identity_t<T> value) {
+    return std::atomic_ref<T>(*address).fetch_xor(value);
+}
+template <typename T>
+inline T atomicCAS(T* address, std::type_identity_t<T> compare, std::type_identity_t<T> value) {
     std::atomic_ref<T>(*address).compare_exchange_strong(compare, value);
     return compare;  // the old value, whether or not the exchange happened
 }

@@ -1,0 +1,1142 @@
+"""An emulated CUDA machine: a cupy-shaped module whose arrays live in numpy memory inside
+an emulated memory pool, and whose devices, streams, events, pools and graphs follow
+CUDA's rules strictly enough that a bug a real device punishes fails here as well.
+
+``GpuDelegate(device="host")`` runs on it (the op code takes its numpy branch), and the
+GPU tests run the *device* branch on it too (``emulated_cuda_device``: hand-written
+kernels through the host shim, several devices), so the code that a real GPU runs is
+exercised on every CPU-only machine.
+
+The rules, and how a violation shows:
+
+* **Streams.** Every kernel launch, copy and allocation happens on the current stream of
+  the current device (``with device:``, ``with stream:``, as in CuPy). Each pool block
+  remembers the stream operation that last wrote it and those that read it since. Work on
+  stream S may touch a block last written (or, to write it, read) by work on stream T only
+  if that work is ordered before: T is S, the host synchronized T (or an event after it),
+  S waited on an event recorded on T after it, or the legacy default stream's implicit
+  ordering with blocking streams applies. Otherwise: :class:`StreamRaceError`.
+* **Devices.** Arrays belong to the device that allocated them. Using one in a kernel
+  while another device is current, or making a stream current under another device:
+  :class:`WrongDeviceError` (CuPy and CUDA refuse both).
+* **Memory.** Pools hand out blocks per stream, as CuPy's do. Fresh memory and memory
+  returned to the pool (when its last array is garbage-collected) hold 0xFF bytes: NaN
+  as float, -1 as int. Reading what nobody wrote gives NaN, not zeros.
+* **Host transfers.** A device-to-host copy into pinned memory is asynchronous: the
+  pinned buffer holds poison until the host synchronizes the stream (or an event after the
+  copy). A copy to or from pageable memory blocks the host (and is counted as a
+  synchronization). Implicit conversion to numpy raises ``TypeError``, as in CuPy.
+* **Graphs.** Between ``stream.begin_capture()`` and ``end_capture()`` nothing executes:
+  operations are recorded with the memory they touch, by address. A host synchronization
+  or a copy from pageable host memory during capture raises
+  :class:`StreamCaptureUnsupportedError` and invalidates the capture, as CUDA does.
+  ``graph.launch()`` replays the operations under the stream rules and checks that every
+  block still belongs to the graph: alive (some array still holds it), or freed during the
+  capture into a pool that served that capture and nothing else. Otherwise
+  :class:`FreedMemoryError`: on a device the replay would write into memory the pool hands
+  to someone else.
+* **CuPy's own habits** that matter under capture are modelled where we know them:
+  ``concatenate``/``stack`` of more than 8 small arrays uploads a pointer table from host
+  memory (``cupy/_core/_routines_manipulation.pyx``), which a capture cannot hold; and
+  CuPy refuses every cuBLAS call (``matmul``, ``dot``, ``einsum``...) while a stream is
+  capturing (``cupy_backends/cuda/libs/cublas.pyx``: setStream). The second applies on
+  machines made with ``cupy_library_rules=True`` (the emulated CUDA device the device
+  branch runs on); host emulation's numpy branch is not CuPy's and keeps ``matmul``.
+
+``RawModule`` builds the source with the host shim (``cuda/host.py``, g++) and runs it on
+the CPU under the same rules; every pointer argument counts as read and written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import operator
+import re
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+from numpy.lib.mixins import NDArrayOperatorsMixin
+
+POISON = 0xFF
+_ROUND = 512  # CuPy's pool rounds every allocation up to 512 bytes
+_CONCAT_POINTER_TABLE_ABOVE = 8  # CuPy: more arrays than this -> one kernel with a pointer table
+#: numpy functions whose CuPy counterparts call cuBLAS.
+_CUBLAS_FUNCTIONS = frozenset({"matmul", "dot", "vdot", "inner", "tensordot", "einsum"})
+
+
+class EmulatedDeviceError(RuntimeError):
+    """A rule that a real CUDA device enforces (by failing, or by giving wrong numbers) was broken."""
+
+
+class StreamRaceError(EmulatedDeviceError):
+    """Work on one stream touched memory that work on another stream uses, unordered."""
+
+
+class WrongDeviceError(EmulatedDeviceError):
+    """An array or a stream was used while another device was current."""
+
+
+class FreedMemoryError(EmulatedDeviceError):
+    """A graph replay touched memory that went back to a pool others allocate from."""
+
+
+class StreamCaptureUnsupportedError(RuntimeError):
+    """What CUDA returns for an operation that a stream capture cannot hold
+    (``cudaErrorStreamCaptureUnsupported``, then ``...Invalidated`` at ``end_capture``).
+    A program may catch it and run without a graph, as it would on a device."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Streams and events
+# ---------------------------------------------------------------------------------------------
+
+
+class Stream:
+    """A CUDA stream of one emulated device (``cupy.cuda.Stream``)."""
+
+    def __init__(self, machine: "EmulatedMachine", device_id: int, non_blocking: bool = False, *, null: bool = False) -> None:
+        self.machine = machine
+        self.device_id = device_id
+        self.non_blocking = non_blocking
+        self.is_null = null
+        self.seq = 0  # operations issued
+        self.completed = 0  # operations the host knows have finished
+        self.waits: dict[Stream, int] = {}  # stream -> last of its operations this one waited for
+        self.capture: _Capture | None = None
+        self._pending: list[tuple[int, np.ndarray, np.ndarray]] = []  # async copies into pinned memory
+        self.ptr = 0 if null else next(machine.handles)
+
+    def __repr__(self) -> str:
+        kind = "legacy default stream" if self.is_null else ("non-blocking stream" if self.non_blocking else "stream")
+        return f"<{kind} {self.ptr:#x} of device {self.device_id}>"
+
+    def _issue(self) -> int:
+        self.seq += 1
+        return self.seq
+
+    def _complete(self, seq: int) -> None:
+        if seq <= self.completed:
+            return
+        self.completed = seq
+        ready = [p for p in self._pending if p[0] <= seq]
+        self._pending = [p for p in self._pending if p[0] > seq]
+        for _, out, values in ready:
+            out[...] = values
+
+    # -- the cupy API ------------------------------------------------------------------------
+    def __enter__(self) -> "Stream":
+        machine = self.machine
+        if self.device_id != machine.current_device:
+            raise WrongDeviceError(
+                f"{self} made current while device {machine.current_device} is current: CUDA rejects its "
+                "first launch (invalid resource handle); enter the stream's device first"
+            )
+        machine.devices[self.device_id].stream_stack.append(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        stack = self.machine.devices[self.device_id].stream_stack
+        del stack[len(stack) - 1 - stack[::-1].index(self)]
+
+    def synchronize(self) -> None:
+        """Block the host until every operation issued to this stream has finished."""
+        self.machine.forbid_during_capture(self, "stream synchronization")
+        self.machine.stats.synchronizations += 1
+        self._complete(self.seq)
+
+    def record(self, event: "Event | None" = None) -> "Event":
+        event = event or Event(self.machine)
+        event.record(self)
+        return event
+
+    def wait_event(self, event: "Event") -> None:
+        if event.recorded is None:
+            return
+        stream, seq = event.recorded
+        self.waits[stream] = max(self.waits.get(stream, 0), seq)
+
+    def begin_capture(self, mode: Any = None) -> None:
+        if self.is_null:
+            raise StreamCaptureUnsupportedError("the legacy default stream cannot be captured")
+        if self.capture is not None:
+            raise StreamCaptureUnsupportedError(f"{self} is already capturing")
+        self.capture = _Capture(next(self.machine.handles), self.machine.next_tick())
+
+    def is_capturing(self) -> bool:
+        return self.capture is not None
+
+    def end_capture(self) -> "Graph":
+        capture, self.capture = self.capture, None
+        if capture is None:
+            raise StreamCaptureUnsupportedError(f"{self} is not capturing")
+        if capture.invalid:
+            raise StreamCaptureUnsupportedError(f"the capture was invalidated by {capture.invalid}")
+        return Graph(self.machine, capture, self.machine.next_tick())
+
+
+class Event:
+    """A CUDA event (``cupy.cuda.Event``): orders streams, synchronizes the host, times work."""
+
+    def __init__(self, machine: "EmulatedMachine", block: bool = False, disable_timing: bool = False, interprocess: bool = False) -> None:
+        self.machine = machine
+        self.recorded: tuple[Stream, int] | None = None
+        self.time: float | None = None
+
+    def record(self, stream: Stream | None = None) -> None:
+        stream = stream or self.machine.current_stream()
+        self.recorded = (stream, stream._issue())
+        self.time = time.perf_counter()
+
+    def synchronize(self) -> None:
+        if self.recorded is not None:
+            stream, seq = self.recorded
+            self.machine.forbid_during_capture(stream, "event synchronization")
+            self.machine.stats.synchronizations += 1
+            stream._complete(seq)
+
+    @property
+    def done(self) -> bool:
+        return self.recorded is None or self.recorded[0].completed >= self.recorded[1]
+
+
+def get_elapsed_time(start: Event, end: Event) -> float:
+    """Milliseconds between two recorded events (host time here); CUDA requires both done."""
+    if start.time is None or end.time is None:
+        raise RuntimeError("both events must be recorded")
+    if not end.done:
+        raise RuntimeError("cudaErrorNotReady: the end event has not completed; synchronize first")
+    return (end.time - start.time) * 1e3
+
+
+# ---------------------------------------------------------------------------------------------
+# Memory
+# ---------------------------------------------------------------------------------------------
+
+
+class Block:
+    """Device memory from a pool: its bytes and what has been done to them."""
+
+    __slots__ = (
+        "memory", "size", "pool", "device_id", "stream", "generation", "live", "alloc_tick", "label",
+        "last_write", "reads", "released", "uploaded", "read_count", "__weakref__",
+    )
+
+    def __init__(self, size: int, pool: "MemoryPool", device_id: int, stream: Stream) -> None:
+        self.memory = np.full(size, POISON, dtype=np.uint8)
+        self.size = size
+        self.pool = weakref.ref(pool)
+        self.device_id = device_id
+        self.stream = stream
+        self.generation = 0
+        self.live = False
+        self.alloc_tick = 0
+        self.label = ""
+        self.last_write: tuple[Stream, int] | None = None
+        self.reads: dict[Stream, int] = {}
+        self.released = False  # given back to the driver (its pool is gone)
+        self.uploaded = False  # last written by a host-to-device copy
+        self.read_count = 0
+
+
+class MemoryPointer:
+    """What a pool's ``malloc`` returns (``cupy.cuda.MemoryPointer``); arrays hold it, and
+    the block goes back to the pool when the last holder is gone."""
+
+    __slots__ = ("block", "size", "device_id", "__weakref__")
+
+    def __init__(self, block: Block, size: int) -> None:
+        self.block = block
+        self.size = size
+        self.device_id = block.device_id
+
+    @property
+    def ptr(self) -> int:
+        return int(self.block.memory.ctypes.data)
+
+
+class MemoryPool:
+    """``cupy.cuda.MemoryPool``: blocks rounded to 512 bytes, reused per (device, stream, size)."""
+
+    def __init__(self, machine: "EmulatedMachine", allocator: Any = None) -> None:
+        self.machine = machine
+        self.free: dict[tuple[int, Stream, int], list[Block]] = {}
+        self.blocks: weakref.WeakSet[Block] = weakref.WeakSet()
+        self.captures: set[int] = set()  # captures this pool served
+        self.served_outside_captures = False
+        self.last_alloc_tick = 0
+        self.is_default = False
+        self._used = 0
+        machine.pools.add(self)
+        weakref.finalize(self, _release_blocks, self.blocks)
+
+    def malloc(self, nbytes: int) -> MemoryPointer:
+        machine = self.machine
+        device_id, stream = machine.current_device, machine.current_stream()
+        size = max(_ROUND, -(-int(nbytes) // _ROUND) * _ROUND)
+        free = self.free.get((device_id, stream, size))
+        block = free.pop() if free else Block(size, self, device_id, stream)
+        self.blocks.add(block)
+        tick = machine.next_tick()
+        block.generation += 1
+        block.live, block.alloc_tick, block.label = True, tick, machine.label
+        block.uploaded, block.read_count = False, 0
+        self.last_alloc_tick = tick
+        if stream.capture is not None:
+            self.captures.add(stream.capture.id)
+        else:
+            self.served_outside_captures = True
+        self._used += size
+        machine.stats.allocations += 1
+        pointer = MemoryPointer(block, int(nbytes))
+        weakref.finalize(pointer, self._give_back, block, block.generation)
+        return pointer
+
+    def _give_back(self, block: Block, generation: int) -> None:
+        if block.generation != generation or not block.live:
+            return
+        block.live = False
+        self._used -= block.size
+        block.memory.fill(POISON)
+        self.free.setdefault((block.device_id, block.stream, block.size), []).append(block)
+
+    def used_bytes(self) -> int:
+        return self._used
+
+    def free_all_blocks(self, stream: Any = None) -> None:
+        for blocks in self.free.values():
+            for block in blocks:
+                block.released = True
+        self.free.clear()
+
+    def n_free_blocks(self) -> int:
+        return sum(len(b) for b in self.free.values())
+
+
+def _release_blocks(blocks: "weakref.WeakSet[Block]") -> None:
+    for block in list(blocks):
+        if not block.live:
+            block.released = True
+
+
+class PinnedMemory(bytearray):
+    """Page-locked host memory (``cupy.cuda.alloc_pinned_memory``): a buffer for numpy."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Arrays
+# ---------------------------------------------------------------------------------------------
+
+
+class EmulatedArray(NDArrayOperatorsMixin):
+    """A device array (``cupy.ndarray``): a numpy view into a pool block, and the pointer
+    that keeps the block allocated. Every numpy function and operator on it runs as a
+    kernel on the current stream of the current device."""
+
+    __slots__ = ("_raw", "data", "_machine")
+    __array_priority__ = 100
+
+    def __init__(self, raw: np.ndarray, data: MemoryPointer, machine: "EmulatedMachine") -> None:
+        self._raw = raw
+        self.data = data
+        self._machine = machine
+
+    # -- metadata (no device work) ---------------------------------------------------------------
+    shape = property(lambda self: self._raw.shape)
+    dtype = property(lambda self: self._raw.dtype)
+    ndim = property(lambda self: self._raw.ndim)
+    size = property(lambda self: self._raw.size)
+    nbytes = property(lambda self: self._raw.nbytes)
+    itemsize = property(lambda self: self._raw.itemsize)
+    strides = property(lambda self: self._raw.strides)
+    flags = property(lambda self: self._raw.flags)
+
+    @property
+    def device(self) -> "_DeviceHandle":
+        return _DeviceHandle(self._machine, self.data.device_id)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __repr__(self) -> str:
+        return f"EmulatedArray({self.get()!r}, device={self.data.device_id})"
+
+    # -- numpy protocols -------------------------------------------------------------------------
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise TypeError(
+            "Implicit conversion to a NumPy array is not allowed (as in CuPy): copy it to the host with "
+            "`.get()` or `asnumpy()`"
+        )
+
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        function = ufunc if method == "__call__" else getattr(ufunc, method)
+        return self._machine.call(function, inputs, kwargs, f"{ufunc.__name__}{'' if method == '__call__' else '.' + method}")
+
+    def __array_function__(self, func: Callable, types: Any, args: Any, kwargs: Any) -> Any:
+        name = func.__name__
+        if name in ("concatenate", "stack", "hstack", "vstack"):
+            self._machine.cupy_pointer_table(args[0] if args else kwargs.get("arrays", ()), name)
+        return self._machine.call(func, args, kwargs, name)
+
+    # -- methods, each the numpy function on the raw memory -----------------------------------
+    def __getitem__(self, key: Any) -> Any:
+        return self._machine.call(operator.getitem, (self, key), {}, "getitem")
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._machine.setitem(self, key, value)
+
+    def reshape(self, *shape: Any, order: str = "C") -> Any:
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return self._machine.call(np.reshape, (self, shape), {"order": order}, "reshape")
+
+    def transpose(self, *axes: Any) -> Any:
+        axes = axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else (axes or None)
+        return self._machine.call(np.transpose, (self, axes), {}, "transpose")
+
+    @property
+    def T(self) -> Any:
+        return self.transpose()
+
+    def ravel(self, order: str = "C") -> Any:
+        return self._machine.call(np.ravel, (self,), {"order": order}, "ravel")
+
+    def astype(self, dtype: Any, order: str = "K", casting: Any = None, subok: Any = None, copy: bool = True) -> Any:
+        if not copy and np.dtype(dtype) == self.dtype:
+            return self
+        return self._machine.call(lambda a: a.astype(dtype, order=order), (self,), {}, "astype")
+
+    def copy(self, order: str = "C") -> Any:
+        return self._machine.call(lambda a: a.copy(order=order), (self,), {}, "copy")
+
+    def fill(self, value: Any) -> None:
+        self._machine.setitem(self, Ellipsis, value)
+
+    def sum(self, *args: Any, **kwargs: Any) -> Any:
+        return self._machine.call(np.sum, (self, *args), kwargs, "sum")
+
+    def max(self, *args: Any, **kwargs: Any) -> Any:
+        return self._machine.call(np.max, (self, *args), kwargs, "max")
+
+    def min(self, *args: Any, **kwargs: Any) -> Any:
+        return self._machine.call(np.min, (self, *args), kwargs, "min")
+
+    def mean(self, *args: Any, **kwargs: Any) -> Any:
+        return self._machine.call(np.mean, (self, *args), kwargs, "mean")
+
+    def clip(self, *args: Any, **kwargs: Any) -> Any:
+        return self._machine.call(np.clip, (self, *args), kwargs, "clip")
+
+    # -- host transfers --------------------------------------------------------------------------
+    def get(self, stream: Stream | None = None, order: str = "C", out: np.ndarray | None = None, blocking: bool = True) -> np.ndarray:
+        """Copy to the host, into ``out`` or a new array. ``blocking=False`` with a pinned
+        ``out`` returns at once: the values are there after the stream is synchronized."""
+        return self._machine.download(self, stream, out, blocking)
+
+    def set(self, arr: np.ndarray, stream: Stream | None = None) -> None:
+        """Copy a host array of the same shape into this array."""
+        self._machine.upload_into(self, np.asarray(arr), stream)
+
+    def item(self) -> Any:
+        return self.get().item()
+
+    def tolist(self) -> Any:
+        return self.get().tolist()
+
+    def __float__(self) -> float:
+        return float(self.get())
+
+    def __int__(self) -> int:
+        return int(self.get())
+
+    def __bool__(self) -> bool:
+        return bool(self.get())
+
+    def __index__(self) -> int:
+        return operator.index(self.get().item())
+
+
+class _DeviceHandle:
+    """``cupy.cuda.Device``: ``with Device(i):`` makes device ``i`` current."""
+
+    def __init__(self, machine: "EmulatedMachine", device_id: int | None = None) -> None:
+        self.machine = machine
+        self.id = machine.current_device if device_id is None else int(device_id)
+        if not 0 <= self.id < len(machine.devices):
+            raise RuntimeError(f"cudaErrorInvalidDevice: device {self.id} (this machine has {len(machine.devices)})")
+        self._previous: list[int] = []
+
+    def __enter__(self) -> "_DeviceHandle":
+        self._previous.append(self.machine.current_device)
+        self.machine.current_device = self.id
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.machine.current_device = self._previous.pop()
+
+    def use(self) -> None:
+        self.machine.current_device = self.id
+
+    def synchronize(self) -> None:
+        machine = self.machine
+        for stream in machine.streams_of(self.id):
+            machine.forbid_during_capture(stream, "device synchronization")
+        machine.stats.synchronizations += 1
+        for stream in machine.streams_of(self.id):
+            stream._complete(stream.seq)
+
+    @property
+    def compute_capability(self) -> str:
+        return "90"
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, _DeviceHandle) and other.id == self.id
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def __repr__(self) -> str:
+        return f"<CUDA Device {self.id} (emulated)>"
+
+
+# ---------------------------------------------------------------------------------------------
+# Graphs
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Capture:
+    id: int
+    begin_tick: int
+    nodes: list["_Node"] = None  # type: ignore[assignment]
+    invalid: str | None = None
+
+    def __post_init__(self) -> None:
+        self.nodes = []
+
+
+@dataclass
+class _Node:
+    """One recorded operation: re-run against the same memory at each replay."""
+
+    label: str
+    run: Callable[[], None]
+    reads: list[Block]
+    writes: list[Block]
+
+
+class Graph:
+    """A captured CUDA graph (``cupy.cuda.graph.Graph``)."""
+
+    def __init__(self, machine: "EmulatedMachine", capture: _Capture, end_tick: int) -> None:
+        self.machine = machine
+        self.capture_id = capture.id
+        self.begin_tick = capture.begin_tick
+        self.end_tick = end_tick
+        self.nodes = capture.nodes
+        touched = {id(b): b for node in self.nodes for b in (*node.reads, *node.writes)}
+        self._blocks = list(touched.values())
+        self._generation = {id(b): b.generation for b in self._blocks}
+
+    def upload(self, stream: Stream | None = None) -> None:
+        return None
+
+    def launch(self, stream: Stream | None = None) -> None:
+        machine = self.machine
+        stream = stream or machine.current_stream()
+        machine.forbid_during_capture(stream, "launching a graph into a capture")
+        for block in self._blocks:
+            self._check_owned(block)
+        for node in self.nodes:
+            machine.access(stream, node.reads, node.writes, f"graph node {node.label}")
+            with np.errstate(all="ignore"):
+                node.run()
+        machine.stats.graph_launches += 1
+        machine.stats.graph_nodes += len(self.nodes)
+
+    def _check_owned(self, block: Block) -> None:
+        what = f"memory that the graph's '{block.label}' used" if block.label else "memory the graph uses"
+        if block.released:
+            raise FreedMemoryError(f"graph replay touches {what}, which was given back to the driver (its pool is gone)")
+        if block.generation != self._generation[id(block)]:
+            raise FreedMemoryError(
+                f"graph replay touches {what}, which the pool has since handed to '{block.label}': "
+                "keep every array a graph touches alive, or capture into a pool only the graph uses"
+            )
+        if block.live:
+            return
+        pool = block.pool()
+        owned = (
+            pool is not None
+            and block.alloc_tick > self.begin_tick
+            and pool.captures == {self.capture_id}
+            and not pool.served_outside_captures
+        )
+        if not owned:
+            raise FreedMemoryError(
+                f"graph replay writes into {what}, which went back to a pool that serves other allocations: "
+                "keep every array a graph touches alive, or capture into a pool only the graph uses"
+            )
+
+    def debug_dot_str(self) -> str:
+        lines = [f'"node_{i}"[label="{{KERNEL\\n| {node.label}}}"];' for i, node in enumerate(self.nodes)]
+        return "digraph emulated_graph {\n" + "\n".join(lines) + "\n}\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# The machine
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class MachineStats:
+    """Everything the emulated machine saw (the delegate's own counters are checked against it)."""
+
+    launches: int = 0  # kernels launched from the host (graph replays not included)
+    graph_launches: int = 0
+    graph_nodes: int = 0  # operations run by graph replays
+    uploads: int = 0
+    upload_bytes: int = 0
+    downloads: int = 0
+    download_bytes: int = 0
+    synchronizations: int = 0  # explicit, and implicit (pageable copies to the host)
+    allocations: int = 0
+    modules_loaded: int = 0
+
+
+class _DeviceState:
+    def __init__(self, machine: "EmulatedMachine", device_id: int) -> None:
+        self.null_stream = Stream(machine, device_id, null=True)
+        self.stream_stack: list[Stream] = []
+        self.default_pool = MemoryPool(machine)
+        self.default_pool.is_default = True
+        self.streams: weakref.WeakSet[Stream] = weakref.WeakSet()
+
+
+class EmulatedMachine:
+    """The state behind :class:`EmulatedCupy`: devices, current device and streams, pools,
+    pinned memory, the hazard checks and the statistics."""
+
+    def __init__(self, device_count: int = 1, cupy_library_rules: bool = True) -> None:
+        if device_count < 1:
+            raise ValueError("an emulated machine needs at least one device")
+        self.cupy_library_rules = cupy_library_rules
+        self.handles = itertools.count(0x1000, 0x10)
+        self.tick = 0
+        self.current_device = 0
+        self.allocators: list[Callable[[int], MemoryPointer]] = []
+        self.pools: weakref.WeakSet[MemoryPool] = weakref.WeakSet()
+        self.devices = [_DeviceState(self, i) for i in range(device_count)]
+        self.pinned: weakref.WeakValueDictionary[int, PinnedMemory] = weakref.WeakValueDictionary()
+        self.stats = MachineStats()
+        self.label = ""  # what is running (for messages): set with labelled()
+
+    def next_tick(self) -> int:
+        self.tick += 1
+        return self.tick
+
+    @contextlib.contextmanager
+    def labelled(self, label: str) -> Iterator[None]:
+        previous, self.label = self.label, label
+        try:
+            yield
+        finally:
+            self.label = previous
+
+    # -- current device, stream, allocator -------------------------------------------------------
+    def current_stream(self) -> Stream:
+        state = self.devices[self.current_device]
+        return state.stream_stack[-1] if state.stream_stack else state.null_stream
+
+    def new_stream(self, non_blocking: bool = False) -> Stream:
+        stream = Stream(self, self.current_device, non_blocking)
+        self.devices[self.current_device].streams.add(stream)
+        return stream
+
+    def streams_of(self, device_id: int) -> list[Stream]:
+        state = self.devices[device_id]
+        return [state.null_stream, *state.streams]
+
+    def malloc(self, nbytes: int) -> MemoryPointer:
+        if self.allocators:
+            return self.allocators[-1](nbytes)
+        return self.devices[self.current_device].default_pool.malloc(nbytes)
+
+    def forbid_during_capture(self, stream: Stream, what: str) -> None:
+        capturing = [s for s in self.streams_of(stream.device_id) if s.capture is not None]
+        if stream.capture is not None or (what == "device synchronization" and capturing):
+            for s in capturing or [stream]:
+                if s.capture is not None:
+                    s.capture.invalid = s.capture.invalid or what
+            raise StreamCaptureUnsupportedError(f"{what} is not allowed while {stream} is capturing a graph")
+
+    # -- arrays ------------------------------------------------------------------------------
+    def empty(self, shape: Any, dtype: Any = np.float32) -> EmulatedArray:
+        dtype = np.dtype(dtype)
+        shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(d) for d in shape)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        pointer = self.malloc(nbytes)
+        raw = pointer.block.memory[:nbytes].view(dtype).reshape(shape)
+        return EmulatedArray(raw, pointer, self)
+
+    def _check_device(self, arrays: Sequence[EmulatedArray], label: str) -> None:
+        for array in arrays:
+            if array.data.device_id != self.current_device:
+                raise WrongDeviceError(
+                    f"{label}: an array on device {array.data.device_id} used while device {self.current_device} "
+                    "is current (CuPy: 'Array device must be same as the current device')"
+                )
+
+    def access(self, stream: Stream, reads: Sequence[Block], writes: Sequence[Block], label: str) -> None:
+        """Check and record one stream operation's reads and writes."""
+        for block in reads:
+            self._check_ordered(stream, block.last_write, block, label, "reads", "wrote")
+        for block in writes:
+            self._check_ordered(stream, block.last_write, block, label, "writes", "wrote")
+            for prior in block.reads.items():
+                self._check_ordered(stream, prior, block, label, "writes", "read")
+        seq = stream._issue()
+        for block in reads:
+            block.reads[stream] = seq
+            block.read_count += 1
+        for block in writes:
+            block.last_write = (stream, seq)
+            block.reads = {}
+            block.uploaded = False
+
+    @staticmethod
+    def _check_ordered(stream: Stream, prior: tuple[Stream, int] | None, block: Block, label: str, verb: str, did: str) -> None:
+        if prior is None:
+            return
+        other, seq = prior
+        if other is stream or other.completed >= seq or stream.waits.get(other, 0) >= seq:
+            return
+        if (stream.is_null and not other.non_blocking) or (other.is_null and not stream.non_blocking):
+            return  # the legacy default stream and blocking streams order each other
+        what = f"'{block.label}'" if block.label else "an array"
+        raise StreamRaceError(
+            f"{label} on {stream} {verb} {what}, which {other} {did} without an event or a synchronization "
+            "in between: on a device the two can overlap"
+        )
+
+    def blocks_of(self, values: Any) -> list[Block]:
+        return [a.data.block for a in _arrays_in(values)]
+
+    # -- kernels -----------------------------------------------------------------------------------
+    def call(self, function: Callable, args: Sequence[Any], kwargs: dict[str, Any], name: str) -> Any:
+        """Run a numpy function as device work: views stay views (no work), new results are
+        new allocations written by one kernel, ``out=`` arrays are written in place."""
+        arrays = _arrays_in((args, kwargs))
+        self._check_device(arrays, name)
+        stream = self.current_stream()
+        capturing = stream.capture is not None
+        if capturing and self.cupy_library_rules and name in _CUBLAS_FUNCTIONS:
+            self.forbid_during_capture(stream, f"CuPy's {name} (a cuBLAS call; CuPy refuses cuBLAS during stream capture)")
+        out = kwargs.get("out")
+        outs = [a for a in _as_tuple(out) if isinstance(a, EmulatedArray)]
+        raw_args, raw_kwargs = _raw(args), _raw(kwargs)  # what a replay runs: the same memory
+        call_kwargs = raw_kwargs
+        written = [a._raw for a in outs]
+        if capturing and outs:  # nothing executes during a capture: write into scratch instead
+            scratch = tuple(np.empty_like(a._raw) for a in outs)
+            call_kwargs = {**raw_kwargs, "out": scratch if isinstance(out, tuple) else scratch[0]}
+            written = list(scratch)
+        with np.errstate(all="ignore"):
+            result = function(*raw_args, **call_kwargs)
+        wrapped: list[Any] = []
+        targets: list[np.ndarray | None] = []  # where a replay copies each new result
+        new: list[EmulatedArray] = []
+        for value in _as_tuple(result):
+            if isinstance(value, np.generic):
+                value = np.asarray(value)  # a reduction to a scalar: a 0-d device array, as in CuPy
+            targets.append(None)
+            if not isinstance(value, np.ndarray):
+                wrapped.append(value)
+                continue
+            owner = next((a for a, w in zip(outs, written) if value is w), None)
+            if owner is not None:
+                wrapped.append(owner)
+                continue
+            source = next((a for a in arrays if np.may_share_memory(value, a._raw)), None)
+            if source is not None:  # a view: metadata only, no device work
+                wrapped.append(EmulatedArray(value, source.data, self))
+                continue
+            with self.labelled(self.label or name):
+                array = self.empty(value.shape, value.dtype)
+            if not capturing:
+                array._raw[...] = value
+            wrapped.append(array)
+            targets[-1] = array._raw
+            new.append(array)
+        if new or outs:
+            reads = [a.data.block for a in arrays if all(a is not o for o in outs)]
+            writes = [a.data.block for a in (*outs, *new)]
+            self._launch(stream, name, reads, writes, lambda: _replay_call(function, raw_args, raw_kwargs, targets))
+        return tuple(wrapped) if isinstance(result, tuple) else wrapped[0]
+
+    def setitem(self, target: EmulatedArray, key: Any, value: Any) -> None:
+        if isinstance(value, (np.ndarray, list)) and not isinstance(value, EmulatedArray):
+            value = self.upload(np.asarray(value, dtype=target.dtype))  # a host array: a copy first, as CuPy
+        arrays = _arrays_in((key, value))
+        self._check_device([target, *arrays], "setitem")
+        stream = self.current_stream()
+        raw_key, raw_value = _raw(key), _raw(value)
+        if stream.capture is None:
+            target._raw[raw_key] = raw_value
+        raw_target = target._raw
+
+        def run() -> None:
+            raw_target[raw_key] = raw_value
+
+        self._launch(stream, "setitem", [a.data.block for a in arrays], [target.data.block], run)
+
+    def _launch(
+        self, stream: Stream, name: str, reads: list[Block], writes: list[Block], run: Callable[[], None], kernel: bool = True
+    ) -> None:
+        """Record the operation in the capture, or check and account for it now (the caller
+        has already run it when nothing is capturing)."""
+        label = self.label or name
+        if stream.capture is not None:
+            stream.capture.nodes.append(_Node(label, run, reads, writes))
+        else:
+            self.access(stream, reads, writes, label)
+        if kernel:
+            self.stats.launches += 1
+
+    def launch_raw(self, kernel: Any, name: str, grid: Any, block: Any, args: Sequence[Any]) -> None:
+        """A ``RawKernel`` launch: every pointer argument is read and written."""
+        arrays = [a for a in args if isinstance(a, EmulatedArray)]
+        self._check_device(arrays, name)
+        for array in arrays:
+            if not array.flags.c_contiguous:
+                raise EmulatedDeviceError(f"{name}: a raw kernel reads pointers: pass C-contiguous arrays")
+        stream = self.current_stream()
+        raw_args = [a._raw if isinstance(a, EmulatedArray) else a for a in args]
+
+        def run() -> None:
+            kernel(grid, block, raw_args)
+
+        if stream.capture is None:
+            run()
+        blocks = [a.data.block for a in arrays]
+        self._launch(stream, name, blocks, blocks, run)
+
+    def cupy_pointer_table(self, arrays: Any, name: str) -> None:
+        """CuPy joins more than 8 arrays with one kernel that reads a table of their
+        addresses, uploaded from host memory at each call."""
+        arrays = [a for a in arrays if isinstance(a, EmulatedArray)] if isinstance(arrays, (list, tuple)) else []
+        if len(arrays) > _CONCAT_POINTER_TABLE_ABOVE:
+            stream = self.current_stream()
+            self.forbid_during_capture(
+                stream, f"CuPy's {name} of {len(arrays)} arrays (it copies a table of their addresses from host memory)"
+            )
+            self.stats.uploads += 1
+            self.stats.upload_bytes += 8 * len(arrays)
+
+    # -- host transfers ------------------------------------------------------------------------
+    def is_pinned(self, array: np.ndarray) -> bool:
+        low, high = _byte_bounds(array)
+        for start, memory in list(self.pinned.items()):
+            if start <= low and high <= start + len(memory):
+                return True
+        return False
+
+    def alloc_pinned_memory(self, nbytes: int) -> PinnedMemory:
+        memory = PinnedMemory(max(int(nbytes), 1))
+        start = np.frombuffer(memory, np.uint8).ctypes.data
+        self.pinned[start] = memory
+        return memory
+
+    def upload(self, host: Any, dtype: Any = None) -> EmulatedArray:
+        host = np.asarray(host, dtype=dtype)
+        array = self.empty(host.shape, host.dtype)
+        self.upload_into(array, host, None)
+        return array
+
+    def upload_into(self, array: EmulatedArray, host: np.ndarray, stream: Stream | None) -> None:
+        if host.shape != array.shape:
+            raise ValueError(f"shape mismatch: the host array has shape {host.shape}, the device array {array.shape}")
+        self._check_device([array], "host-to-device copy")
+        stream = stream or self.current_stream()
+        if self.is_pinned(host):
+            values = np.array(host, dtype=array.dtype)  # read when the stream gets there; modelled as now
+            raw = array._raw
+
+            def run() -> None:
+                raw[...] = values
+
+            if stream.capture is None:
+                run()
+            self._launch(stream, "host-to-device copy", [], [array.data.block], run, kernel=False)
+        else:
+            self.forbid_during_capture(stream, "a host-to-device copy from pageable memory")
+            self.access(stream, [], [array.data.block], "host-to-device copy")
+            array._raw[...] = host
+        array.data.block.uploaded = True
+        self.stats.uploads += 1
+        self.stats.upload_bytes += array.nbytes
+
+    def download(self, array: EmulatedArray, stream: Stream | None, out: np.ndarray | None, blocking: bool = True) -> np.ndarray:
+        stream = stream or self.current_stream()
+        self._check_device([array], "device-to-host copy")
+        self.forbid_during_capture(stream, "a device-to-host copy")
+        self.access(stream, [array.data.block], [], "device-to-host copy")
+        self.stats.downloads += 1
+        self.stats.download_bytes += array.nbytes
+        if out is None:
+            out = np.empty(array.shape, array.dtype)
+        elif out.shape != array.shape or out.dtype != array.dtype:
+            raise ValueError(f"out must be {array.dtype}{list(array.shape)}, got {out.dtype}{list(out.shape)}")
+        if not blocking and self.is_pinned(out):  # asynchronous: the values land when the host synchronizes
+            if not out.flags.c_contiguous:
+                raise ValueError("an asynchronous copy needs a C-contiguous pinned buffer")
+            out.reshape(-1).view(np.uint8)[...] = POISON
+            stream._pending.append((stream.seq, out, array._raw.copy()))
+        else:  # the host waits for the stream to get there
+            self.stats.synchronizations += 1
+            stream._complete(stream.seq)
+            out[...] = array._raw
+        return out
+
+    def unread_uploads(self) -> list[str]:
+        """Labels of live blocks written by a host-to-device copy and never read since."""
+        return [
+            block.label or "an unlabelled upload"
+            for pool in list(self.pools)
+            for block in list(pool.blocks)
+            if block.live and block.uploaded and block.read_count == 0
+        ]
+
+
+try:  # numpy >= 2
+    from numpy.lib.array_utils import byte_bounds as _byte_bounds
+except ImportError:  # pragma: no cover - numpy 1.x
+    _byte_bounds = np.byte_bounds
+
+
+def _as_tuple(value: Any) -> tuple:
+    return value if isinstance(value, tuple) else (value,)
+
+
+def _arrays_in(values: Any) -> list[EmulatedArray]:
+    """The device arrays in nested lists, tuples and dicts (no recursion through a
+    closure: that would be a reference cycle, and arrays would outlive their last use)."""
+    found: list[EmulatedArray] = []
+    pending = [values]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, EmulatedArray):
+            found.append(value)
+        elif isinstance(value, (list, tuple)):
+            pending.extend(reversed(value))
+        elif isinstance(value, dict):
+            pending.extend(reversed(list(value.values())))
+    return found
+
+
+def _raw(value: Any) -> Any:
+    if isinstance(value, EmulatedArray):
+        return value._raw
+    if isinstance(value, tuple):
+        return tuple(_raw(v) for v in value)
+    if isinstance(value, list):
+        return [_raw(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _raw(v) for k, v in value.items()}
+    return value
+
+
+def _replay_call(function: Callable, args: Any, kwargs: dict[str, Any], targets: list[np.ndarray | None]) -> None:
+    """Re-run a recorded call: ``out=`` arrays are written in place, new results copied
+    into the memory the capture allocated for them."""
+    result = function(*_raw(args), **_raw(kwargs))
+    for value, target in zip(_as_tuple(result), targets):
+        if target is not None:
+            target[...] = value
+
+
+# ---------------------------------------------------------------------------------------------
+# The cupy-shaped module
+# ---------------------------------------------------------------------------------------------
+
+
+class _RawKernel:
+    def __init__(self, machine: EmulatedMachine, function: Any, name: str) -> None:
+        self.machine = machine
+        self.function = function
+        self.name = name
+
+    def __call__(self, grid: Any, block: Any, args: Sequence[Any], *, shared_mem: int = 0) -> None:
+        self.machine.launch_raw(self.function, self.name, grid, block, args)
+
+
+class _RawModule:
+    """``cupy.RawModule(code=...)``: the source built for the host with the host shim."""
+
+    _KERNEL = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?(\w+)\s*\(')
+
+    def __init__(self, machine: EmulatedMachine, code: str, options: Sequence[str] = (), name_expressions: Any = None, **_: Any) -> None:
+        from backends.gpu.cuda.host import HostModule
+
+        names = self._KERNEL.findall(code)
+        if not names:
+            raise RuntimeError('no extern "C" __global__ kernel in the source')
+        cooperative = "__syncthreads" in code or "__shared__" in code
+        self.machine = machine
+        self.device_id = machine.current_device
+        self.module = HostModule(code, "module.cu", kernels=names, cooperative=cooperative)
+        machine.stats.modules_loaded += 1
+
+    def get_function(self, name: str) -> _RawKernel:
+        return _RawKernel(self.machine, self.module.get_function(name), name)
+
+
+class _Runtime:
+    """``cupy.cuda.runtime``: the calls the delegate and the probe make."""
+
+    def __init__(self, machine: EmulatedMachine, name: str) -> None:
+        self.machine = machine
+        self.name = name
+
+    def getDeviceCount(self) -> int:
+        return len(self.machine.devices)
+
+    def getDeviceProperties(self, device_id: int) -> dict[str, Any]:
+        return {"name": self.name.encode(), "major": 9, "minor": 0, "totalGlobalMem": 80 * 2**30}
+
+    def runtimeGetVersion(self) -> int:
+        return 12080
+
+    def driverGetVersion(self) -> int:
+        return 12080
+
+    def deviceSynchronize(self) -> None:
+        _DeviceHandle(self.machine).synchronize()
+
+
+class _CudaNamespace:
+    """``cupy.cuda``."""
+
+    def __init__(self, machine: EmulatedMachine, name: str) -> None:
+        self.machine = machine
+        self.runtime = _Runtime(machine, name)
+        self.graph = type("graph", (), {"Graph": Graph})
+        self.MemoryPointer = MemoryPointer
+        self.get_elapsed_time = get_elapsed_time
+
+    def Device(self, device_id: int | None = None) -> _DeviceHandle:  # noqa: N802 (cupy's name)
+        return _DeviceHandle(self.machine, device_id)
+
+    def Stream(self, null: bool = False, non_blocking: bool = False, ptds: bool = False) -> Stream:  # noqa: N802
+        if null:
+            return self.machine.devices[self.machine.current_device].null_stream
+        return self.machine.new_stream(non_blocking)
+
+    def Event(self, block: bool = False, disable_timing: bool = False, interprocess: bool = False) -> Event:  # noqa: N802
+        return Event(self.machine, block, disable_timing, interprocess)
+
+    def MemoryPool(self, allocator: Any = None) -> MemoryPool:  # noqa: N802
+        return MemoryPool(self.machine, allocator)
+
+    def get_current_stream(self, device_id: int | None = None) -> Stream:
+        return self.machine.current_stream()
+
+    def alloc_pinned_memory(self, nbytes: int) -> PinnedMemory:
+        return self.machine.alloc_pinned_memory(nbytes)
+
+    @contextlib.contextmanager
+    def using_allocator(self, allocator: Callable[[int], MemoryPointer] | None = None) -> Iterator[None]:
+        self.machine.allocators.append(allocator or self.machine.devices[self.machine.current_device].default_pool.malloc)
+        try:
+            yield
+        finally:
+            self.machine.allocators.pop()
+
+
+class EmulatedCupy:
+    """A cupy-shaped module over an :class:`EmulatedMachine` (see the module docstring).
+
+    Functions that cupy shares with numpy (``matmul``, ``take``, ``where``, ufuncs...) are
+    numpy's, run as device work on :class:`EmulatedArray` arguments.
+    """
+
+    ndarray = EmulatedArray
+
+    def __init__(self, device_count: int = 1, device_name: str = "emulated CUDA device (numpy)", cupy_library_rules: bool = True) -> None:
+        self.machine = EmulatedMachine(device_count, cupy_library_rules)
+        self.cuda = _CudaNamespace(self.machine, device_name)
+        self.__version__ = "emulated"
+        self._functions: dict[str, Callable] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(np, name)
+        if not callable(value) or isinstance(value, type):
+            return value  # dtypes, constants (numpy.float32, numpy.inf)
+        function = self._functions.get(name)
+        if function is None:
+            function = self._functions[name] = functools.partial(self._call_function, value, name)
+        return function
+
+    def _call_function(self, function: Callable, name: str, *args: Any, **kwargs: Any) -> Any:
+        if not _arrays_in((args, kwargs)):  # host values only: the result is made on the device
+            result = function(*args, **kwargs)
+            if not isinstance(result, (np.ndarray, np.generic)):
+                return result
+            array = self.machine.empty(np.shape(result), np.asarray(result).dtype)
+            self.machine.setitem(array, Ellipsis, result)
+            return array
+        if name in ("concatenate", "stack", "hstack", "vstack"):
+            self.machine.cupy_pointer_table(args[0] if args else kwargs.get("arrays", ()), name)
+        return self.machine.call(function, args, kwargs, name)
+
+    # -- creation ---------------------------------------------------------------------------------
+    def empty(self, shape: Any, dtype: Any = np.float32, order: str = "C") -> EmulatedArray:
+        return self.machine.empty(shape, dtype)
+
+    def full(self, shape: Any, fill_value: Any, dtype: Any = None) -> EmulatedArray:
+        dtype = np.dtype(dtype) if dtype is not None else np.asarray(fill_value).dtype
+        array = self.machine.empty(shape, dtype)
+        self.machine.setitem(array, Ellipsis, fill_value)
+        return array
+
+    def zeros(self, shape: Any, dtype: Any = np.float32, order: str = "C") -> EmulatedArray:
+        return self.full(shape, 0, dtype)
+
+    def ones(self, shape: Any, dtype: Any = np.float32, order: str = "C") -> EmulatedArray:
+        return self.full(shape, 1, dtype)
+
+    def empty_like(self, a: EmulatedArray, dtype: Any = None) -> EmulatedArray:
+        return self.machine.empty(a.shape, dtype or a.dtype)
+
+    def zeros_like(self, a: EmulatedArray, dtype: Any = None) -> EmulatedArray:
+        return self.full(a.shape, 0, dtype or a.dtype)
+
+    def arange(self, *args: Any, dtype: Any = None) -> EmulatedArray:
+        return self.machine.upload(np.arange(*args, dtype=dtype))
+
+    def asarray(self, a: Any, dtype: Any = None, order: Any = None) -> EmulatedArray:
+        if isinstance(a, EmulatedArray):
+            return a if dtype is None or np.dtype(dtype) == a.dtype else a.astype(dtype)
+        return self.machine.upload(a, dtype)
+
+    array = asarray
+
+    def ascontiguousarray(self, a: Any, dtype: Any = None) -> EmulatedArray:
+        if not isinstance(a, EmulatedArray):
+            return self.machine.upload(np.ascontiguousarray(a, dtype=dtype))
+        return self.machine.call(np.ascontiguousarray, (a,), {"dtype": dtype}, "ascontiguousarray")
+
+    def asnumpy(self, a: Any, stream: Stream | None = None, order: str = "C", out: np.ndarray | None = None, blocking: bool = True) -> np.ndarray:
+        return a.get(stream=stream, out=out, blocking=blocking) if isinstance(a, EmulatedArray) else np.asarray(a)
+
+    def get_default_memory_pool(self) -> MemoryPool:
+        return self.machine.devices[self.machine.current_device].default_pool
+
+    def RawModule(self, code: str, options: Sequence[str] = (), **kwargs: Any) -> _RawModule:  # noqa: N802
+        return _RawModule(self.machine, code, options, **kwargs)
+
+    def get_array_module(self, *args: Any) -> Any:
+        return self

@@ -1,0 +1,363 @@
+"""The device check: everything that needs a real CUDA GPU, in one command, as a Markdown report.
+
+    PYTHONPATH=. python benchmarks/device_check.py --out DIR          # a machine with a CUDA GPU
+    PYTHONPATH=. python benchmarks/device_check.py --host --out DIR   # the emulated device (CI)
+
+It needs only numpy, cupy, flatbuffers and pytest (no network, no pip, no ai-edge-litert:
+the reference is litedelegate's own CPU path, which the test suite checks against LiteRT),
+and writes ``DIR/device-check.md`` after every section, so a run cut short still leaves
+what it measured. Sections:
+
+1. the machine: GPU, CuPy, CUDA runtime, driver and NVRTC versions;
+2. the ``gpu``-marked tests, run with ``REQUIRE_GPU=1`` (``--host``: against the emulated
+   CUDA device, ``LITEDELEGATE_TEST_DEVICE=emulated``);
+3. parity: every bundled model through ``GpuDelegate`` in float32 and float16 against the
+   CPU path, several invokes with new inputs (max error per output, absolute and relative
+   to the output's largest magnitude);
+4. CUDA graphs on vs off: the same inputs, changing at every invoke, 100 invokes;
+5. latency: CPU path, GPU eager, GPU with graphs (median and p90; batch 1, and batch 8
+   where the model can be resized), with each partition's device time (CUDA events);
+6. counters per invoke after warm-up: kernel launches, graph replays, transfers and
+   bytes, synchronizations, pool allocations.
+
+Every section catches its own failures (they go into the report) and the run goes on;
+the exit status is 1 when a check failed. ``--host`` runs every section the same way on
+the emulated device with fewer invokes, to prove the script works before a GPU is at hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import time
+import traceback
+from typing import Any, Callable
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from backends.gpu import GpuDelegate, emulated_cuda_device, open_device  # noqa: E402
+from interpreter import Interpreter  # noqa: E402
+
+MODELS = ROOT / "tests" / "data" / "models"
+
+
+def bundled_models() -> list[pathlib.Path]:
+    """The float models in the repository (the delegate leaves int8 models on the CPU: issue 14)."""
+    return sorted(MODELS.glob("converter/*_float32.tflite")) + sorted(MODELS.glob("real/mp_*.tflite"))
+
+
+class Settings:
+    def __init__(self, host: bool, budget: float) -> None:
+        self.host = host
+        self.deadline = time.perf_counter() + budget
+        self.parity_invokes = 3 if host else 5
+        self.graph_invokes = 6 if host else 100
+        self.latency_runs = 3 if host else 50
+        self.cpu_runs = 2 if host else 20
+        self.batches = (1,) if host else (1, 8)
+        self.models = bundled_models()
+        if host:  # the emulated device runs the hand-written kernels on the CPU: keep CI short
+            self.models = [m for m in self.models if m.stem in ("mini_mobilenet_float32", "concat_float32", "mp_face_detection_short_range")]
+
+    def device(self) -> Any:
+        return emulated_cuda_device() if self.host else open_device(0)
+
+    def left(self) -> float:
+        """Seconds left of the time budget."""
+        return self.deadline - time.perf_counter()
+
+    def models_in_time(self, report: "Report", share: float) -> Any:
+        """The models, while the section's share of the time left lasts; says where it stopped."""
+        stop = time.perf_counter() + share * self.left()
+        for path in self.models:
+            if time.perf_counter() > stop:
+                report.add(f"_(time budget: stopped before {path.stem})_", "")
+                report.fail("the time budget cut a section short")
+                return
+            yield path
+
+
+# -- the report -----------------------------------------------------------------------------------
+
+
+class Report:
+    def __init__(self, path: pathlib.Path, title: str) -> None:
+        self.path = path
+        self.lines = [f"# {title}", ""]
+        self.failures: list[str] = []
+
+    def add(self, *lines: str) -> None:
+        self.lines.extend(lines)
+        self.write()
+
+    def table(self, header: list[str], rows: list[list[Any]]) -> None:
+        self.add("| " + " | ".join(header) + " |", "|" + "---|" * len(header))
+        self.add(*("| " + " | ".join(str(c) for c in row) + " |" for row in rows))
+        self.add("")
+
+    def fail(self, what: str) -> None:
+        self.failures.append(what)
+        self.add(f"**FAILED**: {what}", "")
+
+    def section(self, title: str, run: Callable[[], None]) -> None:
+        self.add(f"## {title}", "")
+        start = time.perf_counter()
+        try:
+            run()
+        except Exception as error:  # the report says what broke; the next section runs
+            self.fail(f"{title}: {type(error).__name__}: {error}")
+            self.add("```", *traceback.format_exc().splitlines()[-12:], "```", "")
+        self.add(f"_({time.perf_counter() - start:.1f} s)_", "")
+
+    def write(self) -> None:
+        self.path.write_text("\n".join(self.lines) + "\n")
+
+
+# -- running models ---------------------------------------------------------------------------------
+
+
+def random_inputs(interpreter: Interpreter, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.uniform(-1, 1, tuple(d["shape"])).astype(d["dtype"]) for d in interpreter.get_input_details()]
+
+
+def make(path: pathlib.Path, delegate: GpuDelegate | None = None, batch: int = 1) -> Interpreter:
+    interpreter = Interpreter(model_path=str(path))
+    if batch != 1:
+        for detail in interpreter.get_input_details():
+            interpreter.resize_tensor_input(detail["index"], [batch, *detail["shape"][1:]])
+        interpreter.allocate_tensors()
+    if delegate is not None:
+        interpreter.modify_graph_with_delegate(delegate)
+    interpreter.allocate_tensors()
+    return interpreter
+
+
+def invoke(interpreter: Interpreter, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    for detail, value in zip(interpreter.get_input_details(), inputs):
+        interpreter.set_tensor(detail["index"], value)
+    interpreter.invoke()
+    return [interpreter.get_tensor(d["index"]) for d in interpreter.get_output_details()]
+
+
+def errors(got: np.ndarray, want: np.ndarray) -> tuple[float, float]:
+    """(max absolute error, max absolute error / the output's largest magnitude)."""
+    diff = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)))) if want.size else 0.0
+    scale = float(np.max(np.abs(want))) if want.size else 0.0
+    return diff, diff / scale if scale else diff
+
+
+def timed(interpreter: Interpreter, inputs: list[np.ndarray], runs: int) -> list[float]:
+    for detail, value in zip(interpreter.get_input_details(), inputs):
+        interpreter.set_tensor(detail["index"], value)
+    for _ in range(3):  # warm-up: kernel caches, the graph capture
+        interpreter.invoke()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        interpreter.invoke()
+        times.append((time.perf_counter() - start) * 1e3)
+    return times
+
+
+def median_p90(times: list[float]) -> str:
+    ordered = sorted(times)
+    return f"{statistics.median(ordered):.3f} / {ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]:.3f}"
+
+
+# -- the sections -------------------------------------------------------------------------------------
+
+
+def machine_section(report: Report, settings: Settings) -> None:
+    from backends.gpu.probe import describe_cuda_install
+
+    device = settings.device()
+    report.add(
+        f"- device: {device.name}",
+        f"- install: {describe_cuda_install(device.xp)}",
+        f"- mode: {'host (emulated CUDA device: the hand-written kernels through the host shim)' if settings.host else 'real CUDA device'}",
+        f"- python {sys.version.split()[0]}, numpy {np.__version__}",
+        "",
+    )
+
+
+def guarded(report: Report, rows: list[list[Any]], what: str, width: int, run: Callable[[], None]) -> None:
+    """One model's measurement: a failure becomes a row and a failed check, not the end of the section."""
+    try:
+        run()
+    except Exception as error:
+        rows.append([what, f"**error**: {type(error).__name__}: {str(error).splitlines()[0][:160]}", *[""] * (width - 2)])
+        report.fail(f"{what}: {type(error).__name__}: {str(error).splitlines()[0][:300]}")
+
+
+def tests_section(report: Report, settings: Settings) -> None:
+    env = dict(os.environ, REQUIRE_GPU="1", PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    if settings.host:
+        env["LITEDELEGATE_TEST_DEVICE"] = "emulated"
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu", "-rfEs", "tests/gpu"]
+    timeout = max(60.0, min(300.0, 0.35 * settings.left()))
+    try:
+        result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as expired:
+        output = (expired.stdout or b"").decode(errors="replace") if isinstance(expired.stdout, bytes) else (expired.stdout or "")
+        report.add(f"stopped after {timeout:.0f} s (time budget); the last lines:", "```", *output.splitlines()[-15:], "```", "")
+        report.fail("gpu tests: cut short by the time budget")
+        return
+    (report.path.parent / "gpu-tests.log").write_text(result.stdout + result.stderr)
+    summary = [line for line in result.stdout.splitlines() if line.strip()][-1:] or ["(no output)"]
+    failed = [line for line in result.stdout.splitlines() if line.startswith(("FAILED", "ERROR"))]
+    report.add(f"`{'LITEDELEGATE_TEST_DEVICE=emulated ' if settings.host else ''}REQUIRE_GPU=1 pytest -m gpu tests/gpu`: "
+               f"exit {result.returncode}, {summary[0].strip('= ')}", "")
+    if failed or result.returncode != 0:
+        report.add("```", *(failed or result.stdout.splitlines()[-30:]), *result.stderr.splitlines()[-10:], "```", "")
+        report.fail(f"gpu tests: exit {result.returncode}")
+
+
+def parity_section(report: Report, settings: Settings) -> None:
+    rows: list[list[Any]] = []
+
+    def check(path: pathlib.Path, precision: str) -> None:
+        limit = 1e-4 if precision == "float32" else 2e-2
+        delegate = GpuDelegate(device=settings.device(), precision=precision)
+        gpu, cpu = make(path, delegate), make(path)
+        worst_abs = worst_rel = 0.0
+        for k in range(settings.parity_invokes):
+            inputs = random_inputs(cpu, k)
+            for got, want in zip(invoke(gpu, inputs), invoke(cpu, inputs)):
+                absolute, relative = errors(got, want)
+                worst_abs, worst_rel = max(worst_abs, absolute), max(worst_rel, relative)
+        placed = gpu.delegation_report
+        ok = worst_rel <= limit
+        if not ok:
+            report.fail(f"{path.stem} {precision}: error {worst_rel:.2e} of the output scale > {limit:g}")
+        rows.append([path.stem, precision, f"{placed.num_delegated}/{placed.num_nodes}", placed.num_partitions,
+                     f"{worst_abs:.3g}", f"{worst_rel:.3g}", "ok" if ok else "**over**"])
+
+    for path in settings.models_in_time(report, 0.3):
+        for precision in ("float32", "float16"):
+            guarded(report, rows, f"{path.stem} {precision}", 7, lambda: check(path, precision))
+    report.add(f"{settings.parity_invokes} invokes per model, new random inputs each; error = max |GPU - CPU| over every "
+               "output and invoke; relative = that over the output's largest magnitude. Limits: float32 1e-4, "
+               "float16 2e-2 (relative).", "")
+    report.table(["model", "precision", "nodes on GPU", "partitions", "max abs error", "max rel error", ""], rows)
+
+
+def graphs_section(report: Report, settings: Settings) -> None:
+    rows: list[list[Any]] = []
+    for path in settings.models_in_time(report, 0.3):
+        guarded(report, rows, path.stem, 4, lambda: graphs_of(report, settings, path, rows))
+    report.table(["model", "invokes", "bit-identical", "graphs"], rows)
+
+
+def graphs_of(report: Report, settings: Settings, path: pathlib.Path, rows: list[list[Any]]) -> None:
+    graph_delegate = GpuDelegate(device=settings.device())
+    with_graphs = make(path, graph_delegate)
+    eager = make(path, GpuDelegate(device=settings.device(), cuda_graphs=False))
+    worst = 0.0
+    identical = True
+    for k in range(settings.graph_invokes):
+        inputs = random_inputs(eager, 100 + k)
+        for a, b in zip(invoke(with_graphs, inputs), invoke(eager, inputs)):
+            identical = identical and np.array_equal(a, b, equal_nan=True)
+            worst = max(worst, errors(a, b)[0])
+    stats = graph_delegate.partition_stats()
+    graph_state = ", ".join(sorted({s.graph for s in stats})) or "no partition"
+    if not identical:
+        report.fail(f"{path.stem}: graphs on and off differ by up to {worst:.3g}")
+    if any(s.graph != "replaying" for s in stats):
+        report.fail(f"{path.stem}: a partition is not replaying a graph ({graph_state})")
+    rows.append([path.stem, settings.graph_invokes, "yes" if identical else f"**no** ({worst:.3g})", graph_state])
+
+
+def latency_section(report: Report, settings: Settings, counters_rows: list[list[Any]]) -> None:
+    rows: list[list[Any]] = []
+    for path in settings.models_in_time(report, 0.8):
+        for batch in settings.batches:
+            guarded(report, rows, f"{path.stem} batch {batch}", 7, lambda: latency_of(settings, path, batch, rows, counters_rows))
+    report.add("Milliseconds per invoke, median / p90, host clock around `invoke()` (after 3 warm-up invokes); "
+               "speed-up = CPU median / GPU-with-graphs median; device ms = each partition's ops between two CUDA "
+               "events, last invoke.", "")
+    report.table(["model", "batch", "CPU path", "GPU eager", "GPU graphs", "speed-up", "device ms per partition"], rows)
+
+
+def latency_of(settings: Settings, path: pathlib.Path, batch: int, rows: list[list[Any]], counters_rows: list[list[Any]]) -> None:
+    try:
+        cpu = make(path, batch=batch)
+    except Exception as error:  # a model whose shapes are fixed
+        rows.append([path.stem, batch, f"n/a ({type(error).__name__})", "", "", "", ""])
+        return
+    inputs = random_inputs(cpu, 7)
+    cpu_times = timed(cpu, inputs, settings.cpu_runs)
+    eager_delegate = GpuDelegate(device=settings.device(), cuda_graphs=False)
+    eager = make(path, eager_delegate, batch)
+    graph_delegate = GpuDelegate(device=settings.device())
+    graphs = make(path, graph_delegate, batch)
+    if not eager_delegate.kernels or not graph_delegate.kernels:
+        rows.append([path.stem, batch, median_p90(cpu_times), "not delegated", "", "", ""])
+        return
+    eager_times = timed(eager, inputs, settings.latency_runs)
+    graph_times = timed(graphs, inputs, settings.latency_runs)
+    device_ms = [f"{s.device_ms:.3f}" for s in graph_delegate.partition_stats() if s.device_ms is not None]
+    rows.append([path.stem, batch, median_p90(cpu_times), median_p90(eager_times), median_p90(graph_times),
+                 f"{statistics.median(cpu_times) / statistics.median(graph_times):.1f}x", " + ".join(device_ms)])
+    if batch != 1:
+        return
+    io = sum(x.nbytes for x in inputs) + sum(int(np.prod(d["shape"])) * np.dtype(d["dtype"]).itemsize
+                                             for d in cpu.get_output_details())
+    for mode, delegate in (("eager", eager_delegate), ("graphs", graph_delegate)):
+        last = delegate.last_invoke()
+        counters_rows.append([
+            path.stem, mode, len(delegate.kernels),
+            last.kernel_launches if delegate.device.counts_launches else "n/a",
+            f"{last.graph_replays} / {last.graph_nodes}", last.uploads, last.downloads,
+            f"{last.transfer_bytes} / {io}", last.synchronizations, last.pool_allocations,
+        ])
+
+
+def counters_section(report: Report, rows: list[list[Any]]) -> None:
+    report.add("The last invoke of the latency runs (after warm-up), batch 1, summed over partitions. Launches: "
+               "kernels launched one by one from the host (a real device does not count them: n/a); graph: replays / "
+               "graph nodes they ran; bytes: moved / the model's inputs + outputs.", "")
+    report.table(["model", "mode", "partitions", "launches", "graph", "uploads", "downloads", "bytes", "syncs",
+                  "allocations"], rows)
+    for row in rows:
+        if row[1] == "graphs" and row[9] != 0:
+            report.fail(f"{row[0]}: {row[9]} pool allocations per invoke after warm-up with graphs")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=pathlib.Path, required=True, help="directory for device-check.md")
+    parser.add_argument("--host", action="store_true", help="run on the emulated CUDA device (no GPU needed)")
+    parser.add_argument("--skip-tests", action="store_true", help="leave out section 2 (the pytest run)")
+    parser.add_argument("--budget", type=float, default=330.0, help="seconds the whole run may take (default 330)")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    settings = Settings(args.host, args.budget)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    report = Report(args.out / "device-check.md", f"litedelegate device check ({'host emulation' if args.host else 'CUDA'}), {stamp}")
+    start = time.perf_counter()
+    counters: list[list[Any]] = []
+    report.section("1. Machine", lambda: machine_section(report, settings))
+    if not args.skip_tests:
+        report.section("2. GPU tests", lambda: tests_section(report, settings))
+    report.section("3. Parity with the CPU path", lambda: parity_section(report, settings))
+    report.section("4. CUDA graphs on vs off", lambda: graphs_section(report, settings))
+    report.section("5. Latency", lambda: latency_section(report, settings, counters))
+    report.section("6. Counters per invoke", lambda: counters_section(report, counters))
+    verdict = "all checks passed" if not report.failures else f"{len(report.failures)} check(s) failed"
+    report.add("## Result", "", f"{verdict} in {time.perf_counter() - start:.0f} s.", "", *(f"- {f}" for f in report.failures))
+    print(report.path.read_text())
+    return 1 if report.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,262 @@
+"""The GPU delegate under the emulated device's rules (issue 13): on host emulation
+(``device="host"``, the ops' numpy branch) and on the emulated CUDA device (the branch a
+real GPU runs: hand-written kernels through the host shim, CuPy calls, several devices).
+
+Tests named ``..._is_caught`` put one of the defects the delegate once had back (with
+monkeypatch) and check that the emulated device fails it: they show the rules can fail.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import pathlib
+import warnings
+
+import numpy as np
+import pytest
+
+from backends.gpu import GpuDelegate, emulated_cuda_device
+from backends.gpu.device import Device
+from backends.gpu.emulation import FreedMemoryError, StreamRaceError
+from backends.gpu.ops.base import GpuOp
+from delegate_sdk.testing import assert_matches_cpu
+from interpreter import Interpreter
+from interpreter.example_model import build_example_model
+from schema.builder import ModelBuilder
+from schema.enums import BuiltinOperator
+from schema.params import AddParams, ConcatenationParams, MulParams, SubParams
+
+MODELS = pathlib.Path(__file__).parents[1] / "data" / "models"
+FLOAT_MODELS = sorted(MODELS.glob("converter/*_float32.tflite")) + [MODELS / "real" / "mp_face_detection_short_range.tflite"]
+MOBILENET = MODELS / "converter" / "mini_mobilenet_float32.tflite"
+POSE = MODELS / "real" / "mp_pose_detection.tflite"
+
+
+def run(model: bytes, delegate: GpuDelegate, invokes: int = 3) -> Interpreter:
+    interpreter = Interpreter(model_content=model)
+    interpreter.modify_graph_with_delegate(delegate)
+    interpreter.allocate_tensors()
+    rng = np.random.default_rng(0)
+    for _ in range(invokes):
+        for detail in interpreter.get_input_details():
+            interpreter.set_tensor(detail["index"], rng.uniform(-1, 1, tuple(detail["shape"])).astype(np.float32))
+        interpreter.invoke()
+    return interpreter
+
+
+@contextlib.contextmanager
+def raises_caused_by(kind: type, match: str = ""):
+    """The interpreter wraps a kernel's error (naming the node): look down the chain."""
+    with pytest.raises(Exception) as caught:
+        yield
+    error = caught.value
+    while error is not None and not isinstance(error, kind):
+        error = error.__cause__
+    assert error is not None, f"{caught.value!r} was not caused by a {kind.__name__}"
+    assert re.search(match, str(error)), f"{error} does not match {match!r}"
+
+
+def io_bytes(interpreter: Interpreter) -> int:
+    details = (*interpreter.get_input_details(), *interpreter.get_output_details())
+    return int(sum(np.prod(d["shape"]) * np.dtype(d["dtype"]).itemsize for d in details))
+
+
+# -- defect 1 and 9: device, stream, and the device branch on a CPU -------------------------------
+
+
+def test_the_device_branch_runs_on_device_1_of_2_like_the_cpu():
+    device = emulated_cuda_device(device_id=1, device_count=2)
+    assert_matches_cpu(build_example_model(), lambda: GpuDelegate(device=device), invokes=4)
+    assert_matches_cpu(MOBILENET.read_bytes(), lambda: GpuDelegate(device=device), invokes=4, atol=1e-5)
+
+
+@contextlib.contextmanager
+def _device_and_pool(self):
+    """Device.active as it once was for the ops: the device current, not the stream."""
+    with self.cuda_device, self.xp.cuda.using_allocator(self._malloc):
+        yield self
+
+
+@pytest.mark.parametrize("make_device", [lambda: "host", emulated_cuda_device], ids=["host", "emulated-cuda"])
+def test_ops_run_outside_the_delegates_stream_is_caught(monkeypatch, make_device):
+    monkeypatch.setattr(Device, "active", _device_and_pool)
+    with raises_caused_by(StreamRaceError, "legacy default stream"):
+        run(build_example_model(), GpuDelegate(device=make_device()), invokes=1)
+
+
+def test_ops_run_outside_the_delegates_device_is_caught(monkeypatch):
+    @contextlib.contextmanager
+    def stream_only(self):  # as the old code: the stream entered, the device not
+        with self.stream:
+            yield self
+
+    device = emulated_cuda_device(device_id=1, device_count=2)
+    monkeypatch.setattr(Device, "active", stream_only)
+    # Prepare fails, so the interpreter keeps the CPU plan and says why.
+    with pytest.warns(RuntimeWarning, match="WrongDeviceError: .*stream .* of device 1> made current while device 0"):
+        run(build_example_model(), GpuDelegate(device=device), invokes=1)
+
+
+# -- defect 2 and 10: CUDA graphs ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("make_device", [lambda: "host", emulated_cuda_device], ids=["host", "emulated-cuda"])
+def test_from_the_third_invoke_each_partition_replays_its_graph(make_device):
+    delegate = GpuDelegate(device=make_device())
+    assert_matches_cpu(build_example_model(), lambda: delegate, invokes=5)
+    (stats,) = delegate.partition_stats()
+    assert stats.graph == "replaying" and stats.invokes == 5
+    assert stats.total.graph_replays == 4  # invoke 2 captures, then replays; 3-5 replay
+    assert stats.last_invoke.kernel_launches == 0 and stats.last_invoke.graph_nodes > 0
+
+
+def test_graph_intermediates_in_a_pool_others_allocate_from_are_caught(monkeypatch):
+    device = emulated_cuda_device()
+    monkeypatch.setattr(device.xp.cuda, "MemoryPool", lambda: device.pool)  # capture into the shared pool
+    with raises_caused_by(FreedMemoryError, "graph replay"):
+        run(build_example_model(), GpuDelegate(device=device), invokes=3)
+
+
+def concatenation_of(count: int) -> bytes:
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    inputs = [graph.add_input(f"x{i}", [1, 3, 3, 2]) for i in range(count)]
+    out = graph.add_tensor("out", [1, 3, 3, 2 * count])
+    graph.add_operator(BuiltinOperator.CONCATENATION, inputs, [out], ConcatenationParams(axis=3))
+    graph.add_output(out)
+    return builder.build()
+
+
+@pytest.mark.parametrize("make_device", [lambda: "host", emulated_cuda_device], ids=["host", "emulated-cuda"])
+def test_a_concatenation_of_twelve_inputs_is_captured(make_device):
+    delegate = GpuDelegate(device=make_device())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a failed capture warns
+        assert_matches_cpu(concatenation_of(12), lambda: delegate, invokes=4)
+    assert delegate.partition_stats()[0].graph == "replaying"
+
+
+# -- defect 5: what crosses the bus ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", FLOAT_MODELS, ids=lambda p: p.stem)
+def test_models_taken_whole_move_only_their_inputs_and_outputs_per_invoke(path):
+    delegate = GpuDelegate(device="host")
+    interpreter = run(path.read_bytes(), delegate)
+    if not all(p.delegated for p in interpreter.node_placements()):
+        pytest.skip("not taken whole")
+    stats = delegate.device.xp.machine.stats
+    before = (stats.upload_bytes, stats.download_bytes)
+    interpreter.invoke()
+    assert delegate.last_invoke().transfer_bytes == io_bytes(interpreter)
+    moved = stats.upload_bytes - before[0] + stats.download_bytes - before[1]
+    assert moved == io_bytes(interpreter)  # the machine saw nothing the counters missed
+
+
+def two_partitions_with_a_device_only_edge() -> bytes:
+    """a = x + c and b = x - c (partition 0); m = b * c on the CPU (MUL excluded); out =
+    a + m (partition 1). ``a`` goes from partition 0 to partition 1 and nowhere else."""
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    x = graph.add_input("x", [1, 8, 8, 4])
+    c = graph.add_constant("c", np.full((1, 8, 8, 4), 0.5, np.float32))
+    a, b, m, out = (graph.add_tensor(n, [1, 8, 8, 4]) for n in ("a", "b", "m", "out"))
+    graph.add_operator(BuiltinOperator.ADD, [x, c], [a], AddParams())
+    graph.add_operator(BuiltinOperator.SUB, [x, c], [b], SubParams())
+    graph.add_operator(BuiltinOperator.MUL, [b, c], [m], MulParams())
+    graph.add_operator(BuiltinOperator.ADD, [a, m], [out], AddParams())
+    graph.add_output(out)
+    return builder.build()
+
+
+def test_an_output_only_a_later_partition_reads_stays_on_the_device():
+    delegate = GpuDelegate(device="host", excluded_ops=[BuiltinOperator.MUL])
+    assert_matches_cpu(two_partitions_with_a_device_only_edge(), lambda: delegate, invokes=4)
+    assert len(delegate.kernels) == 2
+    tensor_bytes = 8 * 8 * 4 * 4
+    last = delegate.last_invoke()
+    # x up, b down (the CPU's MUL reads it), m up, out down; a never leaves the device
+    assert (last.uploads, last.downloads, last.transfer_bytes) == (2, 2, 4 * tensor_bytes)
+
+
+def test_the_pose_model_moves_only_what_the_cpu_side_reads():
+    """Its DEPTH_TO_SPACE nodes run on the CPU (issue 15); the folded float16 weights and
+    the edges between its partitions stay on the device."""
+    delegate = GpuDelegate(device="host")
+    interpreter = run(POSE.read_bytes(), delegate, invokes=2)
+    main = interpreter._main
+    cpu_reads = {t for n in main.execution_plan if main.nodes[n].delegate is None for t in main.nodes[n].inputs}
+    cpu_writes = {t for n in main.execution_plan if main.nodes[n].delegate is None for t in main.nodes[n].outputs}
+    for kernel in delegate.kernels:
+        assert set(kernel.downloads) <= cpu_reads | set(main.outputs)
+        assert set(kernel.runtime_inputs) <= (cpu_writes - {t.index for t in main.tensors if t.is_constant}) | set(main.inputs)
+    expected = sum(main.tensors[t].nbytes for k in delegate.kernels for t in (*k.downloads, *k.runtime_inputs))
+    assert delegate.last_invoke().transfer_bytes == expected < 3 * io_bytes(interpreter)
+
+
+# -- defect 8: nothing uploaded that nobody reads ---------------------------------------------------
+
+
+@pytest.mark.parametrize("path", FLOAT_MODELS, ids=lambda p: p.stem)
+def test_every_upload_is_read_on_host_emulation(path):
+    delegate = GpuDelegate(device="host")
+    run(path.read_bytes(), delegate, invokes=1)
+    assert delegate.device.xp.machine.unread_uploads() == []
+
+
+def test_every_upload_is_read_on_the_device_branch():
+    delegate = GpuDelegate(device=emulated_cuda_device())
+    run(build_example_model(), delegate, invokes=1)
+    run(MOBILENET.read_bytes(), delegate, invokes=1)
+    assert delegate.device.xp.machine.unread_uploads() == []
+
+
+def test_uploading_constants_an_op_laid_out_itself_is_caught(monkeypatch):
+    def every_input(self):  # what the delegate once uploaded: every constant input
+        return [p for p, t in enumerate(self.inputs) if t is not None and p not in self.index_inputs]
+
+    monkeypatch.setattr(GpuOp, "device_inputs", every_input)
+    delegate = GpuDelegate(device=emulated_cuda_device())
+    run(build_example_model(), delegate, invokes=1)
+    unread = delegate.device.xp.machine.unread_uploads()
+    assert any("CONV_2D" in label for label in unread) and any("DEPTHWISE_CONV_2D" in label for label in unread)
+
+
+# -- defect 11 and the counters -----------------------------------------------------------------------
+
+
+def test_each_cuda_source_is_compiled_once_per_device():
+    device = emulated_cuda_device()
+    run(build_example_model(), GpuDelegate(device=device), invokes=2)  # 2 depthwise, 2 matmul layers
+    assert sorted(device._modules) == ["bias_activation.cu", "depthwise_conv2d.cu", "matmul.cu"]
+    assert device.xp.machine.stats.modules_loaded == 4  # and the probe's
+
+
+@pytest.mark.parametrize("make_device", [lambda: "host", emulated_cuda_device], ids=["host", "emulated-cuda"])
+def test_after_warm_up_an_invoke_allocates_nothing_syncs_once_and_moves_inputs_and_outputs(make_device):
+    delegate = GpuDelegate(device=make_device())
+    interpreter = run(build_example_model(), delegate, invokes=3)
+    last = delegate.last_invoke()
+    assert (last.pool_allocations, last.synchronizations, last.graph_replays, last.kernel_launches) == (0, 1, 1, 0)
+    assert (last.uploads, last.downloads, last.transfer_bytes) == (1, 1, io_bytes(interpreter))
+
+
+def test_eager_invokes_are_counted_kernel_by_kernel_on_the_emulated_device():
+    delegate = GpuDelegate(device="host", cuda_graphs=False)
+    run(build_example_model(), delegate, invokes=2)
+    last = delegate.last_invoke()
+    assert last.graph_replays == 0 and last.kernel_launches > 8 and last.pool_allocations > 0
+
+
+def test_cuBLAS_in_a_capture_is_caught_as_CuPy_refuses_it(monkeypatch):
+    """What the first run on a real GPU showed: CuPy's matmul (cuBLAS) cannot be captured,
+    so the device branch multiplies with cuda/matmul.cu; put xp.matmul back and the
+    emulated device refuses the capture the same way."""
+    from backends.gpu.ops.conv import _WeightsOp
+
+    monkeypatch.setattr(_WeightsOp, "matmul", lambda self, a, b: self.xp.matmul(a, b))
+    delegate = GpuDelegate(device=emulated_cuda_device())
+    with pytest.warns(RuntimeWarning, match="capture failed.*cuBLAS"):
+        run(build_example_model(), delegate, invokes=3)
+    assert delegate.partition_stats()[0].graph.startswith("capture failed")

@@ -1,0 +1,124 @@
+"""The GPU delegate on a CUDA device: what only a device can show (``gpu``-marked).
+
+Skipped without a device, failed with ``REQUIRE_GPU=1``; with
+``LITEDELEGATE_TEST_DEVICE=emulated`` they run on the emulated CUDA device (the same
+code path, fewer models). Each test invokes several times with new inputs: the first
+invoke runs eagerly, the second captures a CUDA graph, later ones replay it. The
+reference is the CPU path (which the rest of the suite checks against LiteRT).
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+import numpy as np
+import pytest
+
+from backends.gpu import GpuDelegate
+from interpreter import Interpreter
+from schema.builder import ModelBuilder
+from schema.enums import BuiltinOperator
+from schema.params import ConcatenationParams
+
+pytestmark = pytest.mark.gpu
+EMULATED = os.environ.get("LITEDELEGATE_TEST_DEVICE") == "emulated"  # tests/gpu/conftest.py
+
+MODELS = pathlib.Path(__file__).parents[1] / "data" / "models"
+FLOAT_MODELS = sorted(MODELS.glob("converter/*_float32.tflite")) + sorted(MODELS.glob("real/mp_*.tflite"))
+if EMULATED:  # the host shim runs the kernels on the CPU: a few models say enough
+    FLOAT_MODELS = [p for p in FLOAT_MODELS if p.stem in ("mini_mobilenet_float32", "concat_float32", "mp_face_detection_short_range")]
+FACE = MODELS / "real" / "mp_face_detection_short_range.tflite"
+MOBILENET = MODELS / "converter" / "mini_mobilenet_float32.tflite"
+
+
+def interpreter_for(model: pathlib.Path | bytes, delegate: GpuDelegate | None = None) -> Interpreter:
+    interpreter = Interpreter(model_content=model if isinstance(model, bytes) else model.read_bytes())
+    if delegate is not None:
+        interpreter.modify_graph_with_delegate(delegate)
+    interpreter.allocate_tensors()
+    return interpreter
+
+
+def invoke(interpreter: Interpreter, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    for detail in interpreter.get_input_details():
+        interpreter.set_tensor(detail["index"], rng.uniform(-1, 1, tuple(detail["shape"])).astype(detail["dtype"]))
+    interpreter.invoke()
+    return [interpreter.get_tensor(d["index"]) for d in interpreter.get_output_details()]
+
+
+def error_of_scale(got: np.ndarray, want: np.ndarray) -> float:
+    """max |got - want| over the output's largest magnitude (sums of thousands of products
+    are added in another order on a GPU: elementwise-relative error means nothing near 0)."""
+    scale = float(np.max(np.abs(want))) or 1.0
+    return float(np.max(np.abs(got.astype(np.float64) - want))) / scale
+
+
+def assert_close_over_invokes(model, delegate: GpuDelegate, limit: float, invokes: int = 4) -> None:
+    gpu, cpu = interpreter_for(model, delegate), interpreter_for(model)
+    for k in range(invokes):
+        for i, (got, want) in enumerate(zip(invoke(gpu, k), invoke(cpu, k))):
+            assert got.shape == want.shape
+            assert error_of_scale(got, want) <= limit, f"invoke {k + 1}, output {i}: {error_of_scale(got, want):.3g}"
+    for stats in delegate.partition_stats():
+        assert stats.graph == "replaying", f"partition {stats.partition}: {stats.graph}"
+
+
+@pytest.mark.parametrize("path", FLOAT_MODELS, ids=lambda p: p.stem)
+def test_float32_models_match_the_cpu_path_within_1e_4_of_each_outputs_scale(cuda_device, path):
+    assert_close_over_invokes(path, GpuDelegate(device=cuda_device()), 1e-4)
+
+
+@pytest.mark.parametrize("path", FLOAT_MODELS, ids=lambda p: p.stem)
+def test_float16_precision_stays_within_2e_2_of_each_outputs_scale(cuda_device, path):
+    assert_close_over_invokes(path, GpuDelegate(device=cuda_device(), precision="float16"), 2e-2)
+
+
+@pytest.mark.parametrize("path", [MOBILENET, FACE], ids=lambda p: p.stem)
+def test_graph_replays_equal_eager_runs_bit_for_bit_as_inputs_change(cuda_device, path):
+    with_graphs = interpreter_for(path, GpuDelegate(device=cuda_device()))
+    eager = interpreter_for(path, GpuDelegate(device=cuda_device(), cuda_graphs=False))
+    for k in range(12):
+        for got, want in zip(invoke(with_graphs, k), invoke(eager, k)):
+            np.testing.assert_array_equal(got, want, err_msg=f"invoke {k + 1}")
+
+
+def test_a_second_device_runs_the_model_on_its_own_stream(cuda_device, cuda_device_count):
+    if cuda_device_count < 2:
+        pytest.skip("this machine has one CUDA device")
+    assert_close_over_invokes(FACE, GpuDelegate(device=cuda_device(1)), 1e-4)
+
+
+def concatenation_of(count: int) -> bytes:
+    """CONCATENATION of ``count`` runtime inputs: more than 8 makes CuPy's own concatenate
+    upload a pointer table, which a graph cannot hold; the delegate must not use it."""
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    inputs = [graph.add_input(f"x{i}", [1, 4, 4, 2]) for i in range(count)]
+    out = graph.add_tensor("out", [1, 4, 4, 2 * count])
+    graph.add_operator(BuiltinOperator.CONCATENATION, inputs, [out], ConcatenationParams(axis=3))
+    graph.add_output(out)
+    return builder.build()
+
+
+def test_a_concatenation_of_twelve_inputs_is_captured_and_replayed(cuda_device):
+    assert_close_over_invokes(concatenation_of(12), GpuDelegate(device=cuda_device()), 0.0)
+
+
+def test_after_warm_up_an_invoke_moves_only_inputs_and_outputs_allocates_nothing_and_syncs_once(cuda_device):
+    delegate = GpuDelegate(device=cuda_device())
+    interpreter = interpreter_for(FACE, delegate)
+    for k in range(3):
+        invoke(interpreter, k)
+    last = delegate.last_invoke()
+    io = sum(d["shape"].prod() * 4 for d in (*interpreter.get_input_details(), *interpreter.get_output_details()))
+    assert (last.graph_replays, last.pool_allocations, last.synchronizations) == (1, 0, 1)
+    assert (last.uploads, last.downloads, last.transfer_bytes) == (1, 2, io)
+
+
+def test_each_cuda_source_is_compiled_once_per_device(cuda_device):
+    device = cuda_device()
+    delegate = GpuDelegate(device=device)
+    invoke(interpreter_for(FACE, delegate), 0)
+    assert sorted(device._modules) == ["bias_activation.cu", "depthwise_conv2d.cu", "matmul.cu"]  # 21 convs, 16 depthwise
