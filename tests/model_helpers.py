@@ -22,3 +22,20 @@ def random_quantized_input(kind: str, shape, seed: int = 1) -> np.ndarray:
     dtype = {"uint8": np.uint8, "int8": np.int8, "int16": np.int16}[kind]
     info = np.iinfo(dtype)
     return rng.integers(info.min, int(info.max) + 1, shape).astype(dtype)
+
+
+def concatenation_model(count: int, shape=(1, 3, 3, 2)) -> bytes:
+    """CONCATENATION of ``count`` float32 model inputs of ``shape`` along the last axis.
+    More than 8 is what makes CuPy's own concatenate upload a table of addresses from
+    host memory, which a CUDA graph cannot hold (the GPU delegate must not use it)."""
+    from schema.builder import ModelBuilder
+    from schema.enums import BuiltinOperator
+    from schema.params import ConcatenationParams
+
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    inputs = [graph.add_input(f"x{i}", list(shape)) for i in range(count)]
+    out = graph.add_tensor("out", [*shape[:-1], shape[-1] * count])
+    graph.add_operator(BuiltinOperator.CONCATENATION, inputs, [out], ConcatenationParams(axis=len(shape) - 1))
+    graph.add_output(out)
+    return builder.build()

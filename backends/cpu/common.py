@@ -7,10 +7,32 @@ import ctypes
 import glob
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from schema.enums import ActivationFunctionType, Padding
+
+
+def calculate_activation_range(activation: int, dtype: Any = np.float32) -> tuple:
+    """TFLite's ``CalculateActivationRange<T>``: the ``(lo, hi)`` of ``ActivationFunctionWithMinMax``,
+    which the float kernels that clamp apply even with no activation: NONE (and TANH /
+    SIGN_BIT, which these kernels do not apply) is [lowest, max] of ``dtype``, RELU
+    [0, max], so +-inf saturates to +-FLT_MAX in float32."""
+    dtype = np.dtype(dtype)
+    info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
+    if activation == ActivationFunctionType.RELU:
+        lo, hi = 0, info.max
+    elif activation == ActivationFunctionType.RELU6:
+        lo, hi = 0, 6
+    elif activation == ActivationFunctionType.RELU_N1_TO_1:
+        lo, hi = -1, 1
+    else:
+        lo, hi = info.min, info.max
+    if dtype.kind == "f":
+        return float(lo), float(hi)
+    # C++ assigns the literal to T: -1 wraps for an unsigned type (uint32 RELU_N1_TO_1).
+    return tuple(np.array([lo, hi], dtype=np.int64).astype(dtype).tolist())
 
 
 def activation_range(activation: int) -> tuple[float | None, float | None]:

@@ -27,7 +27,7 @@ def add_parser(commands, parents) -> None:
     )
     parser.add_argument("model", nargs="?", help="a .tflite file (default: the shipped example model)")
     parser.add_argument("--delegate", choices=DELEGATES, default="none", help="as for run")
-    parser.add_argument("--runs", type=int, default=50, help="timed runs (default 50), after one warm-up")
+    parser.add_argument("--runs", type=int, default=50, help="timed runs (default 50), after one warm-up (two with the GPU delegate, which captures its CUDA graphs at the second)")
     parser.add_argument("--compare-litert", action="store_true", help="also time ai-edge-litert when it is installed")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     parser.add_argument("--json", action="store_true", help="print the timings as JSON")
@@ -137,7 +137,8 @@ def main(args: argparse.Namespace) -> int:
         return 0
     out = Printer()
     out.line(Styled(f"model: {loaded.label}", "bold"))
-    out.line(f"delegate: {choice.describe()}; {args.runs} profiled run(s) after one warm-up")
+    warm_up = "two warm-ups" if device_stats else "one warm-up"
+    out.line(f"delegate: {choice.describe()}; {args.runs} profiled run(s) after {warm_up}")
     stats = result["profiled_invoke"]
     out.line(f"invoke (sum of steps): median {stats['median_ms']:.3f} ms, mean {stats['mean_ms']:.3f} ms, "
              f"min {stats['min_ms']:.3f} ms, p90 {stats['p90_ms']:.3f} ms")
@@ -180,7 +181,7 @@ def _device_table(out: Any, partitions: list[dict[str, Any]]) -> None:
     if not rows:
         return
     table = Table(
-        ["partition", "device ms", "graph", "launches", "graph replays/kernels", "uploads", "downloads", "bytes moved",
+        ["partition", "device ms", "graph", "launches", "graph replays/nodes", "uploads", "downloads", "bytes moved",
          "syncs", "allocations"],
         right=frozenset({"partition", "device ms", "launches", "uploads", "downloads", "bytes moved", "syncs", "allocations"}),
         title="device counters per invoke (last run; launches: kernels launched one by one, counted on the emulated device only)",

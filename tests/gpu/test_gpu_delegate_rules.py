@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 import pytest
+from model_helpers import concatenation_model
 
 from backends.gpu import GpuDelegate, emulated_cuda_device
 from backends.gpu.device import Device
@@ -25,7 +26,7 @@ from interpreter import Interpreter
 from interpreter.example_model import build_example_model
 from schema.builder import ModelBuilder
 from schema.enums import BuiltinOperator
-from schema.params import AddParams, ConcatenationParams, MulParams, SubParams
+from schema.params import AddParams, MulParams, SubParams
 
 MODELS = pathlib.Path(__file__).parents[1] / "data" / "models"
 FLOAT_MODELS = sorted(MODELS.glob("converter/*_float32.tflite")) + [MODELS / "real" / "mp_face_detection_short_range.tflite"]
@@ -118,22 +119,12 @@ def test_graph_intermediates_in_a_pool_others_allocate_from_are_caught(monkeypat
         run(build_example_model(), GpuDelegate(device=device), invokes=3)
 
 
-def concatenation_of(count: int) -> bytes:
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    inputs = [graph.add_input(f"x{i}", [1, 3, 3, 2]) for i in range(count)]
-    out = graph.add_tensor("out", [1, 3, 3, 2 * count])
-    graph.add_operator(BuiltinOperator.CONCATENATION, inputs, [out], ConcatenationParams(axis=3))
-    graph.add_output(out)
-    return builder.build()
-
-
 @pytest.mark.parametrize("make_device", [lambda: "host", emulated_cuda_device], ids=["host", "emulated-cuda"])
 def test_a_concatenation_of_twelve_inputs_is_captured(make_device):
     delegate = GpuDelegate(device=make_device())
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a failed capture warns
-        assert_matches_cpu(concatenation_of(12), lambda: delegate, invokes=4)
+        assert_matches_cpu(concatenation_model(12), lambda: delegate, invokes=4)
     assert delegate.partition_stats()[0].graph == "replaying"
 
 
@@ -237,9 +228,14 @@ def test_each_cuda_source_is_compiled_once_per_device():
 def test_after_warm_up_an_invoke_allocates_nothing_syncs_once_and_moves_inputs_and_outputs(make_device):
     delegate = GpuDelegate(device=make_device())
     interpreter = run(build_example_model(), delegate, invokes=3)
+    machine = delegate.device.xp.machine.stats
+    seen = (machine.synchronizations, machine.allocations)
+    interpreter.invoke()
     last = delegate.last_invoke()
     assert (last.pool_allocations, last.synchronizations, last.graph_replays, last.kernel_launches) == (0, 1, 1, 0)
     assert (last.uploads, last.downloads, last.transfer_bytes) == (1, 1, io_bytes(interpreter))
+    # What the machine saw: no hidden host waits (a pageable download is one), no allocation.
+    assert (machine.synchronizations - seen[0], machine.allocations - seen[1]) == (1, 0)
 
 
 def test_eager_invokes_are_counted_kernel_by_kernel_on_the_emulated_device():
@@ -260,3 +256,57 @@ def test_cuBLAS_in_a_capture_is_caught_as_CuPy_refuses_it(monkeypatch):
     with pytest.warns(RuntimeWarning, match="capture failed.*cuBLAS"):
         run(build_example_model(), delegate, invokes=3)
     assert delegate.partition_stats()[0].graph.startswith("capture failed")
+
+
+# -- defect 6: TFLite's activation range, +-FLT_MAX with no activation ------------------------------
+
+FLT_MAX = float(np.finfo(np.float32).max)
+
+
+def overflowing(op: int, activation) -> bytes:
+    """One node whose float32 sums overflow: inputs and weights of 1e30, half of the
+    output channels with negative weights (so +inf and -inf before the clamp)."""
+    from schema.params import Conv2DParams, DepthwiseConv2DParams, FullyConnectedParams
+
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    if op == BuiltinOperator.FULLY_CONNECTED:
+        x = graph.add_input("x", [2, 8])
+        weights = np.full((4, 8), 1e30, np.float32) * np.array([1, -1, 1, -1], np.float32)[:, None]
+        params = FullyConnectedParams(fused_activation_function=activation)
+        out_shape = [2, 4]
+    elif op == BuiltinOperator.CONV_2D:
+        x = graph.add_input("x", [1, 4, 4, 2])
+        weights = np.full((4, 3, 3, 2), 1e30, np.float32) * np.array([1, -1, 1, -1], np.float32)[:, None, None, None]
+        params = Conv2DParams(padding=0, stride_h=1, stride_w=1, fused_activation_function=activation)
+        out_shape = [1, 4, 4, 4]
+    else:
+        x = graph.add_input("x", [1, 4, 4, 4])
+        weights = np.full((1, 3, 3, 4), 1e30, np.float32) * np.array([1, -1, 1, -1], np.float32)
+        params = DepthwiseConv2DParams(padding=0, stride_h=1, stride_w=1, depth_multiplier=1, fused_activation_function=activation)
+        out_shape = [1, 4, 4, 4]
+    w = graph.add_constant("w", weights)
+    bias = graph.add_constant("b", np.zeros(weights.shape[0] if op != BuiltinOperator.DEPTHWISE_CONV_2D else 4, np.float32))
+    out = graph.add_tensor("out", out_shape)
+    graph.add_operator(op, [x, w, bias], [out], params)
+    graph.add_output(out)
+    return builder.build()
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered")  # the CPU kernels' overflow guard (numpy's dot)
+@pytest.mark.parametrize("activation", ["NONE", "RELU", "TANH"])
+@pytest.mark.parametrize("op", [BuiltinOperator.CONV_2D, BuiltinOperator.DEPTHWISE_CONV_2D, BuiltinOperator.FULLY_CONNECTED],
+                         ids=lambda op: BuiltinOperator(op).name)
+@pytest.mark.parametrize("make_device", [lambda: "host", emulated_cuda_device], ids=["host", "emulated-cuda"])
+def test_an_overflowing_output_saturates_at_flt_max_as_on_the_cpu(make_device, op, activation):
+    from schema.enums import ActivationFunctionType
+
+    if op == BuiltinOperator.FULLY_CONNECTED and activation == "TANH":
+        pytest.skip("TFLite's FULLY_CONNECTED refuses a fused TANH")
+    model = overflowing(op, ActivationFunctionType[activation])
+    interpreter = Interpreter(model_content=model)
+    x = np.full(interpreter.get_input_details()[0]["shape"], 1e30, np.float32)
+    delegated = assert_matches_cpu(model, lambda: GpuDelegate(device=make_device()), inputs=[x], invokes=2, rtol=0, atol=0)
+    out = delegated.get_tensor(delegated.get_output_details()[0]["index"])
+    assert np.isfinite(out).all() and out.max() == FLT_MAX
+    assert out.min() == (0.0 if activation == "RELU" else -FLT_MAX)

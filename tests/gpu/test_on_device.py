@@ -14,12 +14,10 @@ import pathlib
 
 import numpy as np
 import pytest
+from model_helpers import concatenation_model
 
 from backends.gpu import GpuDelegate
 from interpreter import Interpreter
-from schema.builder import ModelBuilder
-from schema.enums import BuiltinOperator
-from schema.params import ConcatenationParams
 
 pytestmark = pytest.mark.gpu
 EMULATED = os.environ.get("LITEDELEGATE_TEST_DEVICE") == "emulated"  # tests/gpu/conftest.py
@@ -90,20 +88,8 @@ def test_a_second_device_runs_the_model_on_its_own_stream(cuda_device, cuda_devi
     assert_close_over_invokes(FACE, GpuDelegate(device=cuda_device(1)), 1e-4)
 
 
-def concatenation_of(count: int) -> bytes:
-    """CONCATENATION of ``count`` runtime inputs: more than 8 makes CuPy's own concatenate
-    upload a pointer table, which a graph cannot hold; the delegate must not use it."""
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    inputs = [graph.add_input(f"x{i}", [1, 4, 4, 2]) for i in range(count)]
-    out = graph.add_tensor("out", [1, 4, 4, 2 * count])
-    graph.add_operator(BuiltinOperator.CONCATENATION, inputs, [out], ConcatenationParams(axis=3))
-    graph.add_output(out)
-    return builder.build()
-
-
 def test_a_concatenation_of_twelve_inputs_is_captured_and_replayed(cuda_device):
-    assert_close_over_invokes(concatenation_of(12), GpuDelegate(device=cuda_device()), 0.0)
+    assert_close_over_invokes(concatenation_model(12), GpuDelegate(device=cuda_device()), 0.0)
 
 
 def test_after_warm_up_an_invoke_moves_only_inputs_and_outputs_allocates_nothing_and_syncs_once(cuda_device):

@@ -39,6 +39,7 @@ import math
 
 import numpy as np
 
+from backends.cpu.common import calculate_activation_range
 from backends.cpu.kernels._window import WindowGeometry, _clipped_axis
 from schema.enums import ActivationFunctionType
 
@@ -51,13 +52,7 @@ SAFE_MAGNITUDE = 2.0**126
 
 def activation_range(activation: int) -> tuple[float, float]:
     """TFLite's ``CalculateActivationRange<float>``: the ``(min, max)`` of the final clamp."""
-    if activation == ActivationFunctionType.RELU:
-        return 0.0, FLT_MAX
-    if activation == ActivationFunctionType.RELU6:
-        return 0.0, 6.0
-    if activation == ActivationFunctionType.RELU_N1_TO_1:
-        return -1.0, 1.0
-    return -FLT_MAX, FLT_MAX  # NONE, and TANH / SIGN_BIT, which these kernels do not apply
+    return calculate_activation_range(activation, np.float32)
 
 
 def max_row_norm(weights_by_output: np.ndarray) -> float:
@@ -175,3 +170,18 @@ def fully_connected_reference(
             np.multiply(rows[:, d, None], weights[:, d], out=product)
             np.add(total, product, out=total)
         _finish(total, bias, activation, out)
+
+
+class OverflowGuard:
+    """For the float kernels with an overflow guard (CONV_2D, DEPTHWISE_CONV_2D,
+    FULLY_CONNECTED): they set ``square_limit`` at prepare from constant weights, else
+    it is computed from each invoke's weights and bias."""
+
+    square_limit: float | None
+
+    def current_square_limit(self) -> float:
+        """``square_limit``, or the same bound from this invoke's weights and bias."""
+        if self.square_limit is not None:
+            return self.square_limit
+        bias = self.inputs[2].data if self.has_bias else None
+        return square_limit(norm_bound(self.inputs[1].data), 0.0 if bias is None else norm_bound(bias))

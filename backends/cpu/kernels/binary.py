@@ -36,7 +36,7 @@ from typing import Callable
 
 import numpy as np
 
-from backends.cpu.common import broadcast_shape
+from backends.cpu.common import broadcast_shape, calculate_activation_range
 from backends.cpu.kernel import CpuKernel, register
 from backends.cpu.kernels._window import FULL_SIZE_LIMIT, SMALL_CLIP_LIMIT, filled
 from schema.enums import ActivationFunctionType, BuiltinOperator, TensorType
@@ -52,24 +52,6 @@ def is_quantized(tensor) -> bool:
     """The tensor carries quantization scales (an int8/uint8/int16 tensor of a quantized model)."""
     q = tensor.quantization
     return q is not None and q.scale is not None and len(q.scale) > 0
-
-
-def activation_range(activation: int, dtype: np.dtype) -> tuple:
-    """TFLite's ``CalculateActivationRange<T>``: the (lo, hi) clamp of a fused activation."""
-    dtype = np.dtype(dtype)
-    info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
-    if activation == Act.RELU:
-        lo, hi = 0, info.max
-    elif activation == Act.RELU6:
-        lo, hi = 0, 6
-    elif activation == Act.RELU_N1_TO_1:
-        lo, hi = -1, 1
-    else:  # NONE, and TANH / SIGN_BIT, which these kernels do not apply
-        lo, hi = info.min, info.max
-    if dtype.kind == "f":
-        return float(lo), float(hi)
-    # C++ assigns the literal to T: -1 wraps for an unsigned type (uint32 RELU_N1_TO_1).
-    return tuple(np.array([lo, hi], dtype=np.int64).astype(dtype).tolist())
 
 
 def all_finite(values: np.ndarray) -> bool:
@@ -90,7 +72,7 @@ class ActivationClamp:
 
     def __init__(self, activation: int, dtype: np.dtype) -> None:
         self.dtype = np.dtype(dtype)
-        self.lo, self.hi = activation_range(activation, self.dtype)
+        self.lo, self.hi = calculate_activation_range(activation, self.dtype)
         if self.dtype.kind == "f":
             self.needed = True  # even NONE saturates +-inf
         else:

@@ -34,10 +34,10 @@ from numpy.lib.stride_tricks import as_strided
 
 from backends.cpu.kernel import CpuKernel, register
 from backends.cpu.kernels._float_reference import (
+    OverflowGuard,
     bias_max,
     conv_reference,
     max_row_norm,
-    norm_bound,
     square_limit,
 )
 from backends.cpu.kernels._window import (
@@ -88,7 +88,7 @@ def column_major_copy(geometry: WindowGeometry, padded: np.ndarray, matrix: np.n
 # Versions 2-5, 7 and 8 are hybrid or quantized (int8/int16/int4 filters): not here.
 @register(BuiltinOperator.CONV_2D, 1, 1)
 @register(BuiltinOperator.CONV_2D, 6, 6)
-class Conv2D(CpuKernel):
+class Conv2D(OverflowGuard, CpuKernel):
     """CONV_2D versions 1 and 6 (float32, grouped convolution)."""
 
     def prepare(self) -> None:
@@ -157,13 +157,6 @@ class Conv2D(CpuKernel):
                 max_row_norm(filters.data.reshape(out_channels, -1)), bias_max(None if bias is None else bias.data)
             )
         self._bound = (None, None)
-
-    def current_square_limit(self) -> float:
-        """``square_limit``, or the same bound from this invoke's weights and bias."""
-        if self.square_limit is not None:
-            return self.square_limit
-        bias = self.inputs[2].data if self.has_bias else None
-        return square_limit(norm_bound(self.inputs[1].data), 0.0 if bias is None else norm_bound(bias))
 
     def reference(self) -> None:
         """TFLite's own loop (``_float_reference.conv_reference``): for inputs that could overflow."""

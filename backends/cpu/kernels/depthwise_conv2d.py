@@ -46,10 +46,10 @@ from numpy.lib.stride_tricks import as_strided
 
 from backends.cpu.kernel import CpuKernel, register
 from backends.cpu.kernels._float_reference import (
+    OverflowGuard,
     bias_max,
     depthwise_reference,
     max_row_norm,
-    norm_bound,
     square_limit,
 )
 from backends.cpu.kernels._window import (
@@ -144,7 +144,7 @@ class FlatTaps:
 #            exactly version 1's behaviour, so one kernel serves both versions.
 # Versions 3-7 are quantized or hybrid (int8/int16/int4 filters): not this kernel.
 @register(BuiltinOperator.DEPTHWISE_CONV_2D, 1, 2)
-class DepthwiseConv2D(CpuKernel):
+class DepthwiseConv2D(OverflowGuard, CpuKernel):
     """DEPTHWISE_CONV_2D versions 1-2 (float32; version 2 adds dilation)."""
 
     def prepare(self) -> None:
@@ -198,13 +198,6 @@ class DepthwiseConv2D(CpuKernel):
                 max_row_norm(filters.data.reshape(-1, out_channels).T), bias_max(None if bias is None else bias.data)
             )
         self._bound = (None, None)
-
-    def current_square_limit(self) -> float:
-        """``square_limit``, or the same bound from this invoke's weights and bias."""
-        if self.square_limit is not None:
-            return self.square_limit
-        bias = self.inputs[2].data if self.has_bias else None
-        return square_limit(norm_bound(self.inputs[1].data), 0.0 if bias is None else norm_bound(bias))
 
     def reference(self) -> None:
         """TFLite's own loop (``_float_reference.depthwise_reference``): for inputs that could overflow."""

@@ -25,10 +25,10 @@ import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
 from backends.cpu.kernels._float_reference import (
+    OverflowGuard,
     bias_max,
     fully_connected_reference,
     max_row_norm,
-    norm_bound,
     square_limit,
 )
 from backends.cpu.kernels._window import activation_bounds, make_clamp, tiled_rows
@@ -44,7 +44,7 @@ Act = ActivationFunctionType
 # input), v4/v7/v10/v11/v13/v14 (int8/int16/int4/int2), v8 (sparse weights).
 @register(BuiltinOperator.FULLY_CONNECTED, 1, 1)
 @register(BuiltinOperator.FULLY_CONNECTED, 5, 6)
-class FullyConnected(CpuKernel):
+class FullyConnected(OverflowGuard, CpuKernel):
     """FULLY_CONNECTED versions 1, 5 and 6 (float32; keep_num_dims, no bias)."""
 
     def prepare(self) -> None:
@@ -99,13 +99,6 @@ class FullyConnected(CpuKernel):
         if weights.is_constant and (bias is None or bias.is_constant):
             self.square_limit = square_limit(max_row_norm(weights.data), bias_max(None if bias is None else bias.data))
         self._bound = (None, None)
-
-    def current_square_limit(self) -> float:
-        """``square_limit``, or the same bound from this invoke's weights and bias."""
-        if self.square_limit is not None:
-            return self.square_limit
-        bias = self.inputs[2].data if self.has_bias else None
-        return square_limit(norm_bound(self.inputs[1].data), 0.0 if bias is None else norm_bound(bias))
 
     def reference(self) -> None:
         """TFLite's own loop (``_float_reference.fully_connected_reference``): for inputs

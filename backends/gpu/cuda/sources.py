@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from backends.cpu.common import compute_padding
+from backends.cpu.common import calculate_activation_range, compute_padding
 from schema.enums import ActivationFunctionType, Padding
 
 #: The ``.cu`` files shipped as package data (pyproject: ``"*" = ["*.cu", ...]``).
@@ -68,18 +68,12 @@ FLT_MAX = float(np.finfo(np.float32).max)
 
 
 def activation_range(activation: int) -> tuple[float, float]:
-    """The clamp ``(act_min, act_max)`` of a fused activation, as TFLite's
-    ``CalculateActivationRange`` for float kernels: RELU, RELU6 and RELU_N1_TO_1 clamp;
-    NONE (and TANH / SIGN_BIT, which these float kernels ignore) give -FLT_MAX..FLT_MAX.
-    The bounds are kernel arguments because NVRTC has neither FLT_MAX nor INFINITY."""
-    activation = ActivationFunctionType(activation)
-    if activation == ActivationFunctionType.RELU:
-        return 0.0, FLT_MAX
-    if activation == ActivationFunctionType.RELU6:
-        return 0.0, 6.0
-    if activation == ActivationFunctionType.RELU_N1_TO_1:
-        return -1.0, 1.0
-    return -FLT_MAX, FLT_MAX
+    """The clamp ``(act_min, act_max)`` of a fused activation, TFLite's
+    ``CalculateActivationRange`` for float kernels (``backends.cpu.common``): RELU, RELU6
+    and RELU_N1_TO_1 clamp; NONE (and TANH / SIGN_BIT, which these float kernels ignore)
+    give -FLT_MAX..FLT_MAX. The bounds are kernel arguments because NVRTC has neither
+    FLT_MAX nor INFINITY."""
+    return calculate_activation_range(ActivationFunctionType(activation), np.float32)
 
 
 # -- launch configurations ---------------------------------------------------------------------
@@ -223,15 +217,42 @@ def depthwise_args(x: Any, w: Any, b: Any, out: Any, geometry: DepthwiseGeometry
     return (x, w, null if b is None else b, out, *geometry.scalar_args(), np.float32(act_min), np.float32(act_max))
 
 
-class DepthwiseConv2DCuda:
+class _Launcher:
+    """What the CuPy launchers share: the cupy module (``xp``, default ``import cupy``)
+    and one kernel of a compiled ``.cu`` (``module``, default: compiled at the first call
+    on the current device; the delegate passes ``Device.module(source)``, compiled once
+    per device). Launches go to the current stream."""
+
+    source: str
+
+    def __init__(self, xp: Any = None, module: Any = None) -> None:
+        self._xp = xp
+        self._module = module
+        self._kernels: dict[str, Any] = {}
+
+    @property
+    def xp(self) -> Any:
+        if self._xp is None:
+            import cupy
+
+            self._xp = cupy
+        return self._xp
+
+    def kernel(self, name: str) -> Any:
+        if name not in self._kernels:
+            module = self._module or self.xp.RawModule(code=read_source(self.source), options=CUPY_OPTIONS)
+            self._kernels[name] = module.get_function(name)
+        return self._kernels[name]
+
+
+class DepthwiseConv2DCuda(_Launcher):
     """DEPTHWISE_CONV_2D (versions 1-2) on a CUDA device through CuPy: cupy arrays in and
     out, NHWC, stored as ``storage`` (float32 or float16), computed in float32.
 
-    ``xp`` is the cupy module (default: ``import cupy``), ``module`` the compiled
-    ``depthwise_conv2d.cu`` (the delegate compiles each source once per device:
-    ``Device.module``); without one it is compiled at the first call, on the current device.
-    Launches go to the current stream.
+    ``xp`` and ``module`` as in ``_Launcher``.
     """
+
+    source = "depthwise_conv2d.cu"
 
     def __init__(
         self,
@@ -250,23 +271,7 @@ class DepthwiseConv2DCuda:
         self.activation = ActivationFunctionType(activation)
         self.storage = np.dtype(storage)
         self.kernel_name = depthwise_kernel_name(self.storage)
-        self._xp = xp
-        self._module = module
-        self._kernel = None
-
-    @property
-    def xp(self) -> Any:
-        if self._xp is None:
-            import cupy
-
-            self._xp = cupy
-        return self._xp
-
-    def _function(self):
-        if self._kernel is None:
-            module = self._module or self.xp.RawModule(code=read_source("depthwise_conv2d.cu"), options=CUPY_OPTIONS)
-            self._kernel = module.get_function(self.kernel_name)
-        return self._kernel
+        super().__init__(xp, module)
 
     def __call__(self, x: Any, w: Any, b: Any = None, out: Any = None) -> Any:
         xp = self.xp
@@ -288,7 +293,7 @@ class DepthwiseConv2DCuda:
         grid, block = depthwise_launch_config(geometry.out_shape)
         # An absent bias is a null pointer passed by value: 8 zero bytes.
         args = depthwise_args(x, w, b, out, geometry, self.activation, null=np.uint64(0))
-        self._function()(grid, block, args)
+        self.kernel(self.kernel_name)(grid, block, args)
         return out
 
 
@@ -308,11 +313,12 @@ def bias_activation_args(values: Any, bias: Any, activation: int, null: Any) -> 
             np.float32(act_min), np.float32(act_max))
 
 
-class BiasActivationCuda:
+class BiasActivationCuda(_Launcher):
     """In place on a C-contiguous cupy array ``values[..., C]``: add ``bias[C]`` (optional),
     then clamp to the fused activation's range, in one kernel (the epilogue of the
-    matmul-based CONV_2D and FULLY_CONNECTED). ``xp`` and ``module`` as in
-    :class:`DepthwiseConv2DCuda`."""
+    matmul-based CONV_2D and FULLY_CONNECTED). ``xp`` and ``module`` as in ``_Launcher``."""
+
+    source = "bias_activation.cu"
 
     def __init__(
         self, activation: int = ActivationFunctionType.NONE, storage: Any = np.float32, *, xp: Any = None, module: Any = None
@@ -320,17 +326,7 @@ class BiasActivationCuda:
         self.activation = ActivationFunctionType(activation)
         self.storage = np.dtype(storage)
         self.kernel_name = bias_activation_kernel_name(self.storage)
-        self._xp = xp
-        self._module = module
-        self._kernel = None
-
-    @property
-    def xp(self) -> Any:
-        if self._xp is None:
-            import cupy
-
-            self._xp = cupy
-        return self._xp
+        super().__init__(xp, module)
 
     def __call__(self, values: Any, bias: Any = None) -> Any:
         if values.dtype != self.storage or not values.flags.c_contiguous:
@@ -339,13 +335,10 @@ class BiasActivationCuda:
             raise TypeError(f"expected a {self.storage} bias, got {bias.dtype}")
         if values.size == 0:
             return values
-        if self._kernel is None:
-            module = self._module or self.xp.RawModule(code=read_source("bias_activation.cu"), options=CUPY_OPTIONS)
-            self._kernel = module.get_function(self.kernel_name)
         if bias is not None:
             bias = self.xp.ascontiguousarray(bias)
         grid, block = elementwise_launch_config(values.size)
-        self._kernel(grid, block, bias_activation_args(values, bias, self.activation, null=np.uint64(0)))
+        self.kernel(self.kernel_name)(grid, block, bias_activation_args(values, bias, self.activation, null=np.uint64(0)))
         return values
 
 
@@ -381,23 +374,15 @@ def matmul_args(a: Any, b: Any, c: Any) -> tuple:
     return (a, b, c, np.int32(m), np.int32(n), np.int32(k), np.int64(a_stride), np.int64(b_stride), np.int64(c_stride)), batch
 
 
-class MatmulCuda:
+class MatmulCuda(_Launcher):
     """``a @ b`` in float32 with ``matmul.cu`` (capturable in a CUDA graph, unlike CuPy's
     cuBLAS path): ``a`` [M, K] or [B, M, K], ``b`` [K, N] or [B, K, N]; a new C-contiguous
-    result. ``xp`` and ``module`` as in :class:`DepthwiseConv2DCuda`."""
+    result. ``xp`` and ``module`` as in ``_Launcher``."""
+
+    source = "matmul.cu"
 
     def __init__(self, *, xp: Any = None, module: Any = None) -> None:
-        self._xp = xp
-        self._module = module
-        self._kernel = None
-
-    @property
-    def xp(self) -> Any:
-        if self._xp is None:
-            import cupy
-
-            self._xp = cupy
-        return self._xp
+        super().__init__(xp, module)
 
     def __call__(self, a: Any, b: Any) -> Any:
         xp = self.xp
@@ -415,10 +400,7 @@ class MatmulCuda:
         if a.shape[-1] == 0:
             c[...] = 0
             return c
-        if self._kernel is None:
-            module = self._module or self.xp.RawModule(code=read_source("matmul.cu"), options=CUPY_OPTIONS)
-            self._kernel = module.get_function("matmul_f32")
         args, batch = matmul_args(a, b, c)
         grid, block = matmul_launch_config(batch, a.shape[-2], b.shape[-1])
-        self._kernel(grid, block, args)
+        self.kernel("matmul_f32")(grid, block, args)
         return c

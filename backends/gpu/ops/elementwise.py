@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
-from backends.cpu.common import broadcast_shape
+from backends.cpu.common import broadcast_shape, calculate_activation_range
 from backends.gpu.ops.base import MAX_RANK, GpuOp
 from delegate_sdk.node import Node
 from delegate_sdk.tensor import RuntimeTensor
@@ -35,7 +35,6 @@ from schema.enums import ActivationFunctionType, BuiltinOperator, TensorType, bu
 Act = ActivationFunctionType
 B = BuiltinOperator
 
-FLT_MAX = float(np.finfo(np.float32).max)
 
 #: Fused activations the GPU ops take (SIGN_BIT is rejected).
 FUSED_ACTIVATIONS = (Act.NONE, Act.RELU, Act.RELU6, Act.RELU_N1_TO_1, Act.TANH)
@@ -75,11 +74,10 @@ def clamp_bounds(activation: int) -> tuple[float, float] | None:
 
 
 def saturating_bounds(activation: int) -> tuple[float, float]:
-    """The clamp of the binary ops: ``ActivationFunctionWithMinMax`` over the float range,
-    so NONE/TANH clamp to +-FLT_MAX and RELU to [0, FLT_MAX] (+-inf saturates)."""
-    if activation == Act.RELU:
-        return (0.0, FLT_MAX)
-    return clamp_bounds(activation) or (-FLT_MAX, FLT_MAX)
+    """The clamp of the binary ops, convolutions, fully-connected layers and pools:
+    ``ActivationFunctionWithMinMax`` over TFLite's ``CalculateActivationRange<float>``, so
+    NONE/TANH clamp to +-FLT_MAX and RELU to [0, FLT_MAX] (+-inf saturates)."""
+    return calculate_activation_range(activation, np.float32)
 
 
 def clamp(xp: Any, values: Any, bounds: tuple[float, float] | None) -> Any:
