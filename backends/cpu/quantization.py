@@ -12,14 +12,20 @@ FULLY_CONNECTED (uint8/int8/int16, per tensor and per channel) rescales in doubl
 ``round(double(acc) * (double(s_in) * s_w / s_out))`` (see :func:`round_half_away`),
 and never calls ``MultiplyByQuantizedMultiplier``.
 
-All functions take Python ints or numpy integer arrays (per-channel multipliers
-broadcast) and compute in int64, where the intermediate products fit.
+All functions take Python ints or integer arrays (per-channel multipliers broadcast)
+and compute in int64, where the intermediate products fit. They are written against the
+array namespace of their arguments (:func:`namespace_of`): numpy on the CPU, CuPy (or the
+emulated CuPy) on the GPU, so both backends share one copy of these rules. With device
+arrays nothing here waits for the device (no value is read back to decide a branch):
+decisions that depend on the multipliers are taken on the host, where they are known
+(:class:`Requantizer`).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Union
+from types import ModuleType
+from typing import Any, Callable, Union
 
 import numpy as np
 
@@ -37,6 +43,31 @@ INT32_MAX = (1 << 31) - 1
 #: tests/cpu/test_quantization.py (an int8 -> int8 QUANTIZE whose results differ
 #: between the two schemes).
 SINGLE_ROUNDING = False
+
+
+def namespace_of(*values: Any) -> ModuleType:
+    """The array namespace of ``values``: numpy, or the module of the first array that is
+    not numpy's (CuPy; the emulated CuPy of ``backends.gpu.emulation``)."""
+    for value in values:
+        if isinstance(value, (np.ndarray, np.generic)) or not hasattr(value, "dtype"):
+            continue
+        if type(value).__module__.split(".")[0] == "cupy":
+            import cupy
+
+            return cupy
+        namespace = getattr(value, "__array_namespace__", None)
+        if namespace is not None:
+            return namespace()
+    return np
+
+
+def _int64(xp: ModuleType, value: IntArray) -> Any:
+    """``value`` as int64: arrays converted (no copy when they are), Python ints kept."""
+    if isinstance(value, int):
+        return value
+    if xp is np:
+        return np.asarray(value, np.int64)
+    return value.astype(np.int64, copy=False) if hasattr(value, "astype") else np.int64(value)
 
 
 def _c_round(value: float) -> int:
@@ -80,71 +111,117 @@ def quantize_multipliers(real_multipliers: np.ndarray) -> tuple[np.ndarray, np.n
     return np.array([p[0] for p in pairs], np.int64), np.array([p[1] for p in pairs], np.int64)
 
 
-def saturating_rounding_doubling_high_mul(a: IntArray, b: IntArray) -> np.ndarray:
+def saturating_rounding_doubling_high_mul(a: IntArray, b: IntArray, *, may_saturate: bool | None = None) -> Any:
     """gemmlowp's ``SaturatingRoundingDoublingHighMul`` on int32 values held in int64.
 
     gemmlowp adds a nudge of ``2**30`` (``1 - 2**30`` for a negative product) and
     divides by ``2**31`` truncating toward zero; for a negative product that is the
     same as ``(a*b + 2**30) >> 31`` (a floor), so one shift serves both signs. The one
-    overflow, ``INT32_MIN * INT32_MIN``, saturates to ``INT32_MAX``.
+    overflow, ``INT32_MIN * INT32_MIN``, saturates to ``INT32_MAX``; ``may_saturate=False``
+    says the caller knows it cannot happen (a quantized multiplier is positive), so the
+    check is left out (with numpy arrays it is looked for otherwise; with device arrays
+    it is always applied).
     """
-    a = np.asarray(a, np.int64)
-    b = np.asarray(b, np.int64)
-    high = a * b
-    high += 1 << 30
+    xp = namespace_of(a, b)
+    a, b = _int64(xp, a), _int64(xp, b)
+    high = a * b + (1 << 30)
     high >>= 31
-    small, large = (a, b) if a.size <= b.size else (b, a)
-    if small.size and small.min() == INT32_MIN and large.size and large.min() == INT32_MIN:
-        high = np.where((a == INT32_MIN) & (b == INT32_MIN), np.int64(INT32_MAX), high)
+    if may_saturate is None:
+        if xp is not np:
+            may_saturate = True
+        else:
+            small, large = (a, b) if np.size(a) <= np.size(b) else (b, a)
+            may_saturate = bool(np.size(small) and np.min(small) == INT32_MIN and np.size(large) and np.min(large) == INT32_MIN)
+    if may_saturate:
+        high = xp.where((a == INT32_MIN) & (b == INT32_MIN), np.int64(INT32_MAX), high)
     return high
 
 
-def rounding_divide_by_pot(x: IntArray, exponent: IntArray) -> np.ndarray:
+def rounding_divide_by_pot(x: IntArray, exponent: IntArray) -> Any:
     """gemmlowp's ``RoundingDivideByPOT``: x / 2**exponent, rounding halves away from zero.
 
     gemmlowp adds one when the remainder exceeds ``(mask >> 1) + (x < 0)``; that is
     ``(x + half - (x < 0)) >> exponent`` with ``half = 2**exponent / 2`` (and no nudge
     at all for exponent 0).
     """
-    x = np.asarray(x, np.int64)
-    exponent = np.asarray(exponent, np.int64)
-    half = (np.int64(1) << exponent) >> 1
-    if exponent.ndim == 0:
+    xp = namespace_of(x, exponent)
+    x = _int64(xp, x)
+    if isinstance(exponent, (int, np.integer)) or (isinstance(exponent, np.ndarray) and exponent.ndim == 0):
+        exponent = int(exponent)  # a scalar known on the host
         if exponent == 0:
-            return x.copy()
-        return (x + (half - (x < 0))) >> exponent
+            return x.copy() if hasattr(x, "copy") else x
+        return (x + ((1 << (exponent - 1)) - (x < 0))) >> exponent
+    exponent = _int64(xp, exponent)
+    half = (np.int64(1) << exponent) >> 1
     negative = (x < 0) & (half > 0)
     return (x + (half - negative)) >> exponent
 
 
-def _wrap_int32(x: np.ndarray) -> np.ndarray:
+def _wrap_int32(x: Any) -> Any:
     """Two's-complement wrap of int64 values to int32 (what C's int32 arithmetic does)."""
     return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
 
 
 def multiply_by_quantized_multiplier(
     x: IntArray, multiplier: IntArray, shift: IntArray, *, single_rounding: bool | None = None
-) -> np.ndarray:
+) -> Any:
     """TFLite's ``MultiplyByQuantizedMultiplier(int32 x, multiplier, shift)`` elementwise.
 
     ``x`` holds int32 values (e.g. accumulators); ``multiplier``/``shift`` may be
-    scalars or per-channel arrays broadcast against ``x``. ``single_rounding`` defaults
-    to :data:`SINGLE_ROUNDING` (the scheme of the runtime we match).
+    scalars or per-channel arrays broadcast against ``x``, known on the host (device
+    arrays of them: use :class:`Requantizer`). ``single_rounding`` defaults to
+    :data:`SINGLE_ROUNDING` (the scheme of the runtime we match).
     """
-    if single_rounding is None:
-        single_rounding = SINGLE_ROUNDING
-    x = np.asarray(x, np.int64)
-    multiplier = np.asarray(multiplier, np.int64)
-    shift = np.asarray(shift, np.int64)
-    if single_rounding:
-        total_shift = 31 - shift
-        rounding = np.int64(1) << (total_shift - 1)
-        return (x * multiplier + rounding) >> total_shift
-    if np.any(shift > 0):
-        # x * (1 << left_shift) in int32: wraps on overflow as the compiled C does.
-        x = _wrap_int32(x << np.maximum(shift, 0))
-    right_shift = np.maximum(-shift, 0)
-    return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x, multiplier), right_shift)
+    return Requantizer(multiplier, shift, single_rounding=single_rounding)(x)
+
+
+class Requantizer:
+    """``MultiplyByQuantizedMultiplier`` with multipliers and shifts fixed in advance
+    (per tensor, or per channel broadcast along the last axis of ``x``).
+
+    Everything that depends on their values alone (whether any shift is a left shift,
+    whether the saturation case can occur) is decided once, on the host, so that a call
+    on device arrays is pure device work. ``to_device`` copies per-channel arrays to where
+    ``x`` will live (default: they stay numpy arrays).
+    """
+
+    def __init__(
+        self,
+        multiplier: IntArray,
+        shift: IntArray,
+        *,
+        single_rounding: bool | None = None,
+        to_device: Callable[[np.ndarray], Any] = lambda array: array,
+    ) -> None:
+        self.single_rounding = SINGLE_ROUNDING if single_rounding is None else single_rounding
+        multiplier = np.asarray(multiplier, np.int64)
+        shift = np.asarray(shift, np.int64)
+        self.may_saturate = bool(multiplier.size and (multiplier == INT32_MIN).any())
+
+        def place(values: np.ndarray) -> Any:
+            return int(values) if values.ndim == 0 else to_device(np.ascontiguousarray(values))
+
+        if self.single_rounding:
+            total_shift = 31 - shift
+            self.multiplier = place(multiplier)
+            self.total_shift = place(total_shift)
+            self.rounding = place(np.left_shift(np.int64(1), total_shift - 1))
+            return
+        left, right = np.maximum(shift, 0), np.maximum(-shift, 0)
+        self.left_shift = place(left) if (left > 0).any() else None
+        self.multiplier = place(multiplier)
+        self.right_shift = place(right)
+
+    def __call__(self, x: IntArray) -> Any:
+        xp = namespace_of(x, self.multiplier)
+        x = _int64(xp, x)
+        if self.single_rounding:
+            return (x * self.multiplier + self.rounding) >> self.total_shift
+        if self.left_shift is not None:
+            # x * (1 << left_shift) in int32: wraps on overflow as the compiled C does.
+            x = _wrap_int32(x << self.left_shift)
+        high = saturating_rounding_doubling_high_mul(x, self.multiplier, may_saturate=self.may_saturate)
+        return rounding_divide_by_pot(high, self.right_shift)
 
 
 def multiply_by_quantized_multiplier_int64(x: IntArray, multiplier: IntArray, shift: IntArray) -> np.ndarray:
@@ -178,6 +255,11 @@ def round_half_away(
     of ``values`` for a hot path (``out`` may be ``values``; ``scratch`` must be
     distinct from both); ``finite=True`` promises no inf/NaN (skips an ``errstate``).
     """
+    xp = namespace_of(values)
+    if xp is not np:  # device arrays: the same rule, with no look at the values from the host
+        rounded = xp.rint(values)
+        _fix_ties_everywhere(rounded, values - rounded)
+        return rounded
     values = np.asarray(values)
     if scratch is None:
         scratch = np.empty_like(values)
@@ -195,11 +277,17 @@ def round_half_away(
     return difference
 
 
+def _fix_ties_everywhere(rounded: Any, difference: Any) -> None:
+    """Move the halves that ``rint`` sent to even away from zero: a tie ``d = +0.5`` at
+    ``rint(x) >= 0`` goes up one, ``d = -0.5`` at ``rint(x) <= 0`` down one."""
+    rounded += (difference == 0.5) & (rounded >= 0)
+    rounded -= (difference == -0.5) & (rounded <= 0)
+
+
 def _fix_ties(rounded: np.ndarray, difference: np.ndarray) -> None:
     """Move the halves that ``rint`` sent to even away from zero (at the few tie indices)."""
     if not (rounded.flags.c_contiguous and difference.flags.c_contiguous):
-        rounded += (difference == 0.5) & (rounded >= 0)
-        rounded -= (difference == -0.5) & (rounded <= 0)
+        _fix_ties_everywhere(rounded, difference)
         return
     flat_rounded, flat_difference = rounded.reshape(-1), difference.reshape(-1)
     for half, step in ((0.5, 1), (-0.5, -1)):

@@ -33,7 +33,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from backends.gpu.device import Device, DeviceCounters, open_device
-from backends.gpu.ops import gpu_op_classes, gpu_support_table
+from backends.gpu.ops import gpu_op_classes, gpu_support_table, select_op_class
 from backends.gpu.ops.base import GpuOp
 from delegate_sdk.delegate import DelegateKernel, DelegateParams, SimpleDelegate
 from delegate_sdk.node import Node
@@ -109,9 +109,13 @@ class GpuDelegate(SimpleDelegate):
         """Per partition: its nodes, its last invoke's counters and device time, its totals."""
         return [kernel.stats(i) for i, kernel in enumerate(self.kernels)]
 
+    def op_class_for(self, node: Node, registration, tensors) -> tuple[type[GpuOp] | None, str | None]:
+        """The GpuOp class that runs this node, or None and why none does."""
+        classes = self.op_classes[registration.builtin_code]
+        return select_op_class(classes, node, registration.builtin_code, registration.version, tensors)
+
     def node_rejection_reason(self, context, node: Node, registration) -> str | None:
-        op_class = self.op_classes[registration.builtin_code]
-        return op_class.rejection_reason(node, registration.builtin_code, registration.version, context.tensors)
+        return self.op_class_for(node, registration, context.tensors)[1]
 
     kernel_class = None  # built per delegate below, so each kernel knows its delegate
 
@@ -174,7 +178,9 @@ class GpuPartitionKernel(DelegateKernel):
             for inner, registration in self.inner:
                 if inner.outputs and all(tensors[t].is_constant for t in inner.outputs):
                     continue  # folded at prepare: its outputs are constants like any other
-                op_class = self.delegate.op_classes[registration.builtin_code]
+                op_class, reason = self.delegate.op_class_for(inner, registration, tensors)
+                if op_class is None:  # the shapes changed since the delegate took the node
+                    raise ValueError(f"node {inner.index} cannot run on the GPU any more: {reason}")
                 op = op_class(device, inner, registration.builtin_code, registration.version, tensors, storage)
                 label = f"{builtin_operator_name(registration.builtin_code)} v{registration.version} (node {inner.index})"
                 with device.labelled(label):
@@ -202,7 +208,7 @@ class GpuPartitionKernel(DelegateKernel):
             handoffs.update({(id(context), t): buffer for t, buffer in self.handed_out.items()})
             self.input_buffers = {t: device.xp.empty(tensors[t].shape, dtype=self._dtype(tensors[t])) for t in self.runtime_inputs}
         self.input_staging = {t: device.empty_pinned(tensors[t].shape, self._dtype(tensors[t])) for t in self.runtime_inputs}
-        self.output_staging = {t: device.empty_pinned(tensors[t].shape, storage) for t in self.downloads}
+        self.output_staging = {t: device.empty_pinned(tensors[t].shape, self._dtype(tensors[t])) for t in self.downloads}
 
     def _read_only_by_this_delegate(self, context, outputs: list[int]) -> set[int]:
         """The outputs that no CPU node and not the caller reads: every consumer is a

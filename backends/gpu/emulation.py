@@ -359,6 +359,10 @@ class EmulatedArray(NDArrayOperatorsMixin):
     def device(self) -> "_DeviceHandle":
         return _DeviceHandle(self._machine, self.data.device_id)
 
+    def __array_namespace__(self, api_version: Any = None) -> "EmulatedCupy":
+        """The emulated cupy module this array belongs to (shared code finds its xp here)."""
+        return self._machine.module
+
     def __len__(self) -> int:
         return len(self._raw)
 
@@ -633,6 +637,7 @@ class EmulatedMachine:
         self.pinned: weakref.WeakValueDictionary[int, PinnedMemory] = weakref.WeakValueDictionary()
         self.stats = MachineStats()
         self.label = ""  # what is running (for messages): set with labelled()
+        self.module: Any = None  # the EmulatedCupy over this machine
 
     def next_tick(self) -> int:
         self.tick += 1
@@ -1067,6 +1072,7 @@ class EmulatedCupy:
 
     def __init__(self, device_count: int = 1, device_name: str = "emulated CUDA device (numpy)", cupy_library_rules: bool = True) -> None:
         self.machine = EmulatedMachine(device_count, cupy_library_rules)
+        self.machine.module = self
         self.cuda = _CudaNamespace(self.machine, device_name)
         self.__version__ = "emulated"
         self._functions: dict[str, Callable] = {}

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from backends.cpu.common import compute_out_size
 from backends.gpu.device import HostDevice
-from backends.gpu.ops import gpu_op_classes, gpu_support_table
+from backends.gpu.ops import gpu_op_classes, gpu_support_table, select_op_class
 from delegate_sdk.node import Node
 from delegate_sdk.tensor import Allocation, RuntimeTensor
 from interpreter import Interpreter
@@ -137,8 +137,8 @@ def check(
     entry = table[op]
     versions = set(range(1, entry + 1)) if isinstance(entry, int) else set(entry)
     assert (version in versions) == claimed, f"{registration}: table claims versions {sorted(versions)}, expected claimed={claimed}"
-    cls = gpu_op_classes()[op]
-    assert cls.rejection_reason(node, op, version, tensors) is None
+    cls, reason = select_op_class(gpu_op_classes()[op], node, op, version, tensors)
+    assert reason is None, reason
 
     device = HostDevice()
     with device.active():  # the delegate's stream and pool, as in a partition
@@ -577,9 +577,9 @@ def test_dequantize_constant_float16(version, storage):
     main = interpreter._main
     node, registration = main.nodes[0], main.registrations[0]
     tensors = main.tensors
-    cls = gpu_op_classes()[B.DEQUANTIZE]
     assert registration.version <= gpu_support_table()[B.DEQUANTIZE]
-    assert cls.rejection_reason(node, B.DEQUANTIZE, registration.version, tensors) is None
+    cls, reason = select_op_class(gpu_op_classes()[B.DEQUANTIZE], node, B.DEQUANTIZE, registration.version, tensors)
+    assert reason is None, reason
     device = HostDevice()
     with device.active():
         gpu_op = cls(device, node, B.DEQUANTIZE, registration.version, tensors, storage)
@@ -654,7 +654,7 @@ def model_node(model_bytes: bytes, node_index: int = 0):
 
 def reason_for(model_bytes: bytes, node_index: int = 0) -> str | None:
     node, op, version, tensors = model_node(model_bytes, node_index)
-    return gpu_op_classes()[op].rejection_reason(node, op, version, tensors)
+    return select_op_class(gpu_op_classes()[op], node, op, version, tensors)[1]
 
 
 def int8_conv_model(op: int) -> bytes:
@@ -845,7 +845,8 @@ def test_ops_on_cuda_device(cuda_device, case):
     node, registration = main.nodes[0], main.registrations[0]
     op = registration.builtin_code
     with device.active():
-        gpu_op = gpu_op_classes()[op](device, node, op, registration.version, main.tensors, np.float32)
+        cls, _ = select_op_class(gpu_op_classes()[op], node, op, registration.version, main.tensors)
+        gpu_op = cls(device, node, op, registration.version, main.tensors, np.float32)
         gpu_op.prepare()
         reads = gpu_op.device_inputs()
         args = [device.upload(main.tensors[i].data) if p in reads else None for p, i in enumerate(node.inputs)]

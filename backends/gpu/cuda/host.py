@@ -470,14 +470,16 @@ def run_bias_activation_host(
 
 
 def run_matmul_host(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``matmul.cu`` on the CPU: ``a @ b`` in float32 (``a`` [M, K] or [B, M, K], ``b``
-    [K, N] or [B, K, N])."""
-    a = np.ascontiguousarray(a, dtype=np.float32)
-    b = np.ascontiguousarray(b, dtype=np.float32)
-    c = np.empty((*a.shape[:-1], b.shape[-1]), dtype=np.float32)
+    """``matmul.cu`` on the CPU: ``a @ b`` (``a`` [M, K] or [B, M, K], ``b`` [K, N] or
+    [B, K, N]) in float32, or in int32 when ``a`` is an integer array."""
+    dtype = np.int32 if np.asarray(a).dtype.kind in "iu" else np.float32
+    a = np.ascontiguousarray(a, dtype=dtype)
+    b = np.ascontiguousarray(b, dtype=dtype)
+    c = np.empty((*a.shape[:-1], b.shape[-1]), dtype=dtype)
     if c.size == 0:
         return c
     args, batch = matmul_args(a, b, c)
     grid, block = matmul_launch_config(batch, a.shape[-2], b.shape[-1])
-    shipped_module("matmul.cu").get_function("matmul_f32")(grid, block, args)
+    name = "matmul_i32" if dtype == np.int32 else "matmul_f32"
+    shipped_module("matmul.cu").get_function(name)(grid, block, args)
     return c

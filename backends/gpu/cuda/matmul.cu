@@ -1,5 +1,7 @@
-// The matrix product of the matmul-based ops (CONV_2D after im2col, FULLY_CONNECTED), in
-// float32, row-major, optionally batched (grouped convolution: one batch per group):
+// The matrix product of the matmul-based ops (CONV_2D after im2col, FULLY_CONNECTED),
+// row-major, optionally batched (grouped convolution: one batch per group), in float32
+// (matmul_f32) or in int32 (matmul_i32: the quantized kernels' accumulators, which wrap
+// on overflow as TFLite's int32 accumulators do):
 //
 //   c[z, r, j] = sum_{i < k} a[z, r, i] * b[z, i, j]        a: [batch, m, k], b: [batch, k, n]
 //
@@ -22,8 +24,14 @@
 
 #define MATMUL_ROWS 4
 
-extern "C" __global__ void matmul_f32(
-    const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c,
+__device__ __forceinline__ float multiply_add(float a, float b, float c) { return fmaf(a, b, c); }
+__device__ __forceinline__ int multiply_add(int a, int b, int c) {
+    return (int)((unsigned int)a * (unsigned int)b + (unsigned int)c);  // two's-complement wrap, no UB
+}
+
+template <typename T>
+__device__ __forceinline__ void matmul(
+    const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c,
     int m, int n, int k, long long a_batch_stride, long long b_batch_stride, long long c_batch_stride)
 {
     const int column = blockIdx.x * blockDim.x + threadIdx.x;
@@ -33,18 +41,32 @@ extern "C" __global__ void matmul_f32(
     b += blockIdx.z * b_batch_stride;
     c += blockIdx.z * c_batch_stride;
     // Rows past the end read the last row (valid memory) and are not stored.
-    const float* rows[MATMUL_ROWS];
+    const T* rows[MATMUL_ROWS];
     for (int r = 0; r < MATMUL_ROWS; ++r) {
         rows[r] = a + (long long)min(first_row + r, m - 1) * k;
     }
-    float sums[MATMUL_ROWS] = {0.0f};
+    T sums[MATMUL_ROWS] = {0};
     for (int i = 0; i < k; ++i) {
-        const float value = b[(long long)i * n + column];
+        const T value = b[(long long)i * n + column];
         for (int r = 0; r < MATMUL_ROWS; ++r) {
-            sums[r] = fmaf(rows[r][i], value, sums[r]);
+            sums[r] = multiply_add(rows[r][i], value, sums[r]);
         }
     }
     for (int r = 0; r < MATMUL_ROWS && first_row + r < m; ++r) {
         c[(long long)(first_row + r) * n + column] = sums[r];
     }
+}
+
+extern "C" __global__ void matmul_f32(
+    const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c,
+    int m, int n, int k, long long a_batch_stride, long long b_batch_stride, long long c_batch_stride)
+{
+    matmul<float>(a, b, c, m, n, k, a_batch_stride, b_batch_stride, c_batch_stride);
+}
+
+extern "C" __global__ void matmul_i32(
+    const int* __restrict__ a, const int* __restrict__ b, int* __restrict__ c,
+    int m, int n, int k, long long a_batch_stride, long long b_batch_stride, long long c_batch_stride)
+{
+    matmul<int>(a, b, c, m, n, k, a_batch_stride, b_batch_stride, c_batch_stride);
 }

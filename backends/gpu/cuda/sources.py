@@ -47,6 +47,7 @@ KERNELS: dict[str, KernelInfo] = {
     "bias_activation_f32": KernelInfo("bias_activation.cu", "bias_activation_f32"),
     "bias_activation_f16": KernelInfo("bias_activation.cu", "bias_activation_f16"),
     "matmul_f32": KernelInfo("matmul.cu", "matmul_f32"),
+    "matmul_i32": KernelInfo("matmul.cu", "matmul_i32"),
 }
 
 
@@ -375,9 +376,12 @@ def matmul_args(a: Any, b: Any, c: Any) -> tuple:
 
 
 class MatmulCuda(_Launcher):
-    """``a @ b`` in float32 with ``matmul.cu`` (capturable in a CUDA graph, unlike CuPy's
-    cuBLAS path): ``a`` [M, K] or [B, M, K], ``b`` [K, N] or [B, K, N]; a new C-contiguous
-    result. ``xp`` and ``module`` as in ``_Launcher``."""
+    """``a @ b`` with ``matmul.cu`` (capturable in a CUDA graph, unlike CuPy's cuBLAS
+    path), in float32 or in int32 (wrapping, as TFLite's int32 accumulators): ``a``
+    [M, K] or [B, M, K], ``b`` [K, N] or [B, K, N], both of one of those types; a new
+    C-contiguous result of that type. ``xp`` and ``module`` as in ``_Launcher``."""
+
+    KERNELS = {np.dtype(np.float32): "matmul_f32", np.dtype(np.int32): "matmul_i32"}
 
     source = "matmul.cu"
 
@@ -386,15 +390,16 @@ class MatmulCuda(_Launcher):
 
     def __call__(self, a: Any, b: Any) -> Any:
         xp = self.xp
-        if a.dtype != np.float32 or b.dtype != np.float32:
-            raise TypeError(f"matmul_f32 multiplies float32 arrays, got {a.dtype} and {b.dtype}")
+        name = self.KERNELS.get(np.dtype(a.dtype))
+        if name is None or b.dtype != a.dtype:
+            raise TypeError(f"matmul.cu multiplies two float32 or two int32 arrays, got {a.dtype} and {b.dtype}")
         if a.ndim not in (2, 3) or b.ndim not in (2, 3) or a.shape[-1] != b.shape[-2] or (
             a.ndim == 3 and b.ndim == 3 and a.shape[0] != b.shape[0]
         ) or (b.ndim == 3 and a.ndim == 2):
             raise ValueError(f"cannot multiply {list(a.shape)} by {list(b.shape)}")
         a, b = xp.ascontiguousarray(a), xp.ascontiguousarray(b)
         shape = (*a.shape[:-1], b.shape[-1])
-        c = xp.empty(shape, dtype=np.float32)
+        c = xp.empty(shape, dtype=a.dtype)
         if c.size == 0:
             return c
         if a.shape[-1] == 0:
@@ -402,5 +407,5 @@ class MatmulCuda(_Launcher):
             return c
         args, batch = matmul_args(a, b, c)
         grid, block = matmul_launch_config(batch, a.shape[-2], b.shape[-1])
-        self.kernel("matmul_f32")(grid, block, args)
+        self.kernel(name)(grid, block, args)
         return c

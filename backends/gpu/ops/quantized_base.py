@@ -1,0 +1,80 @@
+"""What the GPU delegate's quantized (int8 / uint8) ops share.
+
+They are bit-exact with TFLite's reference kernels, and they get there the way the CPU
+kernels do: the Prepare-time parameters (multipliers and shifts, zero points, the fused
+activation's quantized clamp, lookup tables) come from the CPU kernels' own helpers, and
+the integer arithmetic at run time is ``backends.cpu.quantization``'s, written against
+the array namespace (:class:`~backends.cpu.quantization.Requantizer` on device arrays):
+one copy of the rules for both backends. Integer tensors are stored as they are (the
+``float16`` precision option changes float tensors only).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+
+from backends.cpu.quantization import Requantizer, is_quantized
+from backends.gpu.ops.base import MAX_RANK, GpuOp
+from delegate_sdk.node import Node
+from delegate_sdk.tensor import RuntimeTensor
+from schema.enums import TensorType, builtin_operator_name
+
+T = TensorType
+INT8_TYPES = (T.INT8, T.UINT8)
+
+
+def per_tensor(tensor: RuntimeTensor) -> bool:
+    """One scale and one zero point (TFLite's ``tensor->params``)."""
+    q = tensor.quantization
+    return q is not None and q.scale.size == 1 and np.asarray(q.zero_point).size == 1
+
+
+class QuantizedOp(GpuOp):
+    """A GPU op on int8/uint8 tensors that carry their quantization.
+
+    ``data_inputs`` are the positions checked as quantized int8/uint8 tensors of one type
+    with the outputs (default: every input); subclasses add their own conditions in
+    :meth:`node_reason`.
+    """
+
+    ops: ClassVar[dict[int, int]] = {}
+    data_inputs: ClassVar[tuple[int, ...] | None] = None
+
+    @classmethod
+    def rejection_reason(cls, node: Node, op: int, version: int, tensors: Sequence[RuntimeTensor]) -> str | None:
+        name = builtin_operator_name(op)
+        positions = range(len(node.inputs)) if cls.data_inputs is None else cls.data_inputs
+        checked = [(f"input {p}", node.inputs[p]) for p in positions if p < len(node.inputs)]
+        checked += [(f"output {p}", t) for p, t in enumerate(node.outputs)]
+        kinds = set()
+        for role, index in checked:
+            if index < 0:
+                continue
+            tensor = tensors[index]
+            if tensor.type not in INT8_TYPES or not is_quantized(tensor):
+                return f"{role} {tensor.name!r} is {tensor.type_name}; the GPU delegate's quantized {name} takes int8/uint8 tensors with a scale"
+            if len(tensor.shape) > MAX_RANK:
+                return f"{role} {tensor.name!r} has rank {len(tensor.shape)}; at most {MAX_RANK} is supported"
+            if tensor.is_dynamic:
+                return f"{role} {tensor.name!r} has a shape known only at run time (dynamic tensor)"
+            kinds.add(tensor.type)
+        if len(kinds) > 1:
+            return f"{name} mixes int8 and uint8 tensors"
+        return cls.node_reason(node, op, version, tensors)
+
+    @classmethod
+    def node_reason(cls, node: Node, op: int, version: int, tensors: Sequence[RuntimeTensor]) -> str | None:
+        """Per-op conditions (after the type checks). Default: none."""
+        return None
+
+    # -- helpers for prepare and run ------------------------------------------------------------
+    def requantizer(self, multipliers: Any, shifts: Any) -> Requantizer:
+        """``MultiplyByQuantizedMultiplier`` with these (per-tensor or per-channel)
+        parameters, its per-channel arrays on the device."""
+        return Requantizer(multipliers, shifts, to_device=lambda a: self.upload(a, np.int64))
+
+    def to_output(self, values: Any, low: int, high: int) -> Any:
+        """``clamp(values, low, high)`` stored in the output's integer type."""
+        return self.xp.clip(values, low, high).astype(self.outputs[0].dtype)
