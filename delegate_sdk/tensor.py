@@ -102,6 +102,13 @@ class RuntimeTensor:
         self.allocation = Allocation.DYNAMIC
         self.data = None
 
+    def set_static(self) -> None:
+        """Undo :meth:`set_dynamic`: ``shape`` is final (for a delegate whose kernel fixes a
+        shape the CPU kernel leaves to run time; the interpreter allocates it again)."""
+        if self.allocation is Allocation.DYNAMIC:
+            self.allocation = Allocation.NONE
+            self.data = None
+
     def set_constant(self, value: np.ndarray) -> None:
         """Publish a value computed at prepare time: the tensor becomes read-only (PERSISTENT)."""
         value = np.asarray(value, dtype=self.dtype)

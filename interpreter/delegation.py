@@ -169,9 +169,15 @@ def apply_delegate(subgraphs: Sequence[SubgraphRuntime], num_model_nodes: Sequen
 
 
 def _refuse_dynamic_tensors(subgraph: SubgraphRuntime, name: str) -> None:
-    """A delegate without dynamic-tensor support must not be used on a graph that has them."""
+    """A delegate without dynamic-tensor support must not be used on a graph that has them.
+    As TFLite's ``HasDynamicTensors``, only the tensors of the nodes left in the execution
+    plan count: a tensor inside a delegate partition is the delegate's business."""
     subgraph.allocate_tensors()
-    for tensor in subgraph.tensors:
+    in_plan = sorted({
+        t for n in subgraph.execution_plan
+        for t in (*subgraph.nodes[n].inputs, *subgraph.nodes[n].outputs) if t >= 0
+    })
+    for tensor in (subgraph.tensors[t] for t in in_plan):
         if tensor.allocation is Allocation.DYNAMIC:
             raise DelegateError(
                 f"Attempting to use a delegate ({name}) that only supports static-sized tensors with a graph "

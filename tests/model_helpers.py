@@ -39,3 +39,45 @@ def concatenation_model(count: int, shape=(1, 3, 3, 2)) -> bytes:
     graph.add_operator(BuiltinOperator.CONCATENATION, inputs, [out], ConcatenationParams(axis=len(shape) - 1))
     graph.add_output(out)
     return builder.build()
+
+
+#: The value the CALL_ONCE initialisation of ``read_then_assign_model`` assigns.
+INIT_VALUE = np.array([10.0, 20.0], np.float32)
+
+
+def init_subgraph(builder, shared_name: str = "v", value=INIT_VALUE):
+    """A subgraph with no inputs/outputs that assigns ``value`` to variable ``shared_name``."""
+    from schema.enums import BuiltinOperator as Op
+    from schema.enums import TensorType
+    from schema.params import VarHandleParams
+
+    graph = builder.subgraph("init")
+    handle = graph.add_tensor("handle", [], TensorType.RESOURCE)
+    constant = graph.add_constant("init_value", value)
+    graph.add_operator(Op.VAR_HANDLE, [], [handle], VarHandleParams(shared_name=shared_name))
+    graph.add_operator(Op.ASSIGN_VARIABLE, [handle, constant], [])
+    return graph
+
+
+def read_then_assign_model(shape=(2,), call_once: bool = True) -> bytes:
+    """main(x): CALL_ONCE(init: v = [10, 20]); y = read(v); v = x; return y."""
+    from schema.builder import ModelBuilder
+    from schema.enums import BuiltinOperator as Op
+    from schema.enums import TensorType
+    from schema.params import CallOnceParams, VarHandleParams
+
+    builder = ModelBuilder()
+    main = builder.subgraph()
+    x = main.add_input("x", list(shape))
+    handle = main.add_tensor("handle", [], TensorType.RESOURCE)
+    y = main.add_tensor("y", list(shape))
+    if call_once:
+        main.add_operator(Op.CALL_ONCE, [], [], CallOnceParams(init_subgraph_index=1))
+    main.add_operator(Op.VAR_HANDLE, [], [handle], VarHandleParams(shared_name="v"))
+    main.add_operator(Op.READ_VARIABLE, [handle], [y])
+    main.add_operator(Op.ASSIGN_VARIABLE, [handle, x], [])
+    main.add_output(y)
+    if call_once:
+        init_subgraph(builder)
+    builder.add_signature("serving_default", main)
+    return builder.build()

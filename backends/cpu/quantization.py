@@ -356,6 +356,6 @@ def legacy_params(tensor) -> tuple[float, int]:
     return float(np.float32(q.scale[0])), int(np.asarray(q.zero_point).ravel()[0])
 
 
-def wrap_int32(x: IntArray) -> np.ndarray:
+def wrap_int32(x: IntArray) -> Any:
     """Two's-complement wrap of integer values to int32, in int64 (C's int32 overflow)."""
-    return _wrap_int32(np.asarray(x, np.int64))
+    return _wrap_int32(_int64(namespace_of(x), x))

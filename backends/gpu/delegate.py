@@ -35,9 +35,10 @@ import numpy as np
 from backends.gpu.device import Device, DeviceCounters, open_device
 from backends.gpu.ops import gpu_op_classes, gpu_support_table, select_op_class
 from backends.gpu.ops.base import GpuOp
+from backends.gpu.ops.variables import DeviceVariable, DeviceVariables
 from delegate_sdk.delegate import DelegateKernel, DelegateParams, SimpleDelegate
 from delegate_sdk.node import Node
-from schema.enums import builtin_operator_name
+from schema.enums import BuiltinOperator, builtin_operator_name
 
 PRECISIONS = {"float32": np.float32, "float16": np.float16}
 
@@ -54,6 +55,9 @@ class GpuDelegate(SimpleDelegate):
         ``SimpleDelegate``; ``version_caps={BuiltinOperator.DEPTHWISE_CONV_2D: 1}`` behaves
         like a delegate that predates dilation.
       cuda_graphs: from the second invoke on, replay each partition as a captured CUDA graph.
+      expose_intermediates: also copy every tensor a partition computes back to the host at
+        each invoke, so ``get_tensor`` reads it (for debugging and parity tests against the
+        reference kernels; it costs a transfer per tensor).
     """
 
     name = "GpuDelegate"
@@ -69,6 +73,7 @@ class GpuDelegate(SimpleDelegate):
         excluded_ops: Sequence[int] = (),
         version_caps: Mapping[int, int] | None = None,
         cuda_graphs: bool = True,
+        expose_intermediates: bool = False,
     ) -> None:
         super().__init__(
             max_delegated_partitions=max_delegated_partitions,
@@ -82,11 +87,14 @@ class GpuDelegate(SimpleDelegate):
         self.storage = np.dtype(PRECISIONS[precision])
         self.device: Device = open_device(device)
         self.cuda_graphs = cuda_graphs
+        self.expose_intermediates = expose_intermediates
         self.op_classes = gpu_op_classes()
         self.support_table = gpu_support_table()
         self.kernels: list[GpuPartitionKernel] = []
         #: (subgraph, tensor) -> the device buffer a partition hands to later partitions.
         self.handoffs: dict[tuple[int, int], Any] = {}
+        #: The device buffers of resource variables (streaming models' state).
+        self.variables = DeviceVariables()
 
     @property
     def transfers(self) -> DeviceCounters:
@@ -99,15 +107,58 @@ class GpuDelegate(SimpleDelegate):
         return self.device.counters
 
     def last_invoke(self) -> DeviceCounters:
-        """What the last invoke asked of the device, over all partitions."""
+        """What the last invoke asked of the device, over the partitions that ran in it
+        (those invoked as often as the most invoked one: not a CALL_ONCE initialisation's)."""
         total = DeviceCounters()
+        latest = max((kernel.invokes for kernel in self.kernels), default=0)
         for kernel in self.kernels:
-            total.add(kernel.last_invoke)
+            if kernel.invokes == latest:
+                total.add(kernel.last_invoke)
         return total
 
     def partition_stats(self) -> list["PartitionStats"]:
         """Per partition: its nodes, its last invoke's counters and device time, its totals."""
         return [kernel.stats(i) for i, kernel in enumerate(self.kernels)]
+
+    def prepare(self, context) -> None:
+        self._folded = self.nodes_folded_at_prepare(context)
+        super().prepare(context)
+
+    def rejection_reason(self, context, node: Node, registration) -> str | None:
+        """As SimpleDelegate's, except that a node the CPU kernels fold into constants at
+        prepare is taken whatever its op (it never runs: its outputs are constants, which
+        stay on the device), unless the options exclude its op."""
+        if node.index in getattr(self, "_folded", ()) and registration.builtin_code not in self.excluded_ops:
+            return None
+        return super().rejection_reason(context, node, registration)
+
+    @staticmethod
+    def nodes_folded_at_prepare(context) -> set[int]:
+        """The nodes whose outputs will be constants once prepared: SHAPE and RANK of a
+        tensor of static shape, and nodes whose every input is a constant (or such an
+        output) and whose CPU kernel folds (DENSIFY of sparse weights, DEQUANTIZE of
+        float16 weights, the STRIDED_SLICE / PACK of a shape chain...). Constant work never
+        splits a partition."""
+        tensors = context.tensors
+        constant = {t.index for t in tensors if t.is_constant}
+        folded: set[int] = set()
+        shape_ops = (BuiltinOperator.SHAPE, BuiltinOperator.RANK)
+        for index in context.execution_plan:
+            node, registration = context.get_node_and_registration(index)
+            if node.delegate is not None or not node.outputs:
+                continue
+            inputs = [t for t in node.inputs if t >= 0]
+            if registration.builtin_code in shape_ops:
+                source = tensors[inputs[0]] if inputs else None
+                folds = source is not None and not source.is_dynamic and not any(
+                    d < 0 for d in (source.shape_signature or ())
+                )
+            else:
+                folds = bool(inputs) and all(t in constant for t in inputs) and getattr(node.user_data, "foldable", False)
+            if folds:
+                folded.add(index)
+                constant.update(node.outputs)
+        return folded
 
     def op_class_for(self, node: Node, registration, tensors) -> tuple[type[GpuOp] | None, str | None]:
         """The GpuOp class that runs this node, or None and why none does."""
@@ -148,6 +199,24 @@ class PartitionStats:
     graph_nodes: int
 
 
+class _Environment:
+    """What a partition gives its ops beyond their node: the resource variables' buffers
+    (recording which ones the partition reads and assigns)."""
+
+    def __init__(self, delegate: GpuDelegate, resources: dict) -> None:
+        self.delegate = delegate
+        self.resources = resources
+        self.used: dict[int, DeviceVariable] = {}
+        self.read_first: list[DeviceVariable] = []  # read before this partition assigns them
+
+    def variable(self, resource_id: int, shape: tuple[int, ...], dtype: Any, *, reads: bool) -> DeviceVariable:
+        variable = self.delegate.variables.get(self.delegate.device, self.resources, resource_id, shape, dtype)
+        if variable.resource_id not in self.used and reads:
+            self.read_first.append(variable)
+        self.used[variable.resource_id] = variable
+        return variable
+
+
 class GpuPartitionKernel(DelegateKernel):
     """One GPU partition: its ops, its device-resident constants, its plan."""
 
@@ -159,21 +228,24 @@ class GpuPartitionKernel(DelegateKernel):
         self.total = DeviceCounters()
         self.last_invoke = DeviceCounters()
         self.device_ms: float | None = None
-        self.graph = None
-        self.graph_failure: str | None = None
-        self.invokes = 0
+        self.variables: list[DeviceVariable] = []
+        self._drop_graph()
 
     # -- prepare ---------------------------------------------------------------------------------
     def prepare(self, context, node: Node) -> None:
         # Shapes: the CPU kernels' prepare propagates them (and folds constant nodes).
+        tensors = context.tensors
         for inner, registration in self.inner:
             if registration.prepare is not None:
                 registration.prepare(context, inner)
-        tensors = context.tensors
+            if registration.builtin_code == BuiltinOperator.READ_VARIABLE:
+                for t in inner.outputs:  # dynamic on the CPU (as TFLite); the declared shape here
+                    tensors[t].set_static()
         device, storage = self.device, self.delegate.storage
         self._drop_graph()
         self.steps: list[tuple[GpuOp, Node, list[int], str]] = []
         self.constants: dict[int, Any] = {}
+        self.environment = _Environment(self.delegate, context.resources)
         with device.active(), device.counting(self.total):
             for inner, registration in self.inner:
                 if inner.outputs and all(tensors[t].is_constant for t in inner.outputs):
@@ -182,6 +254,7 @@ class GpuPartitionKernel(DelegateKernel):
                 if op_class is None:  # the shapes changed since the delegate took the node
                     raise ValueError(f"node {inner.index} cannot run on the GPU any more: {reason}")
                 op = op_class(device, inner, registration.builtin_code, registration.version, tensors, storage)
+                op.environment = self.environment
                 label = f"{builtin_operator_name(registration.builtin_code)} v{registration.version} (node {inner.index})"
                 with device.labelled(label):
                     op.prepare()
@@ -207,8 +280,35 @@ class GpuPartitionKernel(DelegateKernel):
             self.handed_out = {t: device.xp.empty(tensors[t].shape, dtype=self._dtype(tensors[t])) for t in device_only}
             handoffs.update({(id(context), t): buffer for t, buffer in self.handed_out.items()})
             self.input_buffers = {t: device.xp.empty(tensors[t].shape, dtype=self._dtype(tensors[t])) for t in self.runtime_inputs}
+        self.exposed = []
+        if self.delegate.expose_intermediates:  # the tensors only this partition sees, in host memory of its own
+            outputs = set(node.outputs)
+            for _, inner, _, _ in self.steps:
+                for t in inner.outputs:
+                    if t not in outputs and not tensors[t].is_constant:
+                        tensors[t].data = np.empty(tensors[t].shape, tensors[t].dtype)
+                        self.exposed.append(t)
+        self.variables = list(self.environment.used.values())
+        self._refuse_variables_the_cpu_also_uses(context)
         self.input_staging = {t: device.empty_pinned(tensors[t].shape, self._dtype(tensors[t])) for t in self.runtime_inputs}
         self.output_staging = {t: device.empty_pinned(tensors[t].shape, self._dtype(tensors[t])) for t in self.downloads}
+
+    def _refuse_variables_the_cpu_also_uses(self, context) -> None:
+        """The device buffer is the variable once the GPU has it: a CPU node of this
+        subgraph reading or assigning it would see a stale copy."""
+        mine = {v.resource_id for v in self.variables}
+        for index in context.execution_plan:
+            node, registration = context.get_node_and_registration(index)
+            if node.delegate is not None or registration.builtin_code not in (
+                BuiltinOperator.READ_VARIABLE, BuiltinOperator.ASSIGN_VARIABLE
+            ):
+                continue
+            handle = context.tensors[node.inputs[0]] if node.inputs else None
+            if handle is not None and handle.is_constant and int(np.asarray(handle.data).reshape(-1)[0]) in mine:
+                raise ValueError(
+                    f"variable {int(np.asarray(handle.data).reshape(-1)[0])} is used by GPU partition nodes and by "
+                    f"{registration.op_name} node {index} on the CPU; the GPU keeps a variable only when it runs all of its uses"
+                )
 
     def _read_only_by_this_delegate(self, context, outputs: list[int]) -> set[int]:
         """The outputs that no CPU node and not the caller reads: every consumer is a
@@ -241,6 +341,9 @@ class GpuPartitionKernel(DelegateKernel):
         device = self.device
         invoke = DeviceCounters()
         with device.active(), device.counting(invoke), device.counting(self.total):
+            for variable in self.environment.read_first:  # one the CPU assigned first: its value, once
+                if not variable.initialized:
+                    variable.initialize_from_host(device, context.resources)
             for t, staging in self.input_staging.items():
                 staging[...] = tensors[t].data  # (float32 -> float16 here, for float16 storage)
                 device.upload_into(self.input_buffers[t], staging)
@@ -249,7 +352,7 @@ class GpuPartitionKernel(DelegateKernel):
             start = device.event()
             if self.graph is not None:
                 device.launch_graph(self.graph, self.graph_nodes)
-                results = self.graph_outputs
+                results, values = self.graph_outputs, self.graph_values
             else:
                 values = self._run_ops(self._inputs())
                 results = {t: values[t] for t in self.downloads}
@@ -257,8 +360,12 @@ class GpuPartitionKernel(DelegateKernel):
             for t in self.downloads:
                 device.download_async(results[t], self.output_staging[t])
             device.synchronize()
+            for t in self.exposed:
+                tensors[t].data[...] = device.download(values[t])
         for t in self.downloads:
             tensors[t].data[...] = self.output_staging[t]
+        for variable in self.variables:  # the device buffer is the variable now
+            variable.initialized = True
         self.device_ms = device.elapsed_ms(start, end)
         self.last_invoke = invoke
         self.invokes += 1
@@ -307,12 +414,14 @@ class GpuPartitionKernel(DelegateKernel):
         self.graph = graph
         self.graph_pool = pool  # the graph's memory: kept as long as the graph
         self.graph_outputs = {t: values[t] for t in self.downloads}
+        self.graph_values = {t: values[t] for t in self.exposed}
         self.graph_nodes = device.graph_node_count(graph)
 
     def _drop_graph(self) -> None:
         self.graph = None
         self.graph_pool = None
         self.graph_outputs = {}
+        self.graph_values = {}
         self.graph_nodes = 0
         self.graph_failure = None
         self.invokes = 0

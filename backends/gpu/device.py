@@ -151,6 +151,13 @@ class Device:
         self._count("download_bytes", pinned.nbytes)
         device_array.get(stream=self.stream, out=pinned, blocking=False)
 
+    def download(self, device_array: Any) -> np.ndarray:
+        """A blocking copy to a new host array (waits for the stream: for debugging paths)."""
+        self._count("downloads")
+        self._count("download_bytes", device_array.nbytes)
+        self._count("synchronizations")
+        return device_array.get(stream=self.stream)
+
     def synchronize(self) -> None:
         """Wait for everything queued on the delegate's stream."""
         self._count("synchronizations")

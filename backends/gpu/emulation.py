@@ -416,6 +416,10 @@ class EmulatedArray(NDArrayOperatorsMixin):
     def copy(self, order: str = "C") -> Any:
         return self._machine.call(lambda a: a.copy(order=order), (self,), {}, "copy")
 
+    def view(self, dtype: Any = None) -> Any:
+        """The same memory as another dtype (no device work)."""
+        return self._machine.call(lambda a: a.view(dtype), (self,), {}, "view")
+
     def fill(self, value: Any) -> None:
         self._machine.setitem(self, Ellipsis, value)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from model_helpers import INIT_VALUE, init_subgraph, read_then_assign_model
 from oracle import assert_outputs_equal, litert_interpreter, run_interpreter
 
 from backends.cpu import builtin_op_resolver
@@ -20,7 +21,6 @@ from schema.enums import TensorType
 from schema.model import Model
 from schema.params import AddParams, CallOnceParams, VarHandleParams, WhileParams
 
-INIT_VALUE = np.array([10.0, 20.0], np.float32)
 
 
 def require_kernels(model: bytes) -> None:
@@ -50,35 +50,6 @@ def assert_sequence_matches_litert(model: bytes, feeds, reset_after: int | None 
             theirs.reset_all_variables()
             ours.reset_all_variables()
     return results
-
-
-def init_subgraph(builder: ModelBuilder, shared_name: str = "v", value=INIT_VALUE):
-    """A subgraph with no inputs/outputs that assigns ``value`` to variable ``shared_name``."""
-    graph = builder.subgraph("init")
-    handle = graph.add_tensor("handle", [], TensorType.RESOURCE)
-    constant = graph.add_constant("init_value", value)
-    graph.add_operator(Op.VAR_HANDLE, [], [handle], VarHandleParams(shared_name=shared_name))
-    graph.add_operator(Op.ASSIGN_VARIABLE, [handle, constant], [])
-    return graph
-
-
-def read_then_assign_model(shape=(2,), call_once: bool = True) -> bytes:
-    """main(x): CALL_ONCE(init: v = [10, 20]); y = read(v); v = x; return y."""
-    builder = ModelBuilder()
-    main = builder.subgraph()
-    x = main.add_input("x", list(shape))
-    handle = main.add_tensor("handle", [], TensorType.RESOURCE)
-    y = main.add_tensor("y", list(shape))
-    if call_once:
-        main.add_operator(Op.CALL_ONCE, [], [], CallOnceParams(init_subgraph_index=1))
-    main.add_operator(Op.VAR_HANDLE, [], [handle], VarHandleParams(shared_name="v"))
-    main.add_operator(Op.READ_VARIABLE, [handle], [y])
-    main.add_operator(Op.ASSIGN_VARIABLE, [handle, x], [])
-    main.add_output(y)
-    if call_once:
-        init_subgraph(builder)
-    builder.add_signature("serving_default", main)
-    return builder.build()
 
 
 def f32(*values):

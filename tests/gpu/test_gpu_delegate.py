@@ -97,11 +97,12 @@ def test_depthwise_v2_is_delegated_by_default_and_rejected_when_capped_at_v1():
     assert left[0].rejections == ("DEPTHWISE_CONV_2D v2: max version supported by GpuDelegate is 1 (capped by options)",)
 
 
-def test_int8_depthwise_v3_is_rejected_by_version():
+def test_int8_depthwise_v3_is_taken_and_rejected_by_a_cap_at_v2():
     from delegate_sdk.testing import plan_delegation
 
-    plan = plan_delegation(GpuDelegate(device="host"), single_op_model(DW, 3))
-    assert plan.reason(0) == "DEPTHWISE_CONV_2D v3: max version supported by GpuDelegate is 2"
+    assert plan_delegation(GpuDelegate(device="host"), single_op_model(DW, 3)).taken == [0]
+    capped = plan_delegation(GpuDelegate(device="host", version_caps={DW: 2}), single_op_model(DW, 3))
+    assert capped.taken == [] and capped.reason(0) == "DEPTHWISE_CONV_2D v3: max version supported by GpuDelegate is 2 (capped by options)"
 
 
 def test_weights_are_uploaded_once_and_activations_once_per_invoke():

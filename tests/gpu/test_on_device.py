@@ -108,3 +108,43 @@ def test_each_cuda_source_is_compiled_once_per_device(cuda_device):
     delegate = GpuDelegate(device=device)
     invoke(interpreter_for(FACE, delegate), 0)
     assert sorted(device._modules) == ["bias_activation.cu", "depthwise_conv2d.cu", "matmul.cu"]  # 21 convs, 16 depthwise
+
+
+INT8_MODELS = sorted(MODELS.glob("converter/*_int8.tflite")) + sorted(MODELS.glob("real/*int8*.tflite"))
+if EMULATED:
+    INT8_MODELS = [p for p in INT8_MODELS if p.stem in ("mini_mobilenet_int8", "mww_hey_jarvis_int8_streaming")]
+
+
+def full_range_invoke(interpreter: Interpreter, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    for detail in interpreter.get_input_details():
+        dtype = np.dtype(detail["dtype"])
+        if dtype.kind in "iu":
+            info = np.iinfo(dtype)
+            value = rng.integers(info.min, int(info.max) + 1, tuple(detail["shape"])).astype(dtype)
+        else:
+            value = rng.uniform(-2, 2, tuple(detail["shape"])).astype(dtype)
+        interpreter.set_tensor(detail["index"], value)
+    interpreter.invoke()
+
+
+@pytest.mark.parametrize("path", INT8_MODELS, ids=lambda p: p.stem)
+def test_int8_models_equal_the_cpu_path_bit_for_bit_in_every_tensor(cuda_device, path):
+    """The CPU path is bit-exact with LiteRT's BUILTIN_REF (tests/test_int8_models.py); the
+    device must be too, in every tensor (random int8 inputs saturate classifier outputs),
+    over 8 invokes (the streaming model carries its state on the device from one to the next)."""
+    delegate = GpuDelegate(device=cuda_device(), expose_intermediates=True)
+    gpu = Interpreter(model_path=str(path))
+    gpu.modify_graph_with_delegate(delegate)
+    gpu.allocate_tensors()
+    cpu = Interpreter(model_path=str(path), experimental_preserve_all_tensors=True)
+    cpu.allocate_tensors()
+    for step in range(8):
+        full_range_invoke(gpu, step)
+        full_range_invoke(cpu, step)
+        for ours, theirs in zip(gpu._main.tensors, cpu._main.tensors):
+            if ours.is_constant or ours.data is None or theirs.data is None or ours.dtype.kind not in "iuf":
+                continue
+            np.testing.assert_array_equal(ours.data, theirs.data, err_msg=f"invoke {step + 1}: {ours.name}")
+    for stats in delegate.partition_stats():
+        assert stats.graph == "replaying" or stats.invokes < 2, stats.graph

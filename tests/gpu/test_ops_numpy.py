@@ -48,7 +48,11 @@ from schema.params import (
     ReshapeParams,
     ResizeBilinearParams,
     ResizeNearestNeighborParams,
+    PackParams,
     SoftmaxParams,
+    SplitParams,
+    SplitVParams,
+    StridedSliceParams,
     SubParams,
 )
 
@@ -170,31 +174,42 @@ def check(
 
 
 def test_support_table_is_exactly_the_implemented_versions():
+    # Float ops (this file), quantized ones (test_quantized_*.py), data movement for both
+    # (test_quantized_layout.py), resource variables (test_gpu_variables.py).
     assert gpu_support_table() == {
-        B.CONV_2D: frozenset({1, 6}),
-        B.DEPTHWISE_CONV_2D: 2,
-        B.FULLY_CONNECTED: frozenset({1, 5, 6}),
-        B.ADD: 1,
-        B.SUB: 1,
-        B.MUL: 1,
+        B.ADD: 2,
+        B.ASSIGN_VARIABLE: 1,
+        B.AVERAGE_POOL_2D: 2,
+        B.CONCATENATION: 2,
+        B.CONV_2D: frozenset({1, 3, 6}),
+        B.DEPTHWISE_CONV_2D: 3,
+        B.DEQUANTIZE: 3,
         B.DIV: 1,
-        B.LOGISTIC: 1,
-        B.TANH: 1,
+        B.FULLY_CONNECTED: frozenset({1, 4, 5, 6}),
+        B.HARD_SWISH: 1,
+        B.LEAKY_RELU: 1,
+        B.LOGISTIC: 2,
+        B.MAX_POOL_2D: 2,
+        B.MEAN: 2,
+        B.MUL: 3,
+        B.PACK: 2,
+        B.PAD: 2,
+        B.PADV2: 2,
+        B.PRELU: 1,
+        B.QUANTIZE: frozenset({1, 3}),
+        B.READ_VARIABLE: 1,
         B.RELU: 1,
         B.RELU6: 1,
-        B.LEAKY_RELU: 1,
-        B.PRELU: 1,
-        B.HARD_SWISH: 1,
-        B.AVERAGE_POOL_2D: 1,
-        B.MAX_POOL_2D: 1,
-        B.MEAN: 1,
-        B.SOFTMAX: 1,
-        B.CONCATENATION: 1,
         B.RESHAPE: 1,
-        B.PAD: 1,
         B.RESIZE_BILINEAR: frozenset({1, 3}),
         B.RESIZE_NEAREST_NEIGHBOR: frozenset({1, 3}),
-        B.DEQUANTIZE: 3,
+        B.SOFTMAX: 2,
+        B.SPLIT: 2,
+        B.SPLIT_V: 2,
+        B.STRIDED_SLICE: frozenset({1, 2, 6, 8}),
+        B.SUB: 2,
+        B.TANH: 2,
+        B.VAR_HANDLE: 1,
     }
 
 
@@ -622,6 +637,11 @@ FLOAT16_CASES = {
     "pad": lambda: model(B.PAD, [In((1, 3, 3, 2)), np.array([[0, 0], [1, 1], [2, 0], [0, 0]], np.int32)]),
     "resize_bilinear": lambda: model(B.RESIZE_BILINEAR, [In((1, 3, 4, 2)), np.array([7, 5], np.int32)], ResizeBilinearParams()),
     "resize_nearest": lambda: model(B.RESIZE_NEAREST_NEIGHBOR, [In((1, 3, 4, 2)), np.array([7, 5], np.int32)], ResizeNearestNeighborParams()),
+    "padv2": lambda: model(B.PADV2, [In((1, 3, 3, 2)), np.array([[0, 0], [1, 1], [2, 0], [0, 0]], np.int32), np.array([0.5], np.float32)]),
+    "strided_slice": lambda: model(B.STRIDED_SLICE, [In((3, 7, 6)), np.array([1, -1, 0], np.int32), np.array([3, 0, 6], np.int32), np.array([1, -2, 2], np.int32)], StridedSliceParams()),
+    "split": lambda: model(B.SPLIT, [np.array([1], np.int32), In((2, 6, 3))], SplitParams(num_splits=1)),
+    "split_v": lambda: model(B.SPLIT_V, [In((2, 6, 3)), np.array([6], np.int32), np.array([1], np.int32)], SplitVParams(num_splits=1)),
+    "pack": lambda: model(B.PACK, [In((2, 3)), In((2, 3))], PackParams(values_count=2, axis=1)),
 }
 
 
@@ -630,9 +650,15 @@ def test_float16_storage(case):
     check(FLOAT16_CASES[case](), storage=np.float16)
 
 
-def test_float16_cases_cover_every_op_of_the_table():
+#: Ops the GPU runs on integer tensors only (tested in test_quantized_arithmetic.py), or on
+#: resource variables of any type (test_gpu_variables.py).
+NOT_FLOAT_OPS = {B.QUANTIZE, B.VAR_HANDLE, B.READ_VARIABLE, B.ASSIGN_VARIABLE}
+
+
+def test_float16_cases_cover_every_float_op_of_the_table():
     ops = {Model.from_bytes(factory()).subgraphs[0].operators[0].builtin_code for factory in FLOAT16_CASES.values()}
-    assert ops | {B.DEQUANTIZE} == set(gpu_support_table())  # DEQUANTIZE: test_dequantize_constant_float16
+    # DEQUANTIZE: test_dequantize_constant_float16
+    assert ops | {B.DEQUANTIZE} == set(gpu_support_table()) - NOT_FLOAT_OPS
 
 
 # -- rejection reasons ----------------------------------------------------------------------------
@@ -655,46 +681,6 @@ def model_node(model_bytes: bytes, node_index: int = 0):
 def reason_for(model_bytes: bytes, node_index: int = 0) -> str | None:
     node, op, version, tensors = model_node(model_bytes, node_index)
     return select_op_class(gpu_op_classes()[op], node, op, version, tensors)[1]
-
-
-def int8_conv_model(op: int) -> bytes:
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    x = graph.add_input("x", [1, 8, 8, 4], np.int8, quantization=quantization(0.05, 2))
-    if op == B.CONV_2D:
-        w = graph.add_constant("w", np.ones((4, 3, 3, 4), np.int8), quantization=quantization([0.02] * 4, 0, 0))
-        params = conv_params()
-    else:
-        w = graph.add_constant("w", np.ones((1, 3, 3, 4), np.int8), quantization=quantization([0.02] * 4, 0, 3))
-        params = dw_params()
-    b = graph.add_constant("b", np.zeros(4, np.int32), quantization=quantization([0.001] * 4, 0))
-    out = graph.add_tensor("out", [1, 8, 8, 4], np.int8, quantization=quantization(0.1, -3))
-    graph.add_operator(op, [x, w, b], [out], params)
-    graph.add_output(out)
-    builder.add_signature("serving_default", graph)
-    return builder.build()
-
-
-@pytest.mark.parametrize("op", [B.CONV_2D, B.DEPTHWISE_CONV_2D], ids=lambda o: B(o).name)
-def test_int8_node_is_rejected_naming_int8(op):
-    m = int8_conv_model(op)
-    entry = gpu_support_table()[op]
-    claimed = set(range(1, entry + 1)) if isinstance(entry, int) else set(entry)
-    assert stamped(m) == 3 and 3 not in claimed  # the version check rejects it first
-    assert "INT8" in reason_for(m)  # and the type check says why, too
-
-
-def test_int8_add_is_rejected_naming_int8():
-    q = quantization(0.05, 0)
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    x = graph.add_input("x", [2, 3], np.int8, quantization=q)
-    y = graph.add_input("y", [2, 3], np.int8, quantization=q)
-    out = graph.add_tensor("out", [2, 3], np.int8, quantization=q)
-    graph.add_operator(B.ADD, [x, y], [out], AddParams())
-    graph.add_output(out)
-    builder.add_signature("serving_default", graph)
-    assert "INT8" in reason_for(builder.build())
 
 
 @pytest.mark.parametrize("op", [B.CONV_2D, B.DEPTHWISE_CONV_2D], ids=lambda o: B(o).name)

@@ -5,8 +5,12 @@ fixed point (``fixedpoint/fixedpoint.h``: ``FixedPoint<int32_t, IntegerBits>``, 
 int32 ``x`` standing for ``x / 2**(31 - IntegerBits)``) or through lookup tables built
 at Prepare (``internal/common.h``: ``LUTPopulate``, ``LUTLookup``). This module
 reproduces both bit for bit. Every function takes and returns raw int32 values held in
-numpy int64 arrays (or Python ints); additions wrap like the compiled C (two's
+int64 arrays (or Python ints); additions wrap like the compiled C (two's
 complement), multiplications are gemmlowp's ``SaturatingRoundingDoublingHighMul``.
+The arithmetic functions are written against the array namespace of their arguments
+(``backends.cpu.quantization.namespace_of``): numpy on the CPU, CuPy (or the emulated
+CuPy) on the GPU, whose quantized ops call them on device arrays (no host reads). The
+table builders (``lut_populate_*``, the C library's float functions) run on the host.
 
 The lookup tables call the same C math functions as TFLite (``expf``, ``tanhf``,
 ``expm1f``, ``logf`` from the C library, through ctypes; the double ones through
@@ -25,6 +29,7 @@ import numpy as np
 from backends.cpu.quantization import (
     INT32_MAX,
     INT32_MIN,
+    namespace_of,
     rounding_divide_by_pot,
     saturating_rounding_doubling_high_mul,
 )
@@ -40,17 +45,24 @@ __all__ = [
 ]
 
 # Every function below takes Python ints (one value: plain integer arithmetic, fast for
-# per-row quantities) or numpy int64 arrays (vectorized); the results have the same kind.
+# per-row quantities) or int64 arrays of any namespace (vectorized: numpy, or device
+# arrays); the results have the same kind.
 
 
 def _where(condition, a, b):
     if condition.__class__ is bool:
         return a if condition else b
-    return np.where(condition, a, b)
+    if isinstance(condition, (np.ndarray, np.generic)):
+        return np.where(condition, a, b)
+    return namespace_of(condition).where(condition, a, b)  # device arrays
 
 
 def _i64(x):
-    return x if x.__class__ is int or isinstance(x, np.ndarray) else np.asarray(x, dtype=np.int64)
+    if x.__class__ is int or isinstance(x, np.ndarray):
+        return x
+    if hasattr(x, "astype") and not isinstance(x, np.generic):  # a device array
+        return x.astype(np.int64, copy=False)
+    return np.asarray(x, dtype=np.int64)
 
 
 def srdhm(a, b):
@@ -202,7 +214,8 @@ def count_leading_zeros32(x):
     unsigned = _i64(x) & 0xFFFFFFFF
     if isinstance(unsigned, int):
         return 32 - unsigned.bit_length()
-    bit_length = np.frexp(unsigned.astype(np.float64))[1].astype(np.int64)  # exact below 2**53
+    xp = namespace_of(unsigned)
+    bit_length = xp.frexp(unsigned.astype(np.float64))[1].astype(np.int64)  # exact below 2**53
     return 32 - bit_length
 
 
@@ -210,7 +223,7 @@ def _saturating_add(a, b):
     total = _i64(a) + _i64(b)
     if isinstance(total, int):
         return min(max(total, INT32_MIN), INT32_MAX)
-    return np.clip(total, INT32_MIN, INT32_MAX)
+    return namespace_of(total).clip(total, INT32_MIN, INT32_MAX)
 
 
 def log_x_for_x_greater_than_or_equal_to_1(x, output_integer_bits: int, input_integer_bits: int):

@@ -31,6 +31,9 @@ byte pairs, two elements per lookup).
 
 ELU is missing from LiteRT's reference resolver; its int8 kernel (the LUT above) is the
 one of the default resolver.
+
+The GPU delegate's quantized activations (``backends/gpu/ops/activations_quantized.py``)
+upload the very table ``configure`` builds here, and look it up on the device.
 """
 
 from __future__ import annotations
@@ -98,6 +101,16 @@ class QuantizedElementwise(CpuKernel):
         return len(node.inputs) > 0 and node.inputs[0] >= 0 and is_quantized(context.tensors[node.inputs[0]])
 
     def prepare(self) -> None:
+        self.configure()
+        x, y = self.inputs[0], self.outputs[0]
+        #: for 8-bit types, the table of byte pairs (two lookups per ``take`` element)
+        self.pairs = fp.pair_table(self.table) if x.dtype.itemsize == 1 else None
+        y.resize(x.shape)
+
+    def configure(self) -> None:
+        """The checks, the Prepare-time parameters and ``self.table`` (every input value's
+        output, in code order), with no effect on the tensors: also what another backend
+        calls to reuse this kernel's table (raises ``UnsupportedKernelError``)."""
         self.require_num_inputs(1)
         x, y = self.inputs[0], self.outputs[0]
         self.check_quantized(x, "input")
@@ -114,9 +127,6 @@ class QuantizedElementwise(CpuKernel):
         values = all_values(x.dtype)
         self.table = np.clip(self.compute(values), info.min, info.max).astype(y.dtype)
         self.view = UNSIGNED_VIEW[np.dtype(x.dtype)]
-        #: for 8-bit types, the table of byte pairs (two lookups per ``take`` element)
-        self.pairs = fp.pair_table(self.table) if x.dtype.itemsize == 1 else None
-        y.resize(x.shape)
 
     @property
     def min_version(self) -> dict[int, int]:

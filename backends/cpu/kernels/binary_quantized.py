@@ -36,6 +36,12 @@ How: an output depends only on the pair of raw input values, so for 8-bit inputs
 whole function is tabulated at prepare (a 256 x 256 table) and invoke is one gather
 (its index assembled from the inputs' bytes, see ``PairTableLookup``); int16 inputs
 are computed directly in int64.
+
+One copy of the arithmetic for both backends: ``configure`` (the checks and TFLite's
+Prepare-time parameters, with no effect on the tensors) and ``compute`` (the per-element
+integer arithmetic, written against the array namespace of its arguments) are what the
+GPU delegate's quantized ADD/SUB/MUL call too (``backends/gpu/ops/elementwise_quantized.py``:
+``compute`` on device arrays).
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ from backends.cpu.quantization import (
     activation_range_quantized,
     is_quantized,
     multiply_by_quantized_multiplier,
+    namespace_of,
     quantize_multiplier,
     rounding_divide_by_pot,
 )
@@ -182,8 +189,9 @@ class QuantizedPairwise(CpuKernel):
     """Shared prepare/invoke of elementwise ops on two quantized inputs of one type.
 
     Subclasses implement ``setup`` (checks and TFLite's prepare-time arithmetic) and
-    ``compute(a, b)``: the int64 result for raw values ``a``, ``b`` (broadcastable),
-    already clamped to the output range.
+    ``compute(a, b)``: the int64 result for raw values ``a``, ``b`` (broadcastable int64
+    arrays of any namespace: numpy here, device arrays on the GPU), already clamped to
+    the output range.
     """
 
     #: Input tensor types the subclass takes.
@@ -199,6 +207,19 @@ class QuantizedPairwise(CpuKernel):
         return first >= 0 and is_quantized(context.tensors[first])
 
     def prepare(self) -> None:
+        self.configure()
+        x, y = self.inputs
+        out = self.outputs[0]
+        out.resize(self.out_shape)
+        self.lookup = None
+        if x.type in (T.UINT8, T.INT8) and _LITTLE_ENDIAN:
+            self.lookup = PairTableLookup(pair_table(self.compute, x.dtype, out.dtype), self.out_shape, x, y)
+        self._step = None  # (arrays, step) of the last direct invoke
+
+    def configure(self) -> None:
+        """The checks and the Prepare-time parameters of ``compute`` (``self.out_shape``
+        included), with no effect on the tensors: also what another backend calls to
+        reuse this kernel's arithmetic (raises ``UnsupportedKernelError``)."""
         self.require_num_inputs(2)
         x, y = self.inputs
         out = self.outputs[0]
@@ -215,12 +236,7 @@ class QuantizedPairwise(CpuKernel):
             if tensor.quantization.is_per_channel:
                 raise self.unsupported(f"tensor {tensor.name!r} is quantized per channel; only per-tensor is supported")
         self.out_shape = broadcast_shape(x.shape, y.shape)
-        out.resize(self.out_shape)
         self.setup()
-        self.lookup = None
-        if x.type in (T.UINT8, T.INT8) and _LITTLE_ENDIAN:
-            self.lookup = PairTableLookup(pair_table(self.compute, x.dtype, out.dtype), self.out_shape, x, y)
-        self._step = None  # (arrays, step) of the last direct invoke
 
     def setup(self) -> None:
         raise NotImplementedError
@@ -356,7 +372,7 @@ class QuantizedAddSub(QuantizedPairwise):
         scaled2 = multiply_by_quantized_multiplier((b + off2) << self.left_shift, *self.m2)
         total = scaled1 - scaled2 if self.subtract else scaled1 + scaled2
         result = multiply_by_quantized_multiplier(total, *self.mo) + off_out
-        return np.clip(result, self.low, self.high)
+        return namespace_of(result).clip(result, self.low, self.high)
 
 
 # ---------------------------------------------------------------------------------------
@@ -403,7 +419,7 @@ class QuantizedMul(QuantizedPairwise):
             return np.clip(rescaled, self.low - off_out, self.high - off_out) + off_out
         product = (a + off1) * (b + off2)
         result = multiply_by_quantized_multiplier(product, *self.multiplier) + off_out
-        return np.clip(result, self.low, self.high)
+        return namespace_of(result).clip(result, self.low, self.high)
 
 
 def q15_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -51,6 +51,15 @@ def rescale_table(input_params: tuple[float, int], output_params: tuple[float, i
     return np.clip(rounded + z_out, 0, 255).astype(np.uint8)
 
 
+def rescale_tables(inputs, output) -> list[np.ndarray | None]:
+    """Per input, the uint8[256] table that rescales it to ``output``'s quantization, or
+    None for an input whose (scale, zero point) equal the output's (copied unchanged).
+    The Prepare-time parameters of the rescaling CONCATENATION, shared by the CPU kernel
+    and the GPU delegate."""
+    target = _params(output)
+    return [None if _params(t) == target else rescale_table(_params(t), target) for t in inputs]
+
+
 def needs_rescaling(context, node) -> bool:
     """A uint8 node with some input whose (scale, zero point) differ from the output's."""
     if not len(node.outputs) or not len(node.inputs):
@@ -96,7 +105,7 @@ class RescalingConcatenation(CpuKernel):
         target = _params(out)
         if target[0] == 0.0:
             raise self.unsupported(f"output {out.name!r} has no quantization scale to rescale to")
-        self.tables = [None if _params(t) == target else rescale_table(_params(t), target) for t in inputs]
+        self.tables = rescale_tables(inputs, out)
         out.resize([total if i == self.axis else d for i, d in enumerate(first.shape)])
 
     def bind(self) -> Callable[[], None]:

@@ -219,6 +219,50 @@ class Unpack(CpuKernel):
 SPLIT_TYPES = (T.FLOAT32, T.UINT8, T.INT8, T.INT16, T.INT32, T.INT64)
 
 
+def _split_axis(axis: int, rank: int) -> int:
+    """``normalize_axis`` for the pure functions below (a ValueError when out of range)."""
+    if not -rank <= axis < rank:
+        raise ValueError(f"axis {axis} is out of range for rank {rank}")
+    return axis + rank if axis < 0 else axis
+
+
+def split_sizes(shape, axis: int, num_splits: int) -> tuple[list[int], int]:
+    """SPLIT's pieces: (sizes along the axis, the axis made non-negative) for an input of
+    ``shape`` cut into ``num_splits`` equal pieces. Shared by the CPU kernel and the GPU
+    delegate; a ValueError says why a node cannot be split."""
+    axis = _split_axis(axis, len(shape))
+    n = num_splits
+    if n == 0 or shape[axis] % n:
+        raise ValueError(f"cannot split {shape[axis]} elements of axis {axis} into {n} equal pieces")
+    return [shape[axis] // n] * n, axis
+
+
+def split_v_sizes(shape, size_splits, axis: int) -> tuple[list[int], int]:
+    """SPLIT_V's pieces: (sizes along the axis, one -1 resolved to the rest; the axis made
+    non-negative). Shared by the CPU kernel and the GPU delegate; a ValueError says why a
+    node cannot be split."""
+    axis = _split_axis(axis, len(shape))
+    sizes = [int(s) for s in size_splits]
+    if sizes.count(-1) > 1:
+        raise ValueError(f"size_splits {sizes} has more than one -1")
+    known = sum(s for s in sizes if s != -1)
+    if -1 in sizes:
+        if known > shape[axis]:
+            raise ValueError(f"size_splits {sizes} add up to more than {shape[axis]}")
+        sizes[sizes.index(-1)] = shape[axis] - known
+    elif known != shape[axis]:
+        raise ValueError(f"size_splits {sizes} must add up to {shape[axis]} (axis {axis})")
+    if any(s < 0 for s in sizes):
+        raise ValueError(f"size_splits {sizes} has a negative size")
+    return sizes, axis
+
+
+def split_slices(sizes, axis: int) -> list[tuple[slice, ...]]:
+    """The index of each piece in the input: ``x[index]`` along ``axis``."""
+    offsets = np.cumsum([0, *sizes])
+    return [(slice(None),) * axis + (slice(int(a), int(b)),) for a, b in zip(offsets[:-1], offsets[1:])]
+
+
 class _SplitBase(CpuKernel):
     """Cut ``input`` along ``axis`` into pieces of the given sizes (static or at invoke)."""
 
@@ -230,10 +274,7 @@ class _SplitBase(CpuKernel):
     def plan(self) -> tuple[list[int], int]:
         x = self.inputs[self.data_index]
         sizes, axis = self.sizes_and_axis()
-        offsets = np.cumsum([0, *sizes])
-        self.slices = [
-            (slice(None),) * axis + (slice(int(a), int(b)),) for a, b in zip(offsets[:-1], offsets[1:])
-        ]
+        self.slices = split_slices(sizes, axis)
         return [[s if i == axis else d for i, d in enumerate(x.shape)] for s in sizes], axis
 
     def prepare_outputs(self, sizes_known: bool) -> None:
@@ -284,12 +325,10 @@ class Split(_SplitBase):
         self.prepare_outputs(self.inputs[0].is_constant)
 
     def sizes_and_axis(self) -> tuple[list[int], int]:
-        x = self.inputs[1]
-        axis = normalize_axis(self, int_values(self.inputs[0])[0], len(x.shape))
-        n = self.params.num_splits
-        if n == 0 or x.shape[axis] % n:
-            raise self.unsupported(f"cannot split {x.shape[axis]} elements of axis {axis} into {n} equal pieces")
-        return [x.shape[axis] // n] * n, axis
+        try:
+            return split_sizes(self.inputs[1].shape, int_values(self.inputs[0])[0], self.params.num_splits)
+        except ValueError as error:
+            raise self.unsupported(str(error)) from None
 
 
 # v1: float32, uint8, int16, int32, int64; v2: int8.
@@ -310,18 +349,7 @@ class SplitV(_SplitBase):
         self.prepare_outputs(sizes.is_constant and axis.is_constant)
 
     def sizes_and_axis(self) -> tuple[list[int], int]:
-        x = self.inputs[0]
-        axis = normalize_axis(self, int_values(self.inputs[2])[0], len(x.shape))
-        sizes = int_values(self.inputs[1])
-        if sizes.count(-1) > 1:
-            raise self.unsupported(f"size_splits {sizes} has more than one -1")
-        known = sum(s for s in sizes if s != -1)
-        if -1 in sizes:
-            if known > x.shape[axis]:
-                raise self.unsupported(f"size_splits {sizes} add up to more than {x.shape[axis]}")
-            sizes[sizes.index(-1)] = x.shape[axis] - known
-        elif known != x.shape[axis]:
-            raise self.unsupported(f"size_splits {sizes} must add up to {x.shape[axis]} (axis {axis})")
-        if any(s < 0 for s in sizes):
-            raise self.unsupported(f"size_splits {sizes} has a negative size")
-        return sizes, axis
+        try:
+            return split_v_sizes(self.inputs[0].shape, int_values(self.inputs[1]), int_values(self.inputs[2])[0])
+        except ValueError as error:
+            raise self.unsupported(str(error)) from None

@@ -9,6 +9,11 @@ rounded once, so the results are bit-identical.
 TFLite runs every version with one kernel that looks only at the input's type
 (real models carry float16 DEQUANTIZE nodes stamped v2), so this kernel does too.
 A DEQUANTIZE of a constant (fp16 or int8 weights) is folded at prepare.
+
+The GPU delegate's DEQUANTIZE of runtime int8/uint8 tensors (``backends/gpu/ops/quantize.py``)
+takes this kernel's Prepare (``configure``: the float32 scale and zero point, per tensor
+or shaped per channel) and its arithmetic (:func:`dequantize_affine`, written against
+the array namespace).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Callable
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
+from backends.cpu.quantization import namespace_of
 from schema.enums import BuiltinOperator, TensorType
 
 AFFINE_TYPES = (TensorType.UINT8, TensorType.INT8, TensorType.INT16)
@@ -26,6 +32,19 @@ AFFINE_TYPES = (TensorType.UINT8, TensorType.INT8, TensorType.INT16)
 TABLE_SIZE_LIMIT = 1024
 #: TFLite's per-channel path (PerChannelDequantizeImpl) takes uint8 and int8 only.
 PER_CHANNEL_TYPES = (TensorType.UINT8, TensorType.INT8)
+
+
+def dequantize_affine(q, scale, zero_point, out=None):
+    """``scale * (q - zero_point)`` in float32 (any array namespace): ``q - zero_point``
+    is exact in float32 (|q - zp| < 2**17) and the product is rounded once, as TFLite's
+    reference. ``scale`` and ``zero_point`` are float32 scalars or arrays broadcast
+    against ``q`` (per channel); ``out`` (numpy only) receives the result."""
+    if out is None:
+        xp = namespace_of(q, scale, zero_point)
+        return xp.multiply(xp.subtract(q.astype(np.float32), zero_point), scale).astype(np.float32, copy=False)
+    np.subtract(q, zero_point, out=out, dtype=np.float32)  # exact
+    np.multiply(out, scale, out=out)  # one rounding, as TFLite
+    return out
 
 
 # v1: uint8 (per tensor; also per channel)
@@ -40,11 +59,17 @@ class Dequantize(CpuKernel):
     """DEQUANTIZE v1-v5: uint8/int8/int16 (per tensor or per channel) and float16 to float32."""
 
     def prepare(self) -> None:
+        self.configure()
+        self.outputs[0].resize(self.inputs[0].shape)
+
+    def configure(self) -> None:
+        """The checks and ``self.scale``/``self.zero_point`` (float32; None for float16),
+        with no effect on the tensors: also what another backend calls to reuse them
+        (raises ``UnsupportedKernelError``)."""
         self.require_num_inputs(1)
         x, out = self.inputs[0], self.outputs[0]
         self.require_types(x, TensorType.FLOAT16, *AFFINE_TYPES)
         self.require_types(out, TensorType.FLOAT32, role="output")
-        out.resize(x.shape)
         self.scale = self.zero_point = None
         if x.type == TensorType.FLOAT16:
             return
@@ -103,6 +128,5 @@ class Dequantize(CpuKernel):
         if self.scale is None:
             out[...] = x
             return
-        np.subtract(x, self.zero_point, out=out, dtype=np.float32)  # exact
-        np.multiply(out, self.scale, out=out)  # one rounding, as TFLite
+        dequantize_affine(x, self.scale, self.zero_point, out=out)
 

@@ -36,7 +36,10 @@ C's ``round`` except at exact halves (to even), which a check at prepare rules o
     v = clamp(double(acc) * scale, low - out_zp, high - out_zp)
     out = trunc(v + copysign(0.5 - 2**-54, v)) + out_zp
 
-in nine.
+in nine. The general invoke's output stage is ``rescale_double``, a plain function written
+against the array namespace that the GPU delegate's quantized FULLY_CONNECTED calls on
+device arrays too, with the Prepare-time pieces it shares (``double_rescale_scale``,
+``bias_scale_error``, ``int32_hazards``): one copy of the rules for both backends.
 
 Hybrid (float32 input, int8 weights, float32 output; ``EvalHybridDense``): each row of
 the input is quantized to int8 on the fly, symmetrically (``x * 127 / max|x|``) or,
@@ -60,10 +63,12 @@ import numpy as np
 from backends.cpu.kernel import CpuKernel, register
 from backends.cpu.kernels._hybrid import apply_float_activation, quantize_rows
 from backends.cpu.quantization import (
+    _wrap_int32,
     activation_range_quantized,
     exact_float_dtype,
     legacy_params,
     multiply_by_quantized_multiplier_int64,
+    namespace_of,
     quantize_multiplier,
     quantize_multipliers,
     round_half_away,
@@ -95,6 +100,78 @@ RINT_PROOF_LIMIT = 1 << 20
 #: 1.5 * 2**52: the doubles of [2**52, 2**53) are the integers, and ``MAGIC + v`` for an
 #: integer |v| < 2**51 holds v in two's complement in the low bits of its mantissa.
 MAGIC = 1.5 * 2.0**52
+
+
+# -- the integer arithmetic, shared with the GPU delegate (backends/gpu/ops/fully_connected_quantized.py)
+
+
+def double_rescale_scale(in_scale: float, channel_scales, out_scale: float):
+    """The real multiplier of the reference kernels' double rescale, ``double(s_in) *
+    s_w[u] / double(s_out)`` (``channel_scales``: the float32 weight scales as float64,
+    one per unit or one for all)."""
+    return float(np.float32(in_scale)) * channel_scales / float(np.float32(out_scale))
+
+
+def bias_scale_error(in_scale: float, w_scale: float, bias, out_scale: float) -> str | None:
+    """``GetQuantizedConvolutionMultipler``'s consistency check of a per-tensor node's bias
+    scale (``|s_in * s_w - s_bias| / s_out <= 0.02``): a message when it fails."""
+    bias_scale, _ = legacy_params(bias)
+    product = float(np.float32(in_scale) * np.float32(w_scale))
+    if out_scale and abs(product - bias_scale) / out_scale > 0.02:
+        return (
+            f"bias scale {bias_scale} differs from input scale x weights scale {product} "
+            "by more than 2% of the output scale"
+        )
+    return None
+
+
+def input_abs_max(dtype, zero_point: int) -> int:
+    """The largest ``|x - zero_point|`` of the integer type ``dtype``."""
+    info = np.iinfo(dtype)
+    return max(abs(int(info.min) - zero_point), abs(int(info.max) - zero_point))
+
+
+def int32_hazards(acc_bound: int, scale, acc_is_int32: bool) -> tuple[bool, bool]:
+    """``(wrap_accumulator, check_int32_conversion)`` for accumulators up to ``acc_bound``
+    in magnitude: whether TFLite's int32 accumulator may wrap, and whether
+    ``round(double(acc) * scale)`` may leave int32 (x86 then converts it to INT32_MIN)."""
+    wrap = acc_is_int32 and acc_bound >= INT32_LIMIT
+    max_scale = float(np.max(scale)) if np.size(scale) else 0.0
+    return wrap, acc_bound * max_scale >= INT32_LIMIT - 2**17
+
+
+def rescale_double(acc, scale, out_zp: int, low: int, high: int, *, check_int32_conversion: bool, out=None, scratch=None):
+    """The output stage of the reference integer kernels (uint8/int8, int16 x int8):
+    ``clamp(int32(round(double(acc) * scale)) + out_zp, low, high)``, C's ``round``
+    (halves away from zero); with ``check_int32_conversion`` a product outside int32
+    converts to INT32_MIN, as on x86, and the add wraps in int32.
+
+    ``acc``: exact integer accumulators, ``scale`` one per unit (last axis) or one for
+    all, in the array namespace of ``acc`` (numpy, or device arrays). With numpy and
+    ``out`` given, ``acc`` (float64) is overwritten and the result stored into ``out``
+    (``scratch``: a float64 buffer of its shape); otherwise the clamped values are
+    returned (float64 or int64; the caller casts them to the output type).
+    """
+    xp = namespace_of(acc)
+    if xp is np and out is not None:
+        np.multiply(acc, scale, out=acc)
+        rounded = round_half_away(acc, out=acc, scratch=scratch, finite=True)
+    else:
+        rounded = round_half_away(acc.astype(np.float64) * scale, finite=True)
+    if check_int32_conversion:
+        outside = ~((rounded >= -INT32_LIMIT) & (rounded < INT32_LIMIT))
+        whole = xp.where(outside, np.float64(-INT32_LIMIT), rounded).astype(np.int64)
+        result = xp.clip(_wrap_int32(whole + out_zp), low, high)
+        if out is None:
+            return result
+        np.copyto(out, result, casting="unsafe")
+        return out
+    if out is None:
+        return xp.clip(rounded + out_zp, low, high)
+    np.add(rounded, out_zp, out=rounded)
+    np.maximum(rounded, low, out=rounded)
+    np.minimum(rounded, high, out=out, casting="unsafe")
+    return out
 
 
 # v1: uint8 (uint8 -> uint8 or int16 output), and int16 activations x int8 weights
@@ -226,14 +303,9 @@ class FullyConnectedQuantized(CpuKernel):
         elif signature == (T.UINT8, T.UINT8, T.INT16):
             raise self.unsupported("uint8 input with int16 output needs a bias (TFLite reads it unconditionally)")
         if self.bias is not None and not per_channel:
-            # GetQuantizedConvolutionMultipler's consistency check of the bias scale.
-            bias_scale, _ = legacy_params(self.bias)
-            product = float(np.float32(in_scale) * np.float32(w_scale))
-            if out_scale and abs(product - bias_scale) / out_scale > 0.02:
-                raise self.unsupported(
-                    f"bias scale {bias_scale} differs from input scale x weights scale {product} "
-                    "by more than 2% of the output scale"
-                )
+            message = bias_scale_error(in_scale, w_scale, self.bias, out_scale)
+            if message:
+                raise self.unsupported(message)
 
         self.low, self.high = activation_range_quantized(self.activation, out_scale, out_zp, out.dtype)
         self.out_zp = out_zp
@@ -249,11 +321,11 @@ class FullyConnectedQuantized(CpuKernel):
                 product = float(np.float32(in_scale) * np.float32(w_scale))
                 self.multiplier, self.shift = quantize_multiplier(product / float(np.float32(out_scale)))
         else:
-            self.effective_scale = float(np.float32(in_scale)) * channel_scales / float(np.float32(out_scale))
+            self.effective_scale = double_rescale_scale(in_scale, channel_scales, out_scale)
 
         # Exactness bound of the integer sums, and the weights as they enter the matmul.
         x_info = np.iinfo(x.dtype)
-        max_x = max(abs(int(x_info.min) - in_zp), abs(int(x_info.max) - in_zp))
+        max_x = input_abs_max(x.dtype, in_zp)
         self.w_zp = w_zp
         if weights.is_constant:
             centered = weights.data.astype(np.int64).reshape(self.units, self.depth) - w_zp
@@ -271,10 +343,9 @@ class FullyConnectedQuantized(CpuKernel):
         if self.bias is not None:
             bias_bound = int(np.abs(self.bias.data.astype(np.int64)).max(initial=0)) if self.bias.is_constant else 2**63
         acc_bound = row_bound + bias_bound
-        self.wrap_accumulator = self.acc_is_int32 and acc_bound >= INT32_LIMIT
-        if not self.use_mbqm:
-            max_scale = float(np.max(self.effective_scale)) if np.size(self.effective_scale) else 0.0
-            self.check_int32_conversion = acc_bound * max_scale >= INT32_LIMIT - 2**17
+        self.wrap_accumulator, self.check_int32_conversion = int32_hazards(
+            acc_bound, 0.0 if self.use_mbqm else self.effective_scale, self.acc_is_int32
+        )
         self.x_buffer = np.empty((self.batch, self.depth), self.float_type)
         self.acc_buffer = np.empty((self.batch, self.units), np.float64)
         self.round_scratch = np.empty((self.batch, self.units), np.float64)
@@ -373,17 +444,10 @@ class FullyConnectedQuantized(CpuKernel):
             scaled = multiply_by_quantized_multiplier_int64(acc.astype(np.int64), self.multiplier, self.shift)
             np.clip(scaled + self.out_zp, self.low, self.high, out=out, casting="unsafe")
             return
-        np.multiply(acc, self.effective_scale, out=acc)
-        rounded = round_half_away(acc, out=acc, scratch=self.round_scratch, finite=True)
-        if self.check_int32_conversion:
-            outside = ~((rounded >= -INT32_LIMIT) & (rounded < INT32_LIMIT))
-            if outside.any():  # x86 converts out-of-range doubles to INT32_MIN; the add wraps
-                whole = np.where(outside, -INT32_LIMIT, rounded).astype(np.int64)
-                np.clip(wrap_int32(whole + self.out_zp), self.low, self.high, out=out, casting="unsafe")
-                return
-        np.add(rounded, self.out_zp, out=rounded)
-        np.maximum(rounded, self.low, out=rounded)
-        np.minimum(rounded, self.high, out=out, casting="unsafe")
+        rescale_double(
+            acc, self.effective_scale, self.out_zp, self.low, self.high,
+            check_int32_conversion=self.check_int32_conversion, out=out, scratch=self.round_scratch,
+        )
 
     def _invoke_hybrid(self, out: np.ndarray) -> None:
         x = self.inputs[0].data.reshape(self.batch, self.depth)

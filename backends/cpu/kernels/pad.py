@@ -39,6 +39,22 @@ def read_paddings(kernel: CpuKernel, paddings, rank: int) -> list[tuple[int, int
     return [(int(a), int(b)) for a, b in values]
 
 
+def pads_quantized(x) -> bool:
+    """Whether PAD/PADV2 treat ``x`` as quantized (uint8 always; int8/int16 with a scale)."""
+    return x.type == T.UINT8 or (x.type in QUANTIZED_TYPES and quantization_params(x) != (0.0, 0))
+
+
+def default_pad_value(x, out) -> int:
+    """The value PAD (and PADV2 without its value input) fills with: the output's zero
+    point for quantized tensors, else 0. Shared by the CPU kernel and the GPU delegate;
+    a ValueError when the zero point does not fit the type."""
+    value = quantization_params(out)[1] if pads_quantized(x) else 0
+    low, high = (np.iinfo(x.dtype).min, np.iinfo(x.dtype).max) if x.dtype.kind in "iu" else (0, 0)
+    if not low <= value <= high:
+        raise ValueError(f"the output zero point {value} is outside the {x.type_name} range")
+    return value
+
+
 def along(axis: int, index: slice) -> tuple[slice, ...]:
     return (slice(None),) * axis + (index,)
 
@@ -80,13 +96,12 @@ class Pad(_PadBase):
             if value.num_elements != 1:
                 raise self.unsupported(f"the constant value must be a single value, it has shape {list(value.shape)}")
         # Quantized tensors pad with the quantized zero; a given value must share the scale.
-        quantized = x.type == T.UINT8 or (x.type in QUANTIZED_TYPES and quantization_params(x) != (0.0, 0))
-        if quantized and value is not None:
+        if pads_quantized(x) and value is not None:
             require_same_quantization(self, value, out)
-        self.default_value = quantization_params(out)[1] if quantized and value is None else 0
-        low, high = (np.iinfo(x.dtype).min, np.iinfo(x.dtype).max) if x.dtype.kind in "iu" else (0, 0)
-        if not low <= self.default_value <= high:
-            raise self.unsupported(f"the output zero point {self.default_value} is outside the {x.type_name} range")
+        try:
+            self.default_value = 0 if value is not None else default_pad_value(x, out)
+        except ValueError as error:
+            raise self.unsupported(str(error)) from None
         self.from_values = not paddings.is_constant or len(x.shape) == 0
         if self.from_values:
             out.set_dynamic()

@@ -21,6 +21,10 @@ a loop over the filter taps that combines each tap's input block into its output
 (sums in int32, exact for any window of 8/16-bit values below 2^15 taps), or, when there
 are fewer output positions than taps (global pools), one reduction over all windows of a
 padded copy.
+
+The rounded division (``rounded_average``) and the quantization check
+(``quantization_mismatch``) are plain functions, the first written against the array
+namespace: the GPU delegate's quantized pools call them too.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import numpy as np
 from backends.cpu.kernel import CpuKernel, register
 from backends.cpu.kernels._quantized_window import _clip
 from backends.cpu.kernels._window import PaddedInput, node_geometry, window_view
-from backends.cpu.quantization import activation_range_quantized, exact_float_dtype, is_quantized
+from backends.cpu.quantization import activation_range_quantized, exact_float_dtype, is_quantized, namespace_of
 from schema.enums import BuiltinOperator, TensorType
 
 T = TensorType
@@ -42,6 +46,30 @@ SCALE_TOLERANCE = 1.0e-6
 #: Largest table of the AVERAGE lookup (entries: per distinct window count, the count
 #: times the input type's range).
 AVERAGE_TABLE_LIMIT = 1 << 20
+
+
+def quantization_mismatch(x, out) -> str | None:
+    """TFLite's Prepare check that a quantized pool's input and output share their scale
+    (within ``SCALE_TOLERANCE``) and zero point; a message when they do not."""
+    (s_in, z_in), (s_out, z_out) = _params(x), _params(out)
+    if abs(s_in - s_out) > SCALE_TOLERANCE or z_in != z_out:
+        return (
+            f"input (scale {s_in}, zero point {z_in}) and output (scale {s_out}, zero point {z_out}) "
+            "must have the same quantization: TFLite's quantized pools do not requantize"
+        )
+    return None
+
+
+def rounded_average(acc, counts):
+    """TFLite's rounded average of window sums, ``acc > 0 ? (acc + count/2) / count :
+    (acc - count/2) / count`` with C's truncating division (halves away from zero), as
+    ``sign(acc) * ((|acc| + count/2) // count)``. ``acc`` holds integers (any integer
+    type that holds ``|acc| + count/2``), ``counts`` an int or integer array broadcast
+    against it; written against the array namespace of ``acc`` (the GPU delegate's
+    quantized AVERAGE_POOL_2D calls it on device arrays)."""
+    xp = namespace_of(acc, counts)
+    quotient = (xp.abs(acc) + counts // 2) // counts
+    return xp.where(acc < 0, -quotient, quotient)
 
 
 # v1: uint8 (v1 float32 is in pool2d.py); v2: int8; v3: int16.
@@ -65,12 +93,10 @@ class QuantizedPool2D(CpuKernel):
         for tensor in (x, out):
             if not is_quantized(tensor) or tensor.quantization.is_per_channel:
                 raise self.unsupported(f"tensor {tensor.name!r} must be quantized per tensor (a scale and zero point)")
-        (s_in, z_in), (s_out, z_out) = _params(x), _params(out)
-        if abs(s_in - s_out) > SCALE_TOLERANCE or z_in != z_out:
-            raise self.unsupported(
-                f"input (scale {s_in}, zero point {z_in}) and output (scale {s_out}, zero point {z_out}) "
-                "must have the same quantization: TFLite's quantized pools do not requantize"
-            )
+        message = quantization_mismatch(x, out)
+        if message:
+            raise self.unsupported(message)
+        s_out, z_out = _params(out)
         params = self.params
         if params.filter_height <= 0 or params.filter_width <= 0:
             raise self.unsupported(f"filter size must be positive, got {[params.filter_height, params.filter_width]}")
@@ -90,7 +116,6 @@ class QuantizedPool2D(CpuKernel):
             if np.any(counts == 0):
                 raise self.unsupported("a pooling window lies entirely in the padding")
             self.counts = counts
-            self.half_counts = counts // 2
         if geometry.filter_h * geometry.filter_w <= geometry.out_h * geometry.out_w:
             self.tap_blocks = geometry.clipped_taps()
             self.pad = None
@@ -207,10 +232,7 @@ class QuantizedPool2D(CpuKernel):
 
     def average_of(self, acc: np.ndarray, count: int) -> np.ndarray:
         """TFLite's rounded average of window sums ``acc`` over ``count`` pixels, clamped."""
-        acc = np.asarray(acc, np.int64)
-        # C's division truncates: sign(acc) * ((|acc| + count/2) // count)
-        quotient = (np.abs(acc) + count // 2) // count
-        return np.clip(np.where(acc < 0, -quotient, quotient), self.low, self.high)
+        return np.clip(rounded_average(np.asarray(acc, np.int64), count), self.low, self.high)
 
     def bind(self) -> Callable[[], None]:
         """The gather (MAX) and table (AVERAGE) paths as functions of no argument on
@@ -334,12 +356,8 @@ class QuantizedPool2D(CpuKernel):
 
     def round_divide(self, acc: np.ndarray) -> None:
         """``acc > 0 ? (acc + count/2) / count : (acc - count/2) / count`` with C's
-        truncating division, in place: sign(acc) * ((|acc| + count/2) // count)."""
-        negative = acc < 0
-        np.abs(acc, out=acc)
-        acc += self.half_counts
-        np.floor_divide(acc, self.counts, out=acc)
-        np.negative(acc, out=acc, where=negative)
+        truncating division (``rounded_average``), in place."""
+        acc[...] = rounded_average(acc, self.counts)
 
 
 def _params(tensor) -> tuple[float, int]:

@@ -17,6 +17,10 @@ Integer input (``reference_ops::Requantize``)::
 with ``M, s = QuantizeMultiplier(double(in_scale) / double(out_scale))``. For 8- and
 16-bit inputs the whole map is tabulated at prepare (256 or 65536 entries), so invoke is
 one ``take``.
+
+The GPU delegate's QUANTIZE (``backends/gpu/ops/quantize.py``) takes this kernel's
+Prepare (``configure``: scales, zero points, bounds, the requantization table) and the
+float path's arithmetic (:func:`quantize_quotient`, written against the array namespace).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from backends.cpu.quantization import (
     INT32_MIN,
     legacy_params,
     multiply_by_quantized_multiplier,
+    namespace_of,
     quantize_multiplier,
     round_half_away,
     wrap_int32,
@@ -49,6 +54,21 @@ REQUANTIZE = {
 _SAFE = float(2**31 - 2**17)
 
 
+def quantize_quotient(quotient, zero_point, low: int, high: int):
+    """``clamp(int32(roundf(q)) + zero_point, low, high)`` of float32 quotients ``q = x /
+    scale`` (any array namespace), as LiteRT's x86 build computes it: ``roundf`` rounds
+    halves away from zero, a rounded quotient outside int32 (or NaN) converts to
+    INT32_MIN, and adding the zero point wraps in int32. ``zero_point`` is an int or an
+    int64 array broadcast against ``q`` (per channel). Returns int64 values."""
+    xp = namespace_of(quotient, zero_point)
+    rounded = round_half_away(quotient)
+    inside = (rounded >= -(2.0**31)) & (rounded < 2.0**31)  # (False for NaN)
+    whole = xp.where(inside, rounded, np.float32(INT32_MIN)).astype(np.int64)
+    total = whole + zero_point
+    wrapped = ((total + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+    return xp.clip(wrapped, low, high)
+
+
 # v1: float32 -> uint8/int8, and requantization int8/uint8 -> int8/uint8, int16 -> int8,
 #     int16 -> int32, int32 -> int8 (per tensor).
 # v2: int16 output (float32 -> int16, int16 -> int16, int32 -> int16).
@@ -60,13 +80,19 @@ class Quantize(CpuKernel):
     """QUANTIZE v1-v3: float32 to uint8/int8/int16 (per tensor or channel); requantize."""
 
     def prepare(self) -> None:
+        self.configure()
+        self.outputs[0].resize(self.inputs[0].shape)
+
+    def configure(self) -> None:
+        """The checks and the Prepare-time parameters (scales, zero points, bounds, the
+        tables), with no effect on the tensors: also what another backend calls to reuse
+        them (raises ``UnsupportedKernelError``)."""
         self.require_num_inputs(1)
         x, out = self.inputs[0], self.outputs[0]
         self.require_types(out, *FLOAT_OUTPUTS, T.INT32, role="output")
         q = out.quantization
         if q is None or not q.is_quantized:
             raise self.unsupported(f"output {out.name!r} has no quantization parameters")
-        out.resize(x.shape)
         info = np.iinfo(out.dtype)
         self.low, self.high = int(info.min), int(info.max)
         if x.type == T.FLOAT32:
@@ -238,8 +264,5 @@ class Quantize(CpuKernel):
     def _quantize_out_of_range(self, quotient: np.ndarray, out: np.ndarray) -> None:
         """Quotients outside int32 (or NaN): x86 converts them to INT32_MIN, and adding the
         zero point wraps in int32."""
-        rounded = round_half_away(quotient, out=quotient, scratch=self.scratch)
-        inside = (rounded >= -(2.0**31)) & (rounded < 2.0**31)
-        whole = np.where(inside, rounded, INT32_MIN).astype(np.int64)
-        out[...] = np.clip(wrap_int32(whole + self.zero_point), self.low, self.high)
+        out[...] = quantize_quotient(quotient, self.zero_point, self.low, self.high)
 

@@ -30,7 +30,9 @@ How (MEAN/SUM): an output depends only on its exact sum, so when the reduced axe
 one block of the input's layout and the possible sums are few (8-bit inputs), invoke
 sums with one float matmul and looks every output up in a table of all sums built at
 prepare (``_SumLookup``); otherwise the int32 sums are requantized with the shared
-arithmetic.
+arithmetic (``requantize_sums``, with ``mean_sum_multiplier`` and ``folded_multiplier``:
+plain functions, the first written against the array namespace, that the GPU delegate's
+quantized MEAN calls on device arrays too).
 """
 
 from __future__ import annotations
@@ -46,9 +48,11 @@ from backends.cpu.kernels._quantized_window import ConvQuantization
 from backends.cpu.quantization import (
     INT32_MAX,
     INT32_MIN,
+    _wrap_int32,
     exact_float_dtype,
     is_quantized,
     multiply_by_quantized_multiplier,
+    namespace_of,
     quantize_multiplier,
 )
 from schema.enums import BuiltinOperator, TensorType
@@ -62,6 +66,37 @@ QUANTIZED_TYPES = (T.UINT8, T.INT8, T.INT16)
 def _params(tensor) -> tuple[float, int]:
     q = tensor.quantization
     return float(np.float32(q.scale[0])), int(q.zero_point[0]) if q.zero_point.size else 0
+
+
+# -- the integer arithmetic of MEAN/SUM, shared with the GPU delegate (backends/gpu/ops/reduce_quantized.py)
+
+
+def mean_sum_multiplier(input_tensor, output_tensor) -> tuple[int, int]:
+    """``QuantizeMultiplier(double(s_in) / double(s_out))`` of a quantized MEAN/SUM."""
+    (s_in, _), (s_out, _) = _params(input_tensor), _params(output_tensor)
+    return quantize_multiplier(s_in / s_out)
+
+
+def folded_multiplier(multiplier: int, shift: int, count: int, is_mean: bool) -> tuple[int, int]:
+    """(multiplier, shift) applied to ``sum - z_in * count``: MEAN folds 1/count in
+    (quantize_multiplier's shift is >= -31, so k >= 0; the int64 quotient truncates
+    as C's does, both being positive); SUM keeps them."""
+    if is_mean:
+        k = min(count.bit_length() - 1, 32, 31 + shift)
+        multiplier = (multiplier << k) // count
+        shift -= k
+    return multiplier, shift
+
+
+def requantize_sums(sums, zero_sum: int, multiplier: int, shift: int, z_out: int, limits: tuple[int, int]):
+    """The outputs (int64) of exact (or int32-wrapped) sums of raw inputs:
+    ``clamp(MultiplyByQuantizedMultiplier(int32(sum - zero_sum), m, s) + z_out)`` with
+    ``zero_sum = z_in * count`` and the folded ``(m, s)``; written against the array
+    namespace of ``sums`` (numpy, or device arrays)."""
+    xp = namespace_of(sums)
+    shifted = _wrap_int32(sums.astype(np.int64) - zero_sum)  # static_cast<int32_t>
+    result = multiply_by_quantized_multiplier(shifted, multiplier, shift) + z_out
+    return xp.clip(result, *limits)
 
 
 class _Plan:
@@ -138,7 +173,7 @@ class QuantizedMeanSum(_QuantizedReduce):
             raise self.unsupported("int16 tensors must have zero point 0 (symmetric int16)")
         if s_out == 0.0:
             raise self.unsupported(f"output {out.name!r} has scale 0")
-        self.multiplier, self.shift = quantize_multiplier(s_in / s_out)
+        self.multiplier, self.shift = mean_sum_multiplier(data, out)
         self.is_mean = self.op == B.MEAN
         info = np.iinfo(data.dtype)
         self.limits = (int(info.min), int(info.max))
@@ -168,22 +203,13 @@ class QuantizedMeanSum(_QuantizedReduce):
             self._lookup = self.sum_lookup(plan)
 
     def folded_multiplier(self, count: int) -> tuple[int, int]:
-        """(multiplier, shift) applied to ``sum - z_in * count``: MEAN folds 1/count in
-        (quantize_multiplier's shift is >= -31, so k >= 0; the int64 quotient truncates
-        as C's does, both being positive)."""
-        multiplier, shift = self.multiplier, self.shift
-        if self.is_mean:
-            k = min(count.bit_length() - 1, 32, 31 + shift)
-            multiplier = (multiplier << k) // count
-            shift -= k
-        return multiplier, shift
+        """(multiplier, shift) applied to ``sum - z_in * count`` (``folded_multiplier``)."""
+        return folded_multiplier(self.multiplier, self.shift, count, self.is_mean)
 
     def requantize(self, sums: np.ndarray, count: int) -> np.ndarray:
         """The output values (int64) of exact sums of ``count`` raw inputs each."""
         multiplier, shift = self.folded_multiplier(count)
-        shifted = (np.asarray(sums, np.int64) - self.z_in * count).astype(np.int32)  # static_cast<int32_t>
-        result = multiply_by_quantized_multiplier(shifted, multiplier, shift) + self.z_out
-        return np.clip(result, *self.limits)
+        return requantize_sums(np.asarray(sums), self.z_in * count, multiplier, shift, self.z_out, self.limits)
 
     def sum_lookup(self, plan: _Plan) -> "_SumLookup | None":
         """The table path of a static plan, when the table is small and the reduced axes
@@ -257,9 +283,7 @@ class QuantizedMeanSum(_QuantizedReduce):
         if self._stage is not None:
             self._stage.requantize(sums, self._offset, self.outputs[0].data)
             return
-        shifted = (sums.astype(np.int64) - zero_sum).astype(np.int32)  # static_cast<int32_t>
-        result = multiply_by_quantized_multiplier(shifted, multiplier, shift) + self.z_out
-        np.clip(result, low, high, out=result)
+        result = requantize_sums(sums, zero_sum, multiplier, shift, self.z_out, self.limits)
         np.copyto(self._flat_out, result.reshape(-1), casting="unsafe")
 
     def reduce(self, x: np.ndarray, plan: _Plan, out: np.ndarray) -> None:

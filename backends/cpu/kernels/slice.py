@@ -204,6 +204,49 @@ def declared_offset_shape(e: _Effective) -> list[int | None]:
     return shape
 
 
+def check_strides(e: _Effective) -> None:
+    """A ValueError when a stride is 0."""
+    if 0 in e.strides:
+        raise ValueError(f"strides {e.strides} contain 0")
+
+
+def strided_slice_plan(shape, begin, end, strides, params) -> tuple[list[int], tuple[slice, ...], list[int]]:
+    """(effective input shape, index, output shape) of STRIDED_SLICE on an input of
+    ``shape`` with these begin/end/strides values (Python ints) and the node's params
+    (masks, ``offset``): ``x.reshape(effective)[index].reshape(output shape)`` is the result.
+
+    Shared by the CPU kernel and the GPU delegate (which applies the index to a device
+    array). Raises ValueError, saying why, for a node TFLite would reject.
+    """
+    offset = bool(getattr(params, "offset", False))
+    e = effective_params(shape, begin, end, strides, params)
+    check_strides(e)
+    index, out_shape = [], []
+    for axis in range(len(e.shape)):
+        stride = e.strides[axis]
+        start = start_for_axis(e, axis)
+        stop = end_for_axis(e, axis, start, offset)
+        count = _extent(start, stop, stride)
+        # A Python slice with these bounds (-1 as a stop means "before index 0").
+        index.append(slice(start, start + count * stride if start + count * stride >= 0 else None, stride)
+                     if count else slice(0, 0))
+        if _bit(e.shrink_mask, axis):
+            if count != 1:
+                raise ValueError(f"shrink axis {axis}: index {e.begin[axis]} is out of range for size {e.shape[axis]}")
+        else:
+            out_shape.append(count)
+    if offset:
+        declared = declared_offset_shape(e)
+        kept = [a for a in range(len(e.shape)) if not _bit(e.shrink_mask, a)]
+        for axis, want, got in zip(kept, declared, out_shape):
+            if want is not None and want != got:
+                raise ValueError(
+                    f"offset slice along axis {axis} asks for {want} elements but only {got} remain "
+                    f"(begin {e.begin[axis]}, size {e.end[axis]}, input size {e.shape[axis]})"
+                )
+    return e.shape, tuple(index), out_shape
+
+
 # v1: float32, int32, int64, uint8 up to 4-D; v2: int8; v3: bool; v4: 5-D. (v5 is string.)
 @register(BuiltinOperator.STRIDED_SLICE, 1, 4)
 # v6: ellipsis_mask / new_axis_mask; v7: uint32; v8: the ``offset`` param (end = begin + end).
@@ -247,40 +290,18 @@ class StridedSlice(CpuKernel):
             out.set_dynamic()
 
     def check_strides(self, e: _Effective) -> None:
-        if 0 in e.strides:
-            raise self.unsupported(f"strides {e.strides} contain 0")
+        try:
+            check_strides(e)
+        except ValueError as error:
+            raise self.unsupported(str(error)) from None
 
     def plan(self, shape) -> tuple[list[int], tuple[slice, ...], list[int]]:
         """(effective input shape, numpy index, output shape) for the current values."""
         _, begin, end, strides = self.inputs
-        e = effective_params(shape, int_values(begin), int_values(end), int_values(strides), self.params)
-        self.check_strides(e)
-        index, out_shape = [], []
-        for axis in range(len(e.shape)):
-            stride = e.strides[axis]
-            start = start_for_axis(e, axis)
-            stop = end_for_axis(e, axis, start, self.offset)
-            count = _extent(start, stop, stride)
-            # A Python slice with these bounds (-1 as a stop means "before index 0").
-            index.append(slice(start, start + count * stride if start + count * stride >= 0 else None, stride)
-                         if count else slice(0, 0))
-            if _bit(e.shrink_mask, axis):
-                if count != 1:
-                    raise self.unsupported(
-                        f"shrink axis {axis}: index {e.begin[axis]} is out of range for size {e.shape[axis]}"
-                    )
-            else:
-                out_shape.append(count)
-        if self.offset:
-            declared = declared_offset_shape(e)
-            kept = [a for a in range(len(e.shape)) if not _bit(e.shrink_mask, a)]
-            for axis, want, got in zip(kept, declared, out_shape):
-                if want is not None and want != got:
-                    raise self.unsupported(
-                        f"offset slice along axis {axis} asks for {want} elements but only {got} remain "
-                        f"(begin {e.begin[axis]}, size {e.end[axis]}, input size {e.shape[axis]})"
-                    )
-        return e.shape, tuple(index), out_shape
+        try:
+            return strided_slice_plan(shape, int_values(begin), int_values(end), int_values(strides), self.params)
+        except ValueError as error:
+            raise self.unsupported(str(error)) from None
 
     def invoke(self) -> None:
         x, out = self.inputs[0].data, self.outputs[0]

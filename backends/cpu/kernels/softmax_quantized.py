@@ -31,6 +31,11 @@ gathers from the tables and does the per-row normalization vectorized over rows.
 Python ints and bytes instead, through a function bound once per allocation
 (``_bind_bytes``): ``bytes.translate`` turns the raw input into table indices, and the
 output bytes are written into the arena at once.
+
+The GPU delegate's quantized SOFTMAX (``backends/gpu/ops/softmax_quantized.py``) takes
+this kernel's Prepare (``configure``: the checks and the tables) and its per-row
+reciprocal (:func:`row_reciprocals`, written against the array namespace), and does the
+same gathers, row sums and final rescaling on device arrays.
 """
 
 from __future__ import annotations
@@ -79,6 +84,16 @@ def preprocess_softmax_scaling(kernel: CpuKernel, beta: float, input_scale: floa
     return quantize_multiplier(real)
 
 
+def row_reciprocals(sums, exponent_offset: int):
+    """Per row, from the sum of exps (Q12.19, int32 values in int64 arrays of any
+    namespace), TFLite's ``GetReciprocal``: (1/sum as a Q0.31 scale, the output exponent
+    ``num_bits_over_unit + exponent_offset``). Each output is then
+    ``RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(scale, exp), exponent) + min``,
+    clamped to the type's maximum. TFLite aborts where the exponent leaves [0, 31]."""
+    shifted_scale, num_bits_over_unit = fp.get_reciprocal(sums, ACCUMULATION_INTEGER_BITS)
+    return shifted_scale, num_bits_over_unit + exponent_offset
+
+
 def calculate_input_radius(integer_bits: int, left_shift: int, total_signed_bits: int = 31) -> int:
     """TFLite's ``CalculateInputRadius`` (double arithmetic, floored)."""
     max_input_rescaled = 1.0 * ((1 << integer_bits) - 1) * (1 << (total_signed_bits - integer_bits)) / (1 << left_shift)
@@ -108,7 +123,6 @@ class _QuantizedLastAxis(CpuKernel):
                 raise self.unsupported(f"the {role} {tensor.name!r} is quantized per channel; TFLite needs one scale")
         if len(x.shape) < 1:
             raise self.unsupported("the input must have at least one dimension")
-        self.outputs[0].resize(x.shape)
         self.in_min = int(np.iinfo(x.dtype).min)
         self.in_range = int(np.iinfo(x.dtype).max) - self.in_min  # the most negative difference
         self.out_info = np.iinfo(y.dtype)
@@ -136,6 +150,12 @@ class QuantizedSoftmax(_QuantizedLastAxis):
     MIN_VERSION = {T.UINT8: 1, T.INT8: 2, T.INT16: 3}
 
     def prepare(self) -> None:
+        self.configure()
+        self.outputs[0].resize(self.inputs[0].shape)
+
+    def configure(self) -> None:
+        """The checks and the tables, with no effect on the tensors: also what another
+        backend calls to reuse them (raises ``UnsupportedKernelError``)."""
         self.check_io({T.UINT8: (T.UINT8, T.INT16), T.INT8: (T.INT8, T.INT16), T.INT16: (T.INT16,)})
         x, y = self.inputs[0], self.outputs[0]
         input_scale, input_zero_point = tensor_scale_zero_point(x)
@@ -336,8 +356,8 @@ class QuantizedSoftmax(_QuantizedLastAxis):
         found = self._reciprocals.get(total)
         if found is not None:
             return found
-        shifted_scale, num_bits_over_unit = fp.get_reciprocal(int(total), ACCUMULATION_INTEGER_BITS)
-        exponent = int(num_bits_over_unit) + self.exponent_offset
+        shifted_scale, exponent = row_reciprocals(int(total), self.exponent_offset)
+        exponent = int(exponent)
         if exponent < 0 or exponent > 31:
             raise RuntimeError(
                 f"{self.op_name}: the sum of exps of a row is too large (TFLite aborts here: the output "
@@ -369,8 +389,7 @@ class QuantizedSoftmax(_QuantizedLastAxis):
 
     def _row_factor_arrays(self, sums: np.ndarray):
         sums = sums.reshape(-1, 1)
-        shifted_scale, num_bits_over_unit = fp.get_reciprocal(sums, ACCUMULATION_INTEGER_BITS)
-        exponent = num_bits_over_unit + self.exponent_offset
+        shifted_scale, exponent = row_reciprocals(sums, self.exponent_offset)
         if np.any((exponent < 0) | (exponent > 31)):
             raise RuntimeError(
                 f"{self.op_name}: the sum of exps of a row is too large (TFLite aborts here: the output "
@@ -425,6 +444,7 @@ class QuantizedLogSoftmax(_QuantizedLastAxis):
 
     def prepare(self) -> None:
         self.check_io({T.UINT8: (T.UINT8,), T.INT8: (T.INT8,)})
+        self.outputs[0].resize(self.inputs[0].shape)
         x, y = self.inputs[0], self.outputs[0]
         input_scale, _ = tensor_scale_zero_point(x)
         output_scale, output_zero_point = tensor_scale_zero_point(y)

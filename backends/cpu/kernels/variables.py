@@ -2,7 +2,9 @@
 
 As in TFLite, VAR_HANDLE maps its ``(container, shared_name)`` to a resource id
 (0, 1, 2... in the order the handles are created, shared by every subgraph of the
-interpreter) and outputs it as a RESOURCE tensor (an int32 scalar). ASSIGN_VARIABLE
+interpreter) and outputs it as a RESOURCE tensor (an int32 scalar). The id is fixed when
+the kernel is created, so prepare publishes it as a constant (like a folded node): what
+reads a handle, a delegate included, knows at prepare which variable it is. ASSIGN_VARIABLE
 stores a copy of a value under that id, creating the variable on first use (any
 shape and type; a later assignment may change both); READ_VARIABLE outputs it (a
 dynamic output, since the variable's shape is only known at invoke).
@@ -58,11 +60,11 @@ class VarHandle(_UsesResource):
             raise self.unsupported(f"takes no inputs and one output, has {len(self.inputs)} and {len(self.outputs)}")
         out = self.outputs[0]
         self.require_types(out, TensorType.RESOURCE, TensorType.INT32, role="output")
-        if out.num_elements != 1:
-            out.resize(())
+        shape = out.shape if out.num_elements == 1 else ()
+        out.set_constant(np.full(shape, self.id, np.int32))
 
     def invoke(self) -> None:
-        self.outputs[0].data[...] = self.id
+        return None  # the id is the constant prepare published
 
 
 # v1: the only version

@@ -34,6 +34,10 @@ class GpuOp:
     #: Input positions that are integer index tensors (paddings, axes, shapes, sizes): read
     #: on the host at prepare, never uploaded.
     index_inputs: ClassVar[tuple[int, ...]] = ()
+    #: What the partition gives its ops beyond their node (``GpuPartitionKernel`` sets it
+    #: before ``prepare``): ``environment.variable(resource_id, shape, dtype)`` is the
+    #: device buffer of a resource variable.
+    environment: Any = None
 
     def __init__(self, device: Any, node: Node, op: int, version: int, tensors: Sequence[RuntimeTensor], storage: Any = np.float32) -> None:
         self.device = device

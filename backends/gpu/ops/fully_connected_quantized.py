@@ -1,0 +1,169 @@
+"""FULLY_CONNECTED on int8 / uint8 tensors on the GPU, bit-exact with TFLite's reference
+kernels.
+
+Semantics are the CPU kernel's (``backends/cpu/kernels/fully_connected_quantized.py``)::
+
+    acc[b, u] = sum_d (w[u, d] - w_zp) * (x[b, d] - x_zp) + bias[u]        (int32)
+    out = clamp(int32(round(double(acc) * (double(s_x) * s_w[u] / s_out))) + out_zp)
+
+In the LiteRT we match, the reference FULLY_CONNECTED rescales in double, never with
+``MultiplyByQuantizedMultiplier``; that output stage (``rescale_double``), its real
+multipliers (``double_rescale_scale``), the bias-scale check and the int32 hazards
+(the accumulator wrapping, a product leaving int32) are the CPU kernel's own functions,
+called here on device arrays.
+
+Versions (``schema/versioning/op_version.py``: the rule stamps the first that applies of
+v6 "two inputs", v5 "keep_num_dims", v4 "int8", else v1):
+
+- v1: uint8 x uint8 -> uint8, weights per tensor;
+- v4: int8 x int8 -> int8, weights per tensor or per channel (one scale per unit, zero
+  points ignored as TFLite's per-channel kernels do);
+- v5: keep_num_dims (output ``x.shape[:-1] + [units]``), v6: no bias slot, on the
+  uint8/int8 nodes above. Float nodes of v1/v5/v6 go to conv.py's ``FullyConnected``;
+  hybrid (v3, v9, v12), int16 (v7, v11, and int16 x int8 nodes stamped v1/v5/v6),
+  shuffled (v2), sparse (v8) and int4/int2 (v10, v13, v14) nodes are refused.
+
+How: ``(x - x_zp)`` in int32 times the centered weights laid out once at prepare as
+``[depth, units]`` int32, with ``QuantizedMatmulOp.product`` (``matmul_i32`` on a device,
+which wraps like TFLite's int32 accumulator); the bias in int64, the int32 wrap where the
+bound says it could happen, then ``rescale_double`` in float64.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from backends.cpu.kernels.fully_connected_quantized import (
+    CLAMPING_ACTIVATIONS,
+    bias_scale_error,
+    double_rescale_scale,
+    input_abs_max,
+    int32_hazards,
+    rescale_double,
+)
+from backends.cpu.quantization import activation_range_quantized, exact_float_dtype, legacy_params, wrap_int32
+from backends.gpu.ops.conv_quantized import QuantizedMatmulOp
+from backends.gpu.ops.elementwise import fused_activation, fused_activation_reason
+from backends.gpu.ops.quantized_base import per_tensor
+from schema.enums import BuiltinOperator, FullyConnectedOptionsWeightsFormat, TensorType
+
+B = BuiltinOperator
+T = TensorType
+
+
+def _weight_scales(weights) -> np.ndarray | None:
+    """The per-unit weight scales (float32[units]) of per-channel weights, else None."""
+    q = weights.quantization
+    return np.asarray(q.scale, np.float32) if q.scale.size > 1 else None
+
+
+class QuantizedFullyConnected(QuantizedMatmulOp):
+    """FULLY_CONNECTED v1 (uint8), v4 (int8, per-tensor or per-channel weights), v5
+    (keep_num_dims) and v6 (no bias slot) of those."""
+
+    ops = {B.FULLY_CONNECTED: frozenset({1, 4, 5, 6})}
+    data_inputs = (0, 1)
+
+    @classmethod
+    def node_reason(cls, node, op, version, tensors):
+        if len(node.inputs) not in (2, 3) or node.inputs[0] < 0 or node.inputs[1] < 0:
+            return f"expected inputs (input, weights[, bias]), got {len(node.inputs)} inputs"
+        params = node.params
+        weights_format = int(getattr(params, "weights_format", 0) or 0)
+        if weights_format != FullyConnectedOptionsWeightsFormat.DEFAULT:
+            try:
+                name = FullyConnectedOptionsWeightsFormat(weights_format).name
+            except ValueError:
+                name = str(weights_format)
+            return f"weights_format {name} is not supported; only DEFAULT"
+        x, w, out = tensors[node.inputs[0]], tensors[node.inputs[1]], tensors[node.outputs[0]]
+        if not w.is_constant:
+            return "the weights must be a constant tensor (the GPU kernel lays them out once, at prepare)"
+        if w.sparsity is not None:
+            return "sparse weights are not supported"
+        if len(w.shape) != 2:
+            return f"weights must be 2-D [units, depth], got {list(w.shape)}"
+        units, depth = (int(d) for d in w.shape)
+        if depth <= 0 or units <= 0:
+            return f"weights of shape {list(w.shape)} are empty"
+        if x.num_elements % depth:
+            return f"input of shape {list(x.shape)} cannot be split into rows of depth {depth}"
+        if getattr(params, "keep_num_dims", False) and (not x.shape or x.shape[-1] != depth):
+            return f"keep_num_dims: the input's last axis ({list(x.shape)}) must be the depth {depth}"
+        if not per_tensor(x) or not per_tensor(out):
+            return "the input and the output must be quantized per tensor"
+        q = w.quantization
+        if q.scale.size > 1:
+            if x.type != T.INT8:
+                return f"per-channel weights need int8 input, got {x.type_name}"
+            if int(q.quantized_dimension) != 0 or q.scale.size != units:
+                return (
+                    f"weights have {q.scale.size} scales along quantized_dimension {q.quantized_dimension}; "
+                    f"per-channel weights need one scale per unit ({units}) along axis 0"
+                )
+        elif not per_tensor(w):
+            return "the weights must have one zero point"
+        bias = tensors[node.inputs[2]] if len(node.inputs) > 2 and node.inputs[2] >= 0 else None
+        if bias is not None:
+            if bias.type != T.INT32 or not bias.is_constant:
+                return f"the bias must be a constant INT32 tensor, got {'a runtime' if not bias.is_constant else bias.type_name} tensor"
+            if bias.num_elements != units:
+                return f"bias has {bias.num_elements} elements, expected {units}"
+            if q.scale.size == 1:
+                reason = bias_scale_error(legacy_params(x)[0], legacy_params(w)[0], bias, legacy_params(out)[0])
+                if reason:
+                    return reason
+        if exact_float_dtype(cls._row_bound(x, w)) is None:
+            return "the accumulators are too large to compute exactly"
+        # TFLite's integer FULLY_CONNECTED has no TANH / SIGN_BIT (its Prepare fails).
+        return fused_activation_reason(params, CLAMPING_ACTIVATIONS)
+
+    @staticmethod
+    def _centered(weights) -> np.ndarray:
+        """``[units, depth]`` int64: ``w - w_zp`` (per-channel weights: zero points ignored)."""
+        w_zp = 0 if weights.quantization.scale.size > 1 else legacy_params(weights)[1]
+        return np.asarray(weights.data, np.int64) - w_zp
+
+    @classmethod
+    def _row_bound(cls, x, weights) -> int:
+        """max over units of ``sum |w - w_zp| * max |x - x_zp|`` (the CPU kernel's bound)."""
+        row = int(np.abs(cls._centered(weights)).sum(axis=1).max(initial=0))
+        return row * input_abs_max(x.dtype, legacy_params(x)[1])
+
+    def prepare(self) -> None:
+        x, weights, out = self.inputs[0], self.inputs[1], self.outputs[0]
+        centered = self._centered(weights)
+        self.units, self.depth = centered.shape
+        in_scale, self.in_zp = legacy_params(x)
+        out_scale, self.out_zp = legacy_params(out)
+        scales = _weight_scales(weights)
+        channel_scales = scales.astype(np.float64) if scales is not None else np.float64(np.float32(legacy_params(weights)[0]))
+        scale = double_rescale_scale(in_scale, channel_scales, out_scale)
+        self.scale = self.upload(scale, np.float64) if np.ndim(scale) else float(scale)
+        self.low, self.high = activation_range_quantized(fused_activation(self.params), out_scale, self.out_zp, out.dtype)
+        bias = self.inputs[2] if len(self.inputs) > 2 else None
+        bias_bound = int(np.abs(np.asarray(bias.data, np.int64)).max(initial=0)) if bias is not None else 0
+        self.wrap_accumulator, self.check_int32_conversion = int32_hazards(
+            self._row_bound(x, weights) + bias_bound, scale, acc_is_int32=True
+        )
+        self.weights = self.upload(np.ascontiguousarray(centered.T), np.int32)  # [depth, units]
+        self.prepared_inputs.add(1)
+        self.prepare_bias(self.units)
+        self.prepare_product()
+        self.out_shape = tuple(out.shape)
+
+    def output_stage(self, acc):
+        """The CPU kernel's ``rescale_double`` on ``acc + bias`` (int32-wrapped when the
+        bound says TFLite's accumulator could wrap)."""
+        acc = acc + self.bias
+        if self.wrap_accumulator:
+            acc = wrap_int32(acc)
+        values = rescale_double(
+            acc, self.scale, self.out_zp, self.low, self.high, check_int32_conversion=self.check_int32_conversion
+        )
+        return values.astype(self.outputs[0].dtype)
+
+    def run(self, args):
+        x = args[0].reshape(-1, self.depth).astype(np.int32) - self.in_zp
+        acc = self.product(x, self.weights)
+        return [self.output_stage(acc).reshape(self.out_shape)]

@@ -1,0 +1,286 @@
+"""Data movement on int8 / uint8 tensors on the GPU (RESHAPE, PAD, PADV2, CONCATENATION),
+bit-exact with TFLite's reference kernels, and the base class of the GPU ops that move
+values without arithmetic (:class:`MovingOp`, also used by ``slicing.py``).
+
+Semantics are the CPU kernels' (``backends/cpu/kernels/reshape.py``, ``pad.py``,
+``concat_split.py``, ``concat_quantized.py``), and so are the Prepare-time parameters:
+
+- RESHAPE (v1; the op has one version) of int8/uint8 tensors whose input and output
+  quantization are equal: the values under the output's static shape. Float32 RESHAPE is
+  ``layout.Reshape``.
+- PAD (v1 float32/uint8, v2 int8) and PADV2 (the same versions; v1 float32 included):
+  constant paddings; the fill value is PADV2's value input, or else the output's zero
+  point for quantized tensors and 0 otherwise (``pad.default_pad_value``, the CPU
+  kernel's own). PADV2's value must share the output's quantization (TFLite's rule). A
+  constant value is read at prepare; a runtime one is read on the device. Versions 3+
+  (int16, rank 5, bool) are not claimed.
+- CONCATENATION (v1 uint8, v2 int8): int8 inputs must have the output's scale and zero
+  point (TFLite's Prepare requires it); uint8 inputs whose (scale, zero point) differ are
+  rescaled as the reference's ``ConcatenationWithScaling`` does, through the CPU kernel's
+  own 256-entry tables (``concat_quantized.rescale_tables``: TFLite's float32 steps,
+  evaluated once per value at prepare), one ``take`` per rescaled input on the device.
+  TFLite rejects a fused activation on these types, and so does this class. Float32
+  CONCATENATION is ``layout.Concatenation``; int16 (v3), uint32 (v4), int4 (v5) are not
+  claimed.
+
+Every op writes a new array (never a view of its input) and joins pieces by slice
+assignment into a preallocated output (no ``xp.concatenate``: CuPy uploads a pointer
+table for more than 8 arrays, which a CUDA graph cannot capture).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+
+from backends.cpu.kernels.concat_quantized import rescale_tables
+from backends.cpu.kernels.pad import default_pad_value, pads_quantized
+from backends.cpu.kernels.reshape import quantization_params
+from backends.gpu.ops.base import MAX_RANK, GpuOp
+from backends.gpu.ops.elementwise import activation_name, fused_activation, input_tensor
+from delegate_sdk.node import Node
+from delegate_sdk.tensor import RuntimeTensor
+from schema.enums import ActivationFunctionType, BuiltinOperator, TensorType, builtin_operator_name
+
+B = BuiltinOperator
+T = TensorType
+
+#: The element types the data-movement ops take: float32 (held in the storage dtype),
+#: int8 and uint8 (as they are).
+MOVED_TYPES = (T.FLOAT32, T.INT8, T.UINT8)
+INT8_TYPES = (T.INT8, T.UINT8)
+
+
+def type_names(types: Sequence[int]) -> str:
+    return "/".join(TensorType(t).name for t in types)
+
+
+def constant_int_reason(tensor: RuntimeTensor | None, what: str, types: Sequence[int] = (T.INT32, T.INT64)) -> str | None:
+    """A reason when ``tensor`` is not a constant integer tensor of ``types``."""
+    if tensor is None:
+        return f"the {what} input is missing"
+    if tensor.type not in types:
+        return f"{what} {tensor.name!r} is {tensor.type_name}; it must be {' or '.join(TensorType(t).name for t in types)}"
+    if not tensor.is_constant:
+        return f"the {what} must be a constant tensor (the GPU kernel reads it at prepare)"
+    return None
+
+
+def int_list(tensor: RuntimeTensor) -> list[int]:
+    """The values of a constant integer tensor as Python ints."""
+    if tensor.data is None:
+        return []
+    return [int(v) for v in np.asarray(tensor.data).reshape(-1)]
+
+
+def quantization_differs(source: RuntimeTensor, target: RuntimeTensor) -> str | None:
+    """A reason when (scale, zero point) differ, as the CPU's ``require_same_quantization`` says."""
+    a, b = quantization_params(source), quantization_params(target)
+    if a != b:
+        return (
+            f"{source.name!r} has (scale, zero_point) {a} but {target.name!r} has {b}; "
+            "TFLite requires them equal for this op"
+        )
+    return None
+
+
+class MovingOp(GpuOp):
+    """A GPU op that moves values without arithmetic, for every type in ``data_types``:
+    float32 (in the storage dtype), int8, uint8 (as they are; per-tensor quantized or
+    not quantized). The data tensors (every input not in ``index_inputs``, and the
+    outputs) must share one type. Subclasses add their conditions in :meth:`node_reason`."""
+
+    ops: ClassVar[dict[int, Any]] = {}
+    data_types: ClassVar[tuple[int, ...]] = MOVED_TYPES
+
+    @classmethod
+    def rejection_reason(cls, node: Node, op: int, version: int, tensors: Sequence[RuntimeTensor]) -> str | None:
+        name = builtin_operator_name(op)
+        checked = [(f"input {p}", i) for p, i in enumerate(node.inputs) if p not in cls.index_inputs]
+        checked += [(f"output {p}", i) for p, i in enumerate(node.outputs)]
+        kinds = set()
+        for role, index in checked:
+            if index < 0:
+                continue
+            tensor = tensors[index]
+            if tensor.type not in cls.data_types:
+                return f"{role} {tensor.name!r} is {tensor.type_name}; the GPU delegate runs {name} on {type_names(cls.data_types)} tensors"
+            if len(tensor.shape) > MAX_RANK:
+                return f"{role} {tensor.name!r} has rank {len(tensor.shape)}; at most {MAX_RANK} is supported"
+            if tensor.is_dynamic:
+                return f"{role} {tensor.name!r} has a shape known only at run time (dynamic tensor)"
+            q = tensor.quantization
+            if tensor.type in INT8_TYPES and q is not None and q.is_per_channel:
+                return f"{role} {tensor.name!r} is quantized per channel; only per-tensor quantization is supported"
+            kinds.add(tensor.type)
+        if len(kinds) > 1:
+            return f"{name} mixes {type_names(sorted(kinds))} tensors"
+        return cls.node_reason(node, op, version, tensors)
+
+    @classmethod
+    def node_reason(cls, node: Node, op: int, version: int, tensors: Sequence[RuntimeTensor]) -> str | None:
+        """Per-op conditions (after the type checks). Default: none."""
+        return None
+
+    def output_dtype(self, position: int = 0) -> np.dtype:
+        """The device dtype of output ``position``: the storage dtype for float tensors."""
+        tensor = self.outputs[position]
+        return self.storage if tensor.dtype.kind == "f" else np.dtype(tensor.dtype)
+
+
+# --------------------------------------------------------------------------------------
+# RESHAPE
+# --------------------------------------------------------------------------------------
+
+
+class QuantizedReshape(MovingOp):
+    """RESHAPE v1 of int8/uint8 tensors with equal input and output quantization."""
+
+    ops = {B.RESHAPE: 1}
+    index_inputs = (1,)
+    data_types = INT8_TYPES
+
+    @classmethod
+    def node_reason(cls, node, op, version, tensors):
+        if not node.inputs or node.inputs[0] < 0:
+            return "the input is missing"
+        shape = input_tensor(node, tensors, 1)
+        # As TFLite (and the CPU kernel), the shape tensor is read only when it is an int32
+        # vector; otherwise the params give the new shape.
+        if shape is not None and len(shape.shape) == 1 and shape.type == T.INT32 and not shape.is_constant:
+            return "the shape tensor must be constant (a shape known only at run time is not supported)"
+        return quantization_differs(tensors[node.inputs[0]], tensors[node.outputs[0]])
+
+    def prepare(self) -> None:
+        self.out_shape = tuple(self.outputs[0].shape)
+
+    def run(self, args):
+        # A copy, not a view: the output must not alias the input's device buffer.
+        return [args[0].reshape(self.out_shape).copy()]
+
+
+# --------------------------------------------------------------------------------------
+# PAD / PADV2
+# --------------------------------------------------------------------------------------
+
+
+class ConstantPad(MovingOp):
+    """PAD and PADV2 v1 (float32, uint8) and v2 (int8): constant paddings, filled with
+    PADV2's value or the quantized zero."""
+
+    ops = {B.PAD: 2, B.PADV2: 2}
+    index_inputs = (1,)
+
+    @classmethod
+    def node_reason(cls, node, op, version, tensors):
+        if len(node.inputs) not in (2, 3) or node.inputs[0] < 0 or node.inputs[1] < 0:
+            return f"expected inputs (input, paddings[, constant value]), got {len(node.inputs)} inputs"
+        x, paddings, out = tensors[node.inputs[0]], tensors[node.inputs[1]], tensors[node.outputs[0]]
+        reason = constant_int_reason(paddings, "paddings")
+        if reason:
+            return reason
+        rank = len(x.shape)
+        if rank == 0:
+            return "a scalar input cannot be padded on the GPU"
+        if paddings.shape != (rank, 2):
+            return f"paddings has shape {list(paddings.shape)}; it must be [{rank}, 2]"
+        pads = np.asarray(paddings.data).astype(np.int64)
+        if (pads < 0).any():
+            return f"paddings {pads.reshape(rank, 2).tolist()} has a negative entry"
+        value = input_tensor(node, tensors, 2)
+        if value is not None:
+            if value.num_elements != 1:
+                return f"the constant value must be a single value, it has shape {list(value.shape)}"
+            if pads_quantized(x):
+                return quantization_differs(value, out)
+            return None
+        try:
+            default_pad_value(x, out)
+        except ValueError as error:
+            return str(error)
+        return None
+
+    def prepare(self) -> None:
+        x, out = self.inputs[0], self.outputs[0]
+        rank = len(x.shape)
+        pads = np.asarray(self.inputs[1].data).astype(np.int64).reshape(rank, 2)
+        self.inner = tuple(slice(int(a), int(a) + d) for d, (a, _) in zip(x.shape, pads))
+        self.out_shape = tuple(out.shape)
+        self.dtype = self.output_dtype()
+        value = self.inputs[2] if len(self.inputs) > 2 else None
+        if value is None:
+            self.fill: Any = default_pad_value(x, out)
+        elif value.is_constant:
+            self.fill = np.asarray(value.data).reshape(()).item()  # a Python scalar: no host array at run
+            self.prepared_inputs.add(2)
+        else:
+            self.fill = None  # read on the device at each run
+
+    def run(self, args):
+        xp = self.xp
+        if self.fill is not None:
+            out = xp.full(self.out_shape, self.fill, dtype=self.dtype)
+        else:
+            out = xp.empty(self.out_shape, dtype=self.dtype)
+            out[...] = args[2].reshape(())
+        out[self.inner] = args[0]
+        return [out]
+
+
+# --------------------------------------------------------------------------------------
+# CONCATENATION
+# --------------------------------------------------------------------------------------
+
+
+class QuantizedConcatenation(MovingOp):
+    """CONCATENATION v1 (uint8, inputs rescaled to the output's quantization where theirs
+    differ) and v2 (int8, every input with the output's quantization)."""
+
+    ops = {B.CONCATENATION: 2}
+    data_types = INT8_TYPES
+
+    @classmethod
+    def node_reason(cls, node, op, version, tensors):
+        if not node.inputs or min(node.inputs) < 0:
+            return "every input must be present"
+        inputs = [tensors[i] for i in node.inputs]
+        out = tensors[node.outputs[0]]
+        rank = len(inputs[0].shape)
+        if rank == 0:
+            return "scalars cannot be concatenated on the GPU"
+        axis = int(getattr(node.params, "axis", 0))
+        if not -rank <= axis < rank:
+            return f"axis {axis} is out of range for rank {rank}"
+        axis %= rank
+        for t in inputs:
+            if len(t.shape) != rank or any(d != e for i, (d, e) in enumerate(zip(t.shape, inputs[0].shape)) if i != axis):
+                return f"input shapes {[list(t.shape) for t in inputs]} differ outside axis {axis}"
+        activation = fused_activation(node.params)
+        if activation != ActivationFunctionType.NONE:
+            return f"fused activation {activation_name(activation)} on {out.type_name} is not supported (TFLite rejects it)"
+        if out.type == T.INT8:
+            for t in inputs:
+                reason = quantization_differs(t, out)
+                if reason:
+                    return reason
+        elif any(quantization_params(t) != quantization_params(out) for t in inputs) and quantization_params(out)[0] == 0.0:
+            return f"output {out.name!r} has no quantization scale to rescale the inputs to"
+        return None
+
+    def prepare(self) -> None:
+        out = self.outputs[0]
+        self.axis = int(self.params.axis) % len(out.shape)
+        self.out_shape = tuple(out.shape)
+        self.dtype = self.output_dtype()
+        offsets = np.cumsum([0] + [t.shape[self.axis] for t in self.inputs]).tolist()
+        self.blocks = [(slice(None),) * self.axis + (slice(a, b),) for a, b in zip(offsets[:-1], offsets[1:])]
+        tables = rescale_tables(self.inputs, out) if out.type == T.UINT8 else [None] * len(self.inputs)
+        self.tables = [None if table is None else self.upload(table, self.dtype) for table in tables]
+
+    def run(self, args):
+        xp = self.xp
+        out = xp.empty(self.out_shape, dtype=self.dtype)
+        for block, a, table in zip(self.blocks, args, self.tables):
+            out[block] = a if table is None else xp.take(table, a.astype(np.int32))
+        return [out]

@@ -1,0 +1,141 @@
+"""QUANTIZE (float32 -> int8/uint8, and int8/uint8 -> int8/uint8 requantization) and
+DEQUANTIZE (runtime int8/uint8 -> float) on the GPU, bit-exact with TFLite's reference
+kernels.
+
+Semantics, parameters and arithmetic are the CPU kernels' (``backends/cpu/kernels/
+quantize.py`` and ``dequantize.py``), configured for the node by their own ``configure``:
+
+- QUANTIZE of a float32 input: ``q = clamp(int32(roundf(x / scale)) + zero_point)`` with
+  ``x / scale`` in float32, per tensor or per channel (``quantize_quotient``: halves away
+  from zero, a quotient outside int32 or NaN becomes INT32_MIN, the zero point wraps in
+  int32, as LiteRT's x86 build);
+- QUANTIZE of an int8/uint8 input (``reference_ops::Requantize``): the CPU kernel's
+  256-entry table of ``clamp(M(x - z_in, m) + z_out)``, uploaded once and read with
+  ``take`` at the input's code (its bits as uint8);
+- DEQUANTIZE: ``scale * (q - zero_point)`` in float32, rounded once
+  (``dequantize_affine``), per tensor or per channel, stored in the delegate's storage
+  dtype (float32, or float16 with ``precision="float16"``).
+
+Versions claimed:
+
+- QUANTIZE 1 (float32 -> int8/uint8 per tensor; int8/uint8 -> int8/uint8) and 3 (a
+  per-channel int8/uint8 output). v2 (int16 output) and the int16/int32 requantizations
+  (also v1) are not claimed: their nodes are refused naming the type. v4/v5 are int4/uint4.
+- DEQUANTIZE 1 (uint8, per tensor or per channel) and 2 (int8) of runtime tensors; a
+  constant int8/uint8 input is left to the CPU, which folds the node at prepare (its
+  output is then a constant like any other). The constant float16 DEQUANTIZE (v1-v3) is
+  ``dequantize.py``'s. Not claimed: int16 (v3), v4 (never stamped), int8 per channel
+  (v5: converted models have no runtime per-channel tensors; the per-channel uint8 path
+  above is the same arithmetic), and the packed types (v6+).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from backends.cpu.kernels.dequantize import Dequantize as CpuDequantize
+from backends.cpu.kernels.dequantize import dequantize_affine
+from backends.cpu.kernels.quantize import Quantize as CpuQuantize
+from backends.cpu.kernels.quantize import quantize_quotient
+from backends.cpu.quantization import is_quantized
+from backends.gpu.ops.base import MAX_RANK, GpuOp
+from backends.gpu.ops.elementwise_quantized import byte_codes, configured_cpu_kernel, cpu_kernel_reason, node_tensors
+from delegate_sdk.node import Node
+from delegate_sdk.tensor import RuntimeTensor
+from schema.enums import BuiltinOperator, TensorType, builtin_operator_name
+
+B = BuiltinOperator
+T = TensorType
+INT8_TYPES = (T.INT8, T.UINT8)
+
+
+def _tensor_reason(role: str, tensor: RuntimeTensor, allowed: Sequence[int], op: int, quantized: bool) -> str | None:
+    """A reason when the tensor's type is not one of ``allowed`` (and, for ``quantized``,
+    carries no scale), its rank is above 4 or its shape is dynamic."""
+    if tensor.type not in allowed or (quantized and not is_quantized(tensor)):
+        names = "/".join(TensorType(t).name.lower() for t in allowed)
+        what = f"{names} tensors with a scale" if quantized else f"{names} tensors"
+        return f"{role} {tensor.name!r} is {tensor.type_name}; the GPU delegate's {builtin_operator_name(op)} takes {what}"
+    if len(tensor.shape) > MAX_RANK:
+        return f"{role} {tensor.name!r} has rank {len(tensor.shape)}; at most {MAX_RANK} is supported"
+    if tensor.is_dynamic:
+        return f"{role} {tensor.name!r} has a shape known only at run time (dynamic tensor)"
+    return None
+
+
+def _one_input(node: Node) -> str | None:
+    if len(node.inputs) != 1 or node.inputs[0] < 0 or len(node.outputs) != 1:
+        return f"expected 1 input and 1 output, got {len(node.inputs)} and {len(node.outputs)}"
+    return None
+
+
+class Quantize(GpuOp):
+    """QUANTIZE v1 and v3: float32 -> int8/uint8 (per tensor; per channel at v3), and
+    int8/uint8 -> int8/uint8 requantization (per tensor)."""
+
+    ops = {B.QUANTIZE: frozenset({1, 3})}
+
+    @classmethod
+    def rejection_reason(cls, node: Node, op: int, version: int, tensors: Sequence[RuntimeTensor]) -> str | None:
+        reason = _one_input(node)
+        if reason:
+            return reason
+        x, out = tensors[node.inputs[0]], tensors[node.outputs[0]]
+        reason = _tensor_reason("input", x, (T.FLOAT32, *INT8_TYPES), op, quantized=False)
+        reason = reason or _tensor_reason("output", out, INT8_TYPES, op, quantized=True)
+        if reason:
+            return reason
+        if x.type in INT8_TYPES and not is_quantized(x):
+            return f"input {x.name!r} is {x.type_name} without a scale; requantization needs one"
+        return cpu_kernel_reason(CpuQuantize, node, op, version, tensors)
+
+    def prepare(self) -> None:
+        kernel = configured_cpu_kernel(CpuQuantize, self.node, self.op, self.version, node_tensors(self))
+        self.low, self.high = kernel.low, kernel.high
+        self.table = None
+        if kernel.mode == "requantize":
+            # Indexed by the input's code (its bits read as uint8).
+            self.table = self.upload(kernel.table, self.outputs[0].dtype)
+            return
+        # Per tensor: host scalars; per channel: arrays shaped to broadcast along the axis.
+        scale, zero_point = kernel.scale, kernel.zero_point
+        self.scale = np.float32(scale) if np.ndim(scale) == 0 else self.upload(np.asarray(scale, np.float32), np.float32)
+        self.zero_point = int(zero_point) if np.ndim(zero_point) == 0 else self.upload(np.asarray(zero_point, np.int64), np.int64)
+
+    def run(self, args):
+        x, out_dtype = args[0], self.outputs[0].dtype
+        if self.table is not None:
+            return [self.xp.take(self.table, byte_codes(x))]
+        quotient = x.astype(np.float32) / self.scale  # float32 / float32, as TFLite
+        return [quantize_quotient(quotient, self.zero_point, self.low, self.high).astype(out_dtype)]
+
+
+class QuantizedDequantize(GpuOp):
+    """DEQUANTIZE v1 (uint8, per tensor or per channel) and v2 (int8) of runtime tensors,
+    to float32 (stored in the delegate's storage dtype)."""
+
+    ops = {B.DEQUANTIZE: 2}
+
+    @classmethod
+    def rejection_reason(cls, node: Node, op: int, version: int, tensors: Sequence[RuntimeTensor]) -> str | None:
+        reason = _one_input(node)
+        if reason:
+            return reason
+        x, out = tensors[node.inputs[0]], tensors[node.outputs[0]]
+        reason = _tensor_reason("input", x, INT8_TYPES, op, quantized=True)
+        reason = reason or _tensor_reason("output", out, (T.FLOAT32,), op, quantized=False)
+        if not reason and x.is_constant:
+            reason = f"input {x.name!r} is a constant {x.type_name} tensor: the CPU folds it at prepare (the GPU dequantizes runtime tensors)"
+        return reason or cpu_kernel_reason(CpuDequantize, node, op, version, tensors)
+
+    def prepare(self) -> None:
+        kernel = configured_cpu_kernel(CpuDequantize, self.node, self.op, self.version, node_tensors(self))
+        self.scale, self.zero_point = (
+            np.float32(value) if np.ndim(value) == 0 else self.upload(np.asarray(value, np.float32), np.float32)
+            for value in (kernel.scale, kernel.zero_point)
+        )
+
+    def run(self, args):
+        return [dequantize_affine(args[0], self.scale, self.zero_point).astype(self.storage, copy=False)]
