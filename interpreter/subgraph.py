@@ -14,7 +14,7 @@ from delegate_sdk.registration import Registration
 from delegate_sdk.tensor import Allocation, RuntimeTensor
 from interpreter.arena import make_views, plan_arena, tensor_lifetimes
 from schema import model as schema_model
-from schema.enums import TensorType
+from schema.enums import BuiltinOperator, TensorType
 
 
 class SharedState:
@@ -169,12 +169,17 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
     def fold_constants(self) -> None:
         """Prepare, now, the nodes whose inputs are all constant, so kernels that fold
         (DEQUANTIZE of float16 weights, DENSIFY...) publish their outputs as constants
-        before delegates look at the graph. A failure here is left for
-        ``allocate_tensors`` to report."""
+        before delegates look at the graph; and SHAPE / RANK of a tensor of static shape,
+        which publish theirs (so a SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE chain is
+        constants for a delegate, too). A failure here is left for ``allocate_tensors``
+        to report."""
         for node_index in self._execution_plan:
             node, registration = self.nodes[node_index], self.registrations[node_index]
             inputs = [self.tensors[t] for t in node.inputs if t >= 0]
-            if registration.prepare is None or not inputs or not all(t.is_constant for t in inputs):
+            shape_only = registration.builtin_code in (BuiltinOperator.SHAPE, BuiltinOperator.RANK) and bool(inputs)
+            if shape_only:
+                shape_only = not inputs[0].is_dynamic and not any(d < 0 for d in (inputs[0].shape_signature or ()))
+            if registration.prepare is None or not inputs or not (shape_only or all(t.is_constant for t in inputs)):
                 continue
             try:
                 registration.prepare(self, node)

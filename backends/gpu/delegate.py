@@ -148,7 +148,9 @@ class GpuDelegate(SimpleDelegate):
             if node.delegate is not None or not node.outputs:
                 continue
             inputs = [t for t in node.inputs if t >= 0]
-            if registration.builtin_code in shape_ops:
+            if all(tensors[t].is_constant for t in node.outputs):  # folded already (at interpreter init)
+                folds = True
+            elif registration.builtin_code in shape_ops:
                 source = tensors[inputs[0]] if inputs else None
                 folds = source is not None and not source.is_dynamic and not any(
                     d < 0 for d in (source.shape_signature or ())

@@ -76,3 +76,17 @@ def test_a_variable_also_used_on_the_cpu_keeps_the_partition_off_the_gpu():
         interpreter.modify_graph_with_delegate(delegate)
         interpreter.allocate_tensors()
     assert run_interpreter(interpreter, [np.ones(2, np.float32)])[0].tolist() == INIT_VALUE.tolist()
+
+
+def test_after_reset_all_variables_the_gpu_still_follows_the_cpu_path():
+    # As in LiteRT, reset_all_variables leaves resource variables as they are: on the CPU
+    # and on the device alike.
+    model = read_then_assign_model()
+    gpu, cpu = delegated(model, GpuDelegate(device="host")), Interpreter(model_content=model)
+    cpu.allocate_tensors()
+    for step in range(6):
+        x = np.array([step, step * 3], np.float32)
+        np.testing.assert_array_equal(run_interpreter(gpu, [x])[0], run_interpreter(cpu, [x])[0], err_msg=f"invoke {step}")
+        if step == 2:
+            gpu.reset_all_variables()
+            cpu.reset_all_variables()
