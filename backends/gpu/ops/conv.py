@@ -325,6 +325,20 @@ class DepthwiseConv2D(_WeightsOp):
 FC_ACTIVATIONS = (Act.NONE, Act.RELU, Act.RELU_N1_TO_1, Act.RELU6)
 
 
+def fully_connected_inputs_reason(node) -> str | None:
+    """Why a FULLY_CONNECTED node's inputs or weights format cannot run (any type), or None."""
+    if len(node.inputs) not in (2, 3) or node.inputs[0] < 0 or node.inputs[1] < 0:
+        return f"expected inputs (input, weights[, bias]), got {len(node.inputs)} inputs"
+    weights_format = int(getattr(node.params, "weights_format", 0) or 0)
+    if weights_format != FullyConnectedOptionsWeightsFormat.DEFAULT:
+        try:
+            name = FullyConnectedOptionsWeightsFormat(weights_format).name
+        except ValueError:
+            name = str(weights_format)
+        return f"weights_format {name} is not supported; only DEFAULT"
+    return None
+
+
 class FullyConnected(_WeightsOp):
     """FULLY_CONNECTED version 1 (float32, DEFAULT weights, optional bias). keep_num_dims
     (v5) and a node without a bias slot (v6) also run, but are not claimed."""
@@ -333,16 +347,10 @@ class FullyConnected(_WeightsOp):
 
     @classmethod
     def node_reason(cls, node, op, version, tensors):
-        if len(node.inputs) not in (2, 3) or node.inputs[0] < 0 or node.inputs[1] < 0:
-            return f"expected inputs (input, weights[, bias]), got {len(node.inputs)} inputs"
+        reason = fully_connected_inputs_reason(node)
+        if reason:
+            return reason
         params = node.params
-        weights_format = int(getattr(params, "weights_format", 0) or 0)
-        if weights_format != FullyConnectedOptionsWeightsFormat.DEFAULT:
-            try:
-                name = FullyConnectedOptionsWeightsFormat(weights_format).name
-            except ValueError:
-                name = str(weights_format)
-            return f"weights_format {name} is not supported; only DEFAULT"
         reason = FloatOp.require_constant(tensors, node.inputs[1], "weights")
         if reason:
             return reason + " (the GPU kernel transposes them once, at prepare)"

@@ -42,10 +42,11 @@ from backends.cpu.kernels.fully_connected_quantized import (
     rescale_double,
 )
 from backends.cpu.quantization import activation_range_quantized, exact_float_dtype, legacy_params, wrap_int32
+from backends.gpu.ops.conv import fully_connected_inputs_reason
 from backends.gpu.ops.conv_quantized import QuantizedMatmulOp
 from backends.gpu.ops.elementwise import fused_activation, fused_activation_reason
 from backends.gpu.ops.quantized_base import per_tensor
-from schema.enums import BuiltinOperator, FullyConnectedOptionsWeightsFormat, TensorType
+from schema.enums import BuiltinOperator, TensorType
 
 B = BuiltinOperator
 T = TensorType
@@ -66,16 +67,10 @@ class QuantizedFullyConnected(QuantizedMatmulOp):
 
     @classmethod
     def node_reason(cls, node, op, version, tensors):
-        if len(node.inputs) not in (2, 3) or node.inputs[0] < 0 or node.inputs[1] < 0:
-            return f"expected inputs (input, weights[, bias]), got {len(node.inputs)} inputs"
+        reason = fully_connected_inputs_reason(node)
+        if reason:
+            return reason
         params = node.params
-        weights_format = int(getattr(params, "weights_format", 0) or 0)
-        if weights_format != FullyConnectedOptionsWeightsFormat.DEFAULT:
-            try:
-                name = FullyConnectedOptionsWeightsFormat(weights_format).name
-            except ValueError:
-                name = str(weights_format)
-            return f"weights_format {name} is not supported; only DEFAULT"
         x, w, out = tensors[node.inputs[0]], tensors[node.inputs[1]], tensors[node.outputs[0]]
         if not w.is_constant:
             return "the weights must be a constant tensor (the GPU kernel lays them out once, at prepare)"

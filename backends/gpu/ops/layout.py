@@ -52,6 +52,24 @@ def _constant_int_reason(tensor, what: str, types=(T.INT32, T.INT64)) -> str | N
     return None
 
 
+def concatenation_shape_reason(node, tensors) -> str | None:
+    """Why a CONCATENATION's inputs cannot be joined (any element type), or None."""
+    if not node.inputs or min(node.inputs) < 0:
+        return "every input must be present"
+    inputs = [tensors[i] for i in node.inputs]
+    rank = len(inputs[0].shape)
+    if rank == 0:
+        return "scalars cannot be concatenated on the GPU"
+    axis = int(getattr(node.params, "axis", 0))
+    if not -rank <= axis < rank:
+        return f"axis {axis} is out of range for rank {rank}"
+    axis %= rank
+    for t in inputs:
+        if len(t.shape) != rank or any(d != e for i, (d, e) in enumerate(zip(t.shape, inputs[0].shape)) if i != axis):
+            return f"input shapes {[list(t.shape) for t in inputs]} differ outside axis {axis}"
+    return None
+
+
 class Concatenation(FloatOp):
     """CONCATENATION version 1 (float32, any number of inputs, constant or not)."""
 
@@ -59,20 +77,7 @@ class Concatenation(FloatOp):
 
     @classmethod
     def node_reason(cls, node, op, version, tensors):
-        if not node.inputs or min(node.inputs) < 0:
-            return "every input must be present"
-        inputs = [tensors[i] for i in node.inputs]
-        rank = len(inputs[0].shape)
-        if rank == 0:
-            return "scalars cannot be concatenated on the GPU"
-        axis = int(getattr(node.params, "axis", 0))
-        if not -rank <= axis < rank:
-            return f"axis {axis} is out of range for rank {rank}"
-        axis %= rank
-        for t in inputs:
-            if len(t.shape) != rank or any(d != e for i, (d, e) in enumerate(zip(t.shape, inputs[0].shape)) if i != axis):
-                return f"input shapes {[list(t.shape) for t in inputs]} differ outside axis {axis}"
-        return fused_activation_reason(node.params)
+        return concatenation_shape_reason(node, tensors) or fused_activation_reason(node.params)
 
     def prepare(self) -> None:
         rank = len(self.inputs[0].shape)

@@ -39,6 +39,7 @@ from backends.cpu.kernels.pad import default_pad_value, pads_quantized
 from backends.cpu.kernels.reshape import quantization_params
 from backends.gpu.ops.base import MAX_RANK, GpuOp
 from backends.gpu.ops.elementwise import activation_name, fused_activation, input_tensor
+from backends.gpu.ops.layout import concatenation_shape_reason
 from delegate_sdk.node import Node
 from delegate_sdk.tensor import RuntimeTensor
 from schema.enums import ActivationFunctionType, BuiltinOperator, TensorType, builtin_operator_name
@@ -242,20 +243,11 @@ class QuantizedConcatenation(MovingOp):
 
     @classmethod
     def node_reason(cls, node, op, version, tensors):
-        if not node.inputs or min(node.inputs) < 0:
-            return "every input must be present"
+        reason = concatenation_shape_reason(node, tensors)
+        if reason:
+            return reason
         inputs = [tensors[i] for i in node.inputs]
         out = tensors[node.outputs[0]]
-        rank = len(inputs[0].shape)
-        if rank == 0:
-            return "scalars cannot be concatenated on the GPU"
-        axis = int(getattr(node.params, "axis", 0))
-        if not -rank <= axis < rank:
-            return f"axis {axis} is out of range for rank {rank}"
-        axis %= rank
-        for t in inputs:
-            if len(t.shape) != rank or any(d != e for i, (d, e) in enumerate(zip(t.shape, inputs[0].shape)) if i != axis):
-                return f"input shapes {[list(t.shape) for t in inputs]} differ outside axis {axis}"
         activation = fused_activation(node.params)
         if activation != ActivationFunctionType.NONE:
             return f"fused activation {activation_name(activation)} on {out.type_name} is not supported (TFLite rejects it)"
