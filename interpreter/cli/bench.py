@@ -181,18 +181,22 @@ def _device_table(out: Any, partitions: list[dict[str, Any]]) -> None:
     if not rows:
         return
     table = Table(
-        ["partition", "device ms", "graph", "launches", "graph replays/nodes", "uploads", "downloads", "bytes moved",
-         "syncs", "allocations"],
-        right=frozenset({"partition", "device ms", "launches", "uploads", "downloads", "bytes moved", "syncs", "allocations"}),
-        title="device counters per invoke (last run; launches: kernels launched one by one, counted on the emulated device only)",
+        ["partition", "device ms", "graph", "launches", "graph replays/nodes", "kernels per node", "uploads", "downloads",
+         "bytes moved", "syncs", "allocations"],
+        right=frozenset({"partition", "device ms", "launches", "kernels per node", "uploads", "downloads", "bytes moved",
+                         "syncs", "allocations"}),
+        title="device counters per invoke (last run; launches: kernels launched one by one, counted on the emulated "
+              "device only; kernels per node: launched or replayed, over the partition's nodes)",
     )
     for entry in rows:
         device, last = entry["device"], entry["device"]["last_invoke"]
         ms = device["device_ms_median"]
+        kernels = (last["kernel_launches"] if device["counts_launches"] else 0) + last["graph_nodes"]
         table.add(
             entry["partition"], "" if ms is None else f"{ms:.3f}", device["graph"],
             last["kernel_launches"] if device["counts_launches"] else "n/a",
-            f"{last['graph_replays']}/{last['graph_nodes']}", last["uploads"], last["downloads"],
+            f"{last['graph_replays']}/{last['graph_nodes']}", f"{kernels / max(entry['nodes'], 1):.2f}",
+            last["uploads"], last["downloads"],
             last["upload_bytes"] + last["download_bytes"], last["synchronizations"], last["pool_allocations"],
         )
     out.line()

@@ -33,15 +33,15 @@ The window arithmetic (``WindowGeometry``: TFLite's output sizes and padding, ta
 slices, clipped taps, valid counts) is the CPU kernels' own, shared so that both
 backends place every window identically.
 
-Versions claimed (``ops``; a claim means *every* version up to it runs):
+Versions claimed (``ops``: a set where the versions in between are other types, which
+other classes take: ``conv_quantized.py``, ``depthwise_quantized.py``,
+``fully_connected_quantized.py``):
 
-- CONV_2D 1. v2-v5, v7, v8 are hybrid/int8/int16/int4. v6 (grouped convolution,
-  float32) is implemented below and tested, but claiming 6 would also claim v2-v5.
-- DEPTHWISE_CONV_2D 2 (v1 float32 with depth multiplier, v2 adds dilation). v3-v7 are
-  int8/hybrid/int16/int4.
-- FULLY_CONNECTED 1. v2 (shuffled int8 weights), v3 and v4 (hybrid, int8) are not
-  float; v5 (keep_num_dims) and v6 (no bias slot) are implemented below but cannot be
-  claimed without claiming v2-v4.
+- CONV_2D 1 and 6 (grouped convolution). v2-v5, v7, v8 are hybrid/int8/int16/int4.
+- DEPTHWISE_CONV_2D 1-2 (v1 float32 with depth multiplier, v2 adds dilation). v3-v7
+  are int8/hybrid/int16/int4.
+- FULLY_CONNECTED 1, 5 (keep_num_dims) and 6 (no bias slot). v2 (shuffled int8
+  weights), v3 and v4 (hybrid, int8) are not float.
 """
 
 from __future__ import annotations
@@ -159,8 +159,8 @@ class _WeightsOp(FloatOp):
 
 
 class Conv2D(_WeightsOp):
-    """CONV_2D version 1 (float32; strides, SAME/VALID, dilation, bias, fused activation).
-    Grouped convolution (v6) is implemented but not claimed (see the module docstring)."""
+    """CONV_2D versions 1 and 6 (float32; strides, SAME/VALID, dilation, bias, fused
+    activation; v6: grouped convolution)."""
 
     ops = {B.CONV_2D: frozenset({1, 6})}  # v6: grouped; v2-5, 7, 8 are hybrid/int8/int16/int4
 
@@ -340,8 +340,8 @@ def fully_connected_inputs_reason(node) -> str | None:
 
 
 class FullyConnected(_WeightsOp):
-    """FULLY_CONNECTED version 1 (float32, DEFAULT weights, optional bias). keep_num_dims
-    (v5) and a node without a bias slot (v6) also run, but are not claimed."""
+    """FULLY_CONNECTED versions 1, 5 and 6 (float32, DEFAULT weights, optional bias; v5:
+    keep_num_dims, v6: no bias slot)."""
 
     ops = {B.FULLY_CONNECTED: frozenset({1, 5, 6})}  # v5: keep_num_dims, v6: no bias slot; v2-4 quantized
 

@@ -15,12 +15,11 @@ Semantics are the CPU kernels' (``backends/cpu/kernels/concat_split.py``, ``resh
 
 Versions claimed:
 
-- CONCATENATION 1, PAD 1: v2+ are int8/int16/uint32/int4/bool or rank 5.
+- CONCATENATION 1, PAD 1: v2+ are int8/int16/uint32/int4/bool or rank 5 (the int8 ones:
+  ``layout_quantized.py``).
 - RESHAPE 1: the op has a single version.
-- RESIZE_BILINEAR 1 (align_corners included). v2 is int8, so v3 (half_pixel_centers,
-  float) cannot be claimed; the kernel implements it (tested).
-- RESIZE_NEAREST_NEIGHBOR 1. v2 is int8, so v3 (align_corners / half_pixel_centers)
-  cannot be claimed; the kernel implements both (tested).
+- RESIZE_BILINEAR 1 and 3 (align_corners; v3 adds half_pixel_centers). v2 is int8.
+- RESIZE_NEAREST_NEIGHBOR 1 and 3 (v3: align_corners / half_pixel_centers). v2 is int8.
 """
 
 from __future__ import annotations
@@ -184,7 +183,7 @@ class _Resize(FloatOp):
 
 
 class ResizeBilinear(_Resize):
-    """RESIZE_BILINEAR version 1 (float32, align_corners); half_pixel_centers (v3) runs too."""
+    """RESIZE_BILINEAR versions 1 and 3 (float32; align_corners, v3 half_pixel_centers)."""
 
     ops = {B.RESIZE_BILINEAR: frozenset({1, 3})}  # v3: half_pixel_centers; v2 is int8
 
@@ -223,8 +222,8 @@ class ResizeBilinear(_Resize):
 
 
 class ResizeNearestNeighbor(_Resize):
-    """RESIZE_NEAREST_NEIGHBOR version 1 (float32); align_corners / half_pixel_centers
-    (v3) run too."""
+    """RESIZE_NEAREST_NEIGHBOR versions 1 and 3 (float32; v3 align_corners /
+    half_pixel_centers)."""
 
     ops = {B.RESIZE_NEAREST_NEIGHBOR: frozenset({1, 3})}  # v3: half_pixel_centers; v2 is int8
 
