@@ -24,6 +24,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from delegate_sdk.node import Node
 
 
+def _op_key(op: int | str) -> int | str:
+    """A builtin op as its int code, a custom op as its name (caps and exclusions)."""
+    return op if isinstance(op, str) else int(op)
+
+
 @dataclass(frozen=True)
 class DelegateParams:
     """What a delegate node replaces (TFLite's ``TfLiteDelegateParams``)."""
@@ -74,8 +79,9 @@ class _Uncapped:
 
     def __init__(self, delegate: "SimpleDelegate") -> None:
         self.support_table = delegate.support_table
-        self.version_caps: dict[int, int] = {}
-        self.excluded_ops: set[int] = set()
+        self.custom_support_table = delegate.custom_support_table
+        self.version_caps: dict[int | str, int] = {}
+        self.excluded_ops: set[int | str] = set()
 
 
 @dataclass(frozen=True)
@@ -98,6 +104,9 @@ class SimpleDelegate(Delegate):
         ``"ADD v2: max version supported by NAME is 1"``. Where the versions in between
         are not implemented (they exist only for other types), give the set instead:
         ``{BuiltinOperator.CONV_2D: frozenset({1, 6})}``.
+      custom_support_table: custom ops by name, ``{"Convolution2DTransposeBias": 1}``,
+        checked the same way against the node's custom name and version (a CUSTOM node
+        whose name is not there is rejected).
       kernel_class: a :class:`DelegateKernel` subclass, one instance per partition.
     and optionally override :meth:`node_rejection_reason` to reject nodes for other
     reasons (types, shapes, params).
@@ -105,10 +114,11 @@ class SimpleDelegate(Delegate):
     Options: ``max_delegated_partitions`` (0 = no limit; the largest partitions are
     kept), ``min_nodes_per_partition`` (smaller partitions stay on the CPU),
     ``version_caps`` (lower the support table per op, to behave like an older
-    delegate) and ``excluded_ops``.
+    delegate) and ``excluded_ops``; both may name custom ops too.
     """
 
     support_table: Mapping[int, int | frozenset[int]] = {}
+    custom_support_table: Mapping[str, int | frozenset[int]] = {}
     kernel_class: type[DelegateKernel] = DelegateKernel
 
     def __init__(
@@ -123,8 +133,8 @@ class SimpleDelegate(Delegate):
             raise ValueError("max_delegated_partitions must be >= 0 and min_nodes_per_partition >= 1")
         self.max_delegated_partitions = max_delegated_partitions
         self.min_nodes_per_partition = min_nodes_per_partition
-        self.version_caps = {int(op): int(v) for op, v in (version_caps or {}).items()}
-        self.excluded_ops = {int(op) for op in excluded_ops}
+        self.version_caps = {_op_key(op): int(v) for op, v in (version_caps or {}).items()}
+        self.excluded_ops = {_op_key(op) for op in excluded_ops}
 
     # -- what authors override ----------------------------------------------------------
     def node_rejection_reason(self, context: "DelegateContext", node: "Node", registration: Registration) -> str | None:
@@ -134,7 +144,8 @@ class SimpleDelegate(Delegate):
     # -- the SDK ----------------------------------------------------------------------------
     def supported_versions(self, op: int) -> frozenset[int]:
         """Every version of ``op`` this delegate takes, after caps and exclusions."""
-        entry = self.support_table.get(op, 0)
+        table = self.custom_support_table if isinstance(op, str) else self.support_table
+        entry = table.get(op, 0)
         versions = frozenset(range(1, int(entry) + 1)) if isinstance(entry, int) else frozenset(entry)
         if op in self.version_caps:
             versions = frozenset(v for v in versions if v <= self.version_caps[op])
@@ -146,11 +157,12 @@ class SimpleDelegate(Delegate):
 
     def rejection_reason(self, context: "DelegateContext", node: "Node", registration: Registration) -> str | None:
         """The version check, then the author's predicate."""
-        op = registration.builtin_code
+        custom = registration.builtin_code == BuiltinOperator.CUSTOM
+        op = (registration.custom_name or "") if custom else registration.builtin_code  # custom ops: by name
         label = f"{registration.op_name} v{registration.version}"
-        if op in self.excluded_ops:
+        if op in self.excluded_ops or registration.builtin_code in self.excluded_ops:
             return f"{label}: excluded by the {self.name} options"
-        if op not in self.support_table or op == BuiltinOperator.CUSTOM:
+        if op not in (self.custom_support_table if custom else self.support_table):
             return f"{label}: {self.name} does not support {registration.op_name}"
         versions = self.supported_versions(op)
         maximum = max(versions, default=0)
@@ -219,5 +231,7 @@ class SimpleDelegate(Delegate):
         )
 
     def __repr__(self) -> str:
-        table = ", ".join(f"{builtin_operator_name(op)} v{sorted(self.supported_versions(op))}" for op in self.support_table)
+        entries = [f"{builtin_operator_name(op)} v{sorted(self.supported_versions(op))}" for op in self.support_table]
+        entries += [f"{name} v{sorted(self.supported_versions(name))}" for name in self.custom_support_table]
+        table = ", ".join(entries)
         return f"{type(self).__name__}({self.name}: {table})"

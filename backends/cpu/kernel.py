@@ -40,7 +40,7 @@ from delegate_sdk.node import Node
 from delegate_sdk.op_resolver import MutableOpResolver
 from delegate_sdk.registration import Registration
 from delegate_sdk.tensor import Allocation, RuntimeTensor
-from schema.enums import builtin_operator_name, tensor_type_name
+from schema.enums import BuiltinOperator, builtin_operator_name, tensor_type_name
 
 
 class CpuKernel:
@@ -142,6 +142,18 @@ class KernelEntry:
 KERNELS: list[KernelEntry] = []
 
 
+@dataclass(frozen=True)
+class CustomKernelEntry:
+    name: str
+    min_version: int
+    max_version: int
+    kernel_class: type[CpuKernel]
+
+
+#: Kernels of custom ops (MediaPipe's ``Convolution2DTransposeBias``...), by name.
+CUSTOM_KERNELS: list[CustomKernelEntry] = []
+
+
 def register(op: int, min_version: int = 1, max_version: int = 1) -> Callable[[type[CpuKernel]], type[CpuKernel]]:
     """Class decorator: ``kernel_class`` implements versions min..max of ``op``.
 
@@ -150,6 +162,18 @@ def register(op: int, min_version: int = 1, max_version: int = 1) -> Callable[[t
 
     def decorate(kernel_class: type[CpuKernel]) -> type[CpuKernel]:
         KERNELS.append(KernelEntry(int(op), min_version, max_version, kernel_class))
+        return kernel_class
+
+    return decorate
+
+
+def register_custom(name: str, min_version: int = 1, max_version: int = 1) -> Callable[[type[CpuKernel]], type[CpuKernel]]:
+    """Class decorator: ``kernel_class`` implements versions min..max of the custom op
+    ``name`` (its ``op`` is ``BuiltinOperator.CUSTOM``; its options are the node's
+    ``custom_options`` bytes). ``builtin_op_resolver`` registers it with ``add_custom``."""
+
+    def decorate(kernel_class: type[CpuKernel]) -> type[CpuKernel]:
+        CUSTOM_KERNELS.append(CustomKernelEntry(name, min_version, max_version, kernel_class))
         return kernel_class
 
     return decorate
@@ -214,4 +238,13 @@ def builtin_op_resolver() -> MutableOpResolver:
     resolver = MutableOpResolver("litedelegate CPU builtins")
     for (op, version), kernel_classes in sorted(classes.items()):
         resolver.add_builtin(op, registration_for(op, kernel_classes), version, version)
+    # Custom ops with a CPU kernel here (MediaPipe's), so their models run out of the box.
+    customs: dict[tuple[str, int], list[type[CpuKernel]]] = {}
+    for custom in CUSTOM_KERNELS:
+        for version in range(custom.min_version, custom.max_version + 1):
+            found = customs.setdefault((custom.name, version), [])
+            if custom.kernel_class not in found:
+                found.append(custom.kernel_class)
+    for (name, version), kernel_classes in sorted(customs.items()):
+        resolver.add_custom(name, registration_for(BuiltinOperator.CUSTOM, kernel_classes), version, version)
     return resolver

@@ -33,12 +33,12 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from backends.gpu.device import Device, DeviceCounters, open_device
-from backends.gpu.ops import gpu_op_classes, gpu_support_table, select_op_class
+from backends.gpu.ops import gpu_custom_support_table, gpu_op_classes, gpu_support_table, select_op_class
 from backends.gpu.ops.base import GpuOp
 from backends.gpu.ops.variables import DeviceVariable, DeviceVariables
 from delegate_sdk.delegate import DelegateKernel, DelegateParams, SimpleDelegate
 from delegate_sdk.node import Node
-from schema.enums import BuiltinOperator, builtin_operator_name
+from schema.enums import BuiltinOperator
 
 PRECISIONS = {"float32": np.float32, "float16": np.float16}
 
@@ -90,6 +90,7 @@ class GpuDelegate(SimpleDelegate):
         self.expose_intermediates = expose_intermediates
         self.op_classes = gpu_op_classes()
         self.support_table = gpu_support_table()
+        self.custom_support_table = gpu_custom_support_table()  # by name: MediaPipe's custom ops
         self.kernels: list[GpuPartitionKernel] = []
         #: (subgraph, tensor) -> the device buffer a partition hands to later partitions.
         self.handoffs: dict[tuple[int, int], Any] = {}
@@ -164,8 +165,11 @@ class GpuDelegate(SimpleDelegate):
 
     def op_class_for(self, node: Node, registration, tensors) -> tuple[type[GpuOp] | None, str | None]:
         """The GpuOp class that runs this node, or None and why none does."""
-        classes = self.op_classes[registration.builtin_code]
-        return select_op_class(classes, node, registration.builtin_code, registration.version, tensors)
+        op = registration.builtin_code
+        if op == BuiltinOperator.CUSTOM:  # custom ops' classes are keyed by name
+            op = registration.custom_name or ""
+        classes = self.op_classes.get(op, ())
+        return select_op_class(classes, node, op, registration.version, tensors)
 
     def node_rejection_reason(self, context, node: Node, registration) -> str | None:
         return self.op_class_for(node, registration, context.tensors)[1]
@@ -257,7 +261,7 @@ class GpuPartitionKernel(DelegateKernel):
                     raise ValueError(f"node {inner.index} cannot run on the GPU any more: {reason}")
                 op = op_class(device, inner, registration.builtin_code, registration.version, tensors, storage)
                 op.environment = self.environment
-                label = f"{builtin_operator_name(registration.builtin_code)} v{registration.version} (node {inner.index})"
+                label = f"{registration.op_name} v{registration.version} (node {inner.index})"
                 with device.labelled(label):
                     op.prepare()
                     reads = op.device_inputs()

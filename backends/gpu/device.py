@@ -126,7 +126,7 @@ class Device:
     # -- memory and transfers (inside active()) ----------------------------------------------
     def upload(self, array: np.ndarray, dtype: Any = None) -> Any:
         """A new device array holding ``array`` (converted to ``dtype`` on the host)."""
-        host = np.ascontiguousarray(array if dtype is None else np.asarray(array, dtype=dtype))
+        host = np.array(array, dtype=dtype, order="C")  # (np.ascontiguousarray would make a 0-d array 1-d)
         device_array = self.xp.empty(host.shape, dtype=host.dtype)
         self.upload_into(device_array, host)
         return device_array

@@ -124,8 +124,8 @@ class Analysis:
                 "name": self.delegate.name,
                 "kind": self.delegate.kind,
                 "description": self.delegate.describe(),
-                "version_caps": {builtin_operator_name(op): v for op, v in sorted(getattr(delegate, "version_caps", {}).items())},
-                "excluded_ops": sorted(builtin_operator_name(op) for op in getattr(delegate, "excluded_ops", ())),
+                "version_caps": dict(sorted((_op_label(op), v) for op, v in getattr(delegate, "version_caps", {}).items())),
+                "excluded_ops": sorted(_op_label(op) for op in getattr(delegate, "excluded_ops", ())),
                 "note": self.delegate.note or None,
                 "error": self.delegate_error,
             },
@@ -286,3 +286,8 @@ def _partitions(model, nodes: list[NodeAnalysis]) -> list[PartitionAnalysis]:
             inputs=sorted(inputs), outputs=sorted(outputs),
         ))
     return result
+
+
+def _op_label(op: int | str) -> str:
+    """A builtin op's name, or a custom op's own name (delegates may cap custom ops by name)."""
+    return op if isinstance(op, str) else builtin_operator_name(op)

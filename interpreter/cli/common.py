@@ -81,8 +81,10 @@ def parse_release(text: str | None, option: str) -> str | None:
     return text
 
 
-def describe_caps(caps: dict[int, int]) -> str:
-    return ", ".join(f"{builtin_operator_name(op)}<=v{v}" for op, v in sorted(caps.items()))
+def describe_caps(caps: dict[int | str, int]) -> str:
+    """``OP<=vN`` for each cap: builtin ops by name, custom ops by their own name."""
+    labels = sorted((op if isinstance(op, str) else builtin_operator_name(op), v) for op, v in caps.items())
+    return ", ".join(f"{name}<=v{v}" for name, v in labels)
 
 
 # -- delegates -----------------------------------------------------------------------------------

@@ -172,8 +172,9 @@ def test_an_output_only_a_later_partition_reads_stays_on_the_device():
 
 
 def test_the_pose_model_moves_only_what_the_cpu_side_reads():
-    """Its DEPTH_TO_SPACE nodes run on the CPU (issue 15); the folded float16 weights and
-    the edges between its partitions stay on the device."""
+    """Whatever of it the CPU runs (nothing, now that DEPTH_TO_SPACE runs on the GPU too),
+    only what the CPU side reads travels: the folded float16 weights and the edges between
+    partitions stay on the device."""
     delegate = GpuDelegate(device="host")
     interpreter = run(POSE.read_bytes(), delegate, invokes=2)
     main = interpreter._main

@@ -148,3 +148,29 @@ def test_int8_models_equal_the_cpu_path_bit_for_bit_in_every_tensor(cuda_device,
             np.testing.assert_array_equal(ours.data, theirs.data, err_msg=f"invoke {step + 1}: {ours.name}")
     for stats in delegate.partition_stats():
         assert stats.graph == "replaying" or stats.invokes < 2, stats.graph
+
+
+def _bool_and_integer_cases() -> dict:
+    from test_ops_numpy import In, model  # tests/gpu/test_ops_numpy.py's one-node builder
+
+    from schema.enums import BuiltinOperator as B
+
+    return {
+        "less": lambda: model(B.LESS, [In((2, 3, 4)), In((4,))], out_dtype=np.bool_),
+        "equal-int32": lambda: model(B.EQUAL, [In((2, 3), np.int32), In((2, 3), np.int32)], out_dtype=np.bool_),
+        "logical_and": lambda: model(B.LOGICAL_AND, [In((2, 3), np.bool_), In((3,), np.bool_)], out_dtype=np.bool_),
+        "logical_not": lambda: model(B.LOGICAL_NOT, [In((2, 3), np.bool_)], out_dtype=np.bool_),
+        "select_v2": lambda: model(B.SELECT_V2, [In((2, 1), np.bool_), In((2, 3)), In((3,))]),
+    }
+
+
+BOOL_AND_INTEGER_CASES = _bool_and_integer_cases()
+
+
+@pytest.mark.parametrize("case", BOOL_AND_INTEGER_CASES)
+def test_bool_and_integer_ops_run_on_the_device_like_the_cpu(cuda_device, case):
+    from delegate_sdk.testing import assert_matches_cpu
+
+    delegate = GpuDelegate(device=cuda_device())
+    assert_matches_cpu(BOOL_AND_INTEGER_CASES[case](), lambda: delegate, invokes=4)
+    assert delegate.partition_stats()[0].graph == "replaying"

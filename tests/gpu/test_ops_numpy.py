@@ -34,8 +34,17 @@ from interpreter import Interpreter
 from schema.builder import ModelBuilder, quantization
 from schema.enums import ActivationFunctionType, BuiltinOperator, FullyConnectedOptionsWeightsFormat, Padding
 from schema.model import Model
+from schema.enums import MirrorPadMode
 from schema.params import (
     AddParams,
+    BatchMatMulParams,
+    CumsumParams,
+    DepthToSpaceParams,
+    GatherParams,
+    GeluParams,
+    MirrorPadParams,
+    SpaceToDepthParams,
+    TransposeConvParams,
     ConcatenationParams,
     Conv2DParams,
     DepthwiseConv2DParams,
@@ -174,41 +183,88 @@ def check(
 
 
 def test_support_table_is_exactly_the_implemented_versions():
-    # Float ops (this file), quantized ones (test_quantized_*.py), data movement for both
-    # (test_quantized_layout.py), resource variables (test_gpu_variables.py).
+    # Float ops (this file, test_float_*_ops.py, test_conv_family_ops.py), quantized ones
+    # (test_quantized_*.py), data movement for both (test_quantized_layout.py,
+    # test_float_layout_ops.py), resource variables (test_gpu_variables.py).
     assert gpu_support_table() == {
+        B.ABS: 1,
         B.ADD: 2,
         B.ASSIGN_VARIABLE: 1,
         B.AVERAGE_POOL_2D: 2,
+        B.BATCH_MATMUL: 1,
+        B.CAST: frozenset({1, 3}),
+        B.CEIL: 1,
         B.CONCATENATION: 2,
         B.CONV_2D: frozenset({1, 3, 6}),
+        B.COS: 1,
+        B.CUMSUM: 1,
         B.DEPTHWISE_CONV_2D: 3,
+        B.DEPTH_TO_SPACE: 2,
         B.DEQUANTIZE: 3,
         B.DIV: 1,
+        B.ELU: 1,
+        B.EQUAL: 2,
+        B.EXP: 1,
+        B.FLOOR: 1,
         B.FULLY_CONNECTED: frozenset({1, 4, 5, 6}),
+        B.GATHER: 2,
+        B.GELU: 1,
+        B.GREATER: 2,
+        B.GREATER_EQUAL: 2,
         B.HARD_SWISH: 1,
         B.LEAKY_RELU: 1,
+        B.LESS: 2,
+        B.LESS_EQUAL: 2,
+        B.LOG: 1,
+        B.LOGICAL_AND: 1,
+        B.LOGICAL_NOT: 1,
+        B.LOGICAL_OR: 1,
         B.LOGISTIC: 2,
+        B.MAXIMUM: 2,
         B.MAX_POOL_2D: 2,
         B.MEAN: 2,
+        B.MINIMUM: 2,
+        B.MIRROR_PAD: 2,
         B.MUL: 3,
+        B.NEG: 1,
+        B.NOT_EQUAL: 2,
         B.PACK: 2,
         B.PAD: 2,
         B.PADV2: 2,
+        B.POW: 1,
         B.PRELU: 1,
         B.QUANTIZE: frozenset({1, 3}),
         B.READ_VARIABLE: 1,
+        B.REDUCE_MAX: 2,
+        B.REDUCE_MIN: 2,
+        B.REDUCE_PROD: 1,
         B.RELU: 1,
         B.RELU6: 1,
+        B.RELU_0_TO_1: 1,
+        B.RELU_N1_TO_1: 1,
         B.RESHAPE: 1,
         B.RESIZE_BILINEAR: frozenset({1, 3}),
         B.RESIZE_NEAREST_NEIGHBOR: frozenset({1, 3}),
+        B.RSQRT: 1,
+        B.SELECT: 1,
+        B.SELECT_V2: 1,
+        B.SIN: 1,
+        B.SLICE: 2,
         B.SOFTMAX: 2,
+        B.SPACE_TO_DEPTH: 2,
         B.SPLIT: 2,
         B.SPLIT_V: 2,
+        B.SQRT: 1,
+        B.SQUARE: 1,
+        B.SQUARED_DIFFERENCE: 1,
         B.STRIDED_SLICE: frozenset({1, 2, 6, 8}),
         B.SUB: 2,
+        B.SUM: 1,
         B.TANH: 2,
+        B.TILE: frozenset({1, 3}),
+        B.TRANSPOSE: 2,
+        B.TRANSPOSE_CONV: frozenset({1, 3, 4}),
+        B.UNPACK: 2,
         B.VAR_HANDLE: 1,
     }
 
@@ -642,6 +698,35 @@ FLOAT16_CASES = {
     "split": lambda: model(B.SPLIT, [np.array([1], np.int32), In((2, 6, 3))], SplitParams(num_splits=1)),
     "split_v": lambda: model(B.SPLIT_V, [In((2, 6, 3)), np.array([6], np.int32), np.array([1], np.int32)], SplitVParams(num_splits=1)),
     "pack": lambda: model(B.PACK, [In((2, 3)), In((2, 3))], PackParams(values_count=2, axis=1)),
+    # helper D: elementwise math and activations
+    "maximum": lambda: model(B.MAXIMUM, [In((2, 3, 4)), In((4,))]),
+    "minimum": lambda: model(B.MINIMUM, [In((2, 3, 4)), rand((3, 1), 4)]),
+    "squared_difference": lambda: model(B.SQUARED_DIFFERENCE, [In((2, 3, 4)), In((3, 1))]),
+    "pow": lambda: model(B.POW, [In((2, 3)), np.array([2.0, 3.0, 1.0], np.float32)]),
+    "select_v2": lambda: model(B.SELECT_V2, [In((2, 1), np.bool_), In((2, 3)), In((3,))]),
+    "select": lambda: model(B.SELECT, [In((2,), np.bool_), In((2, 3)), In((2, 3))]),
+    "cast": lambda: model(B.CAST, [In((3, 5), np.int32)]),
+    "gelu": lambda: model(B.GELU, [In((3, 5))], GeluParams()),
+    **{B(op).name.lower(): (lambda op=op: model(op, [In((3, 5))]))
+       for op in (B.ELU, B.RELU_N1_TO_1, B.RELU_0_TO_1, B.ABS, B.EXP, B.NEG, B.SQUARE, B.FLOOR, B.CEIL, B.SIN, B.COS)},
+    # helper E: data movement and reductions
+    "slice": lambda: model(B.SLICE, [In((2, 5, 6, 3)), np.array([1, 1, 0, 0], np.int32), np.array([1, -1, 4, 2], np.int32)]),
+    "transpose": lambda: model(B.TRANSPOSE, [In((2, 3, 4, 5)), np.array([0, 3, 1, 2], np.int32)]),
+    "depth_to_space": lambda: model(B.DEPTH_TO_SPACE, [In((1, 3, 4, 8))], DepthToSpaceParams(block_size=2)),
+    "space_to_depth": lambda: model(B.SPACE_TO_DEPTH, [In((1, 4, 6, 3))], SpaceToDepthParams(block_size=2)),
+    "gather": lambda: model(B.GATHER, [In((3, 5, 4)), np.array([4, 0, 2], np.int32)], GatherParams(axis=1)),
+    "tile": lambda: model(B.TILE, [In((2, 1, 3)), np.array([2, 3, 1], np.int32)]),
+    "mirror_pad": lambda: model(B.MIRROR_PAD, [In((2, 4, 3, 3)), np.array([[0, 1], [2, 3], [1, 0], [2, 2]], np.int32)],
+                                MirrorPadParams(mode=MirrorPadMode.SYMMETRIC)),
+    "sum": lambda: model(B.SUM, [In((2, 3, 4)), np.array([0, 2], np.int32)], ReducerParams(keep_dims=True)),
+    "reduce_prod": lambda: model(B.REDUCE_PROD, [In((2, 3, 4)), np.array([1], np.int32)], ReducerParams()),
+    "reduce_max": lambda: model(B.REDUCE_MAX, [In((2, 3, 4)), np.array([2], np.int32)], ReducerParams()),
+    "reduce_min": lambda: model(B.REDUCE_MIN, [In((2, 3, 4)), np.array([0, 1], np.int32)], ReducerParams()),
+    "cumsum": lambda: model(B.CUMSUM, [In((3, 6)), np.array([1], np.int32)], CumsumParams(exclusive=True, reverse=True)),
+    # helper F: products and transposed convolutions
+    "batch_matmul": lambda: model(B.BATCH_MATMUL, [In((2, 3, 4)), In((4, 5))], BatchMatMulParams()),
+    "transpose_conv": lambda: model(B.TRANSPOSE_CONV, [np.array([1, 8, 8, 2], np.int32), rand((2, 3, 3, 3), 5), In((1, 4, 4, 3)),
+                                                       rand((2,), 6)], TransposeConvParams(padding=SAME, stride_h=2, stride_w=2)),
 }
 
 
@@ -652,13 +737,20 @@ def test_float16_storage(case):
 
 #: Ops the GPU runs on integer tensors only (tested in test_quantized_arithmetic.py), or on
 #: resource variables of any type (test_gpu_variables.py).
-NOT_FLOAT_OPS = {B.QUANTIZE, B.VAR_HANDLE, B.READ_VARIABLE, B.ASSIGN_VARIABLE}
+NOT_FLOAT_OPS = {
+    B.QUANTIZE, B.VAR_HANDLE, B.READ_VARIABLE, B.ASSIGN_VARIABLE,
+    # bool outputs, whatever the storage (test_float_elementwise_ops.py)
+    B.LESS, B.LESS_EQUAL, B.GREATER, B.GREATER_EQUAL, B.EQUAL, B.NOT_EQUAL, B.LOGICAL_AND, B.LOGICAL_OR, B.LOGICAL_NOT,
+}
+#: Float ops whose float16 cases live in their own test file: several outputs (UNPACK),
+#: inputs that must be positive (LOG, SQRT, RSQRT: test_float_elementwise_ops.py).
+FLOAT16_ELSEWHERE = {B.UNPACK, B.LOG, B.SQRT, B.RSQRT}
 
 
 def test_float16_cases_cover_every_float_op_of_the_table():
     ops = {Model.from_bytes(factory()).subgraphs[0].operators[0].builtin_code for factory in FLOAT16_CASES.values()}
     # DEQUANTIZE: test_dequantize_constant_float16
-    assert ops | {B.DEQUANTIZE} == set(gpu_support_table()) - NOT_FLOAT_OPS
+    assert ops | {B.DEQUANTIZE} | FLOAT16_ELSEWHERE == set(gpu_support_table()) - NOT_FLOAT_OPS
 
 
 # -- rejection reasons ----------------------------------------------------------------------------
@@ -823,6 +915,8 @@ def test_ops_on_cuda_device(cuda_device, case):
     interpreter.allocate_tensors()
     detail = interpreter.get_input_details()
     values = [rand(tuple(d["shape"]), 3 + k, -2, 2) for k, d in enumerate(detail)]
+    values = [v > 0 if d["dtype"] == np.bool_ else np.round(v * 50).astype(d["dtype"]) if np.dtype(d["dtype"]).kind in "iu" else v
+              for d, v in zip(detail, values)]
     for d, v in zip(detail, values):
         interpreter.set_tensor(d["index"], v)
     interpreter.invoke()

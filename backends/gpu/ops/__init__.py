@@ -6,7 +6,9 @@ are not implemented). Several classes may implement one op (the float kernels an
 quantized ones of ADD, say), even at one version: an op's version does not always say
 its types (uint8 ADD is version 1, like float ADD). The delegate gives a node to the
 first class that claims its version and accepts it (:func:`select_op_class`); the
-union of the claims is the delegate's support table.
+union of the claims is the delegate's support table. Custom ops (MediaPipe's
+``Convolution2DTransposeBias``) are claimed by name in ``custom_ops``, and make the
+delegate's custom support table.
 """
 
 from __future__ import annotations
@@ -26,38 +28,51 @@ def _subclasses(cls: type) -> list[type]:
     return found
 
 
-def claimed_versions(cls: type[GpuOp], op: int) -> frozenset[int]:
-    """The versions of ``op`` that ``cls`` implements."""
-    claim = cls.ops[op]
+def claimed_versions(cls: type[GpuOp], op: int | str) -> frozenset[int]:
+    """The versions of ``op`` (a builtin code, or a custom op's name) that ``cls`` implements."""
+    claim = cls.custom_ops[op] if isinstance(op, str) else cls.ops[op]
     return frozenset(range(1, claim + 1)) if isinstance(claim, int) else frozenset(claim)
 
 
-def gpu_op_classes() -> dict[int, tuple[type[GpuOp], ...]]:
-    """op -> the GpuOp classes that implement it, in a fixed order (module, then class name)."""
+def gpu_op_classes() -> dict[int | str, tuple[type[GpuOp], ...]]:
+    """op -> the GpuOp classes that implement it, in a fixed order (module, then class name).
+    Builtin ops are keyed by their code (``ops``), custom ops by their name (a class
+    claims those with ``custom_ops = {"Convolution2DTransposeBias": 1}``)."""
     for module in pkgutil.iter_modules(__path__):
         if module.name != "base":
             importlib.import_module(f"{__name__}.{module.name}")
-    table: dict[int, list[type[GpuOp]]] = {}
+    table: dict[int | str, list[type[GpuOp]]] = {}
     for cls in sorted(_subclasses(GpuOp), key=lambda c: (c.__module__, c.__qualname__)):
-        for op in cls.__dict__.get("ops", {}):
+        for op in (*cls.__dict__.get("ops", {}), *cls.__dict__.get("custom_ops", {})):
             table.setdefault(op, []).append(cls)
     return {op: tuple(classes) for op, classes in table.items()}
 
 
-def gpu_support_table() -> dict[int, int | frozenset[int]]:
-    """op -> the versions the GPU kernels implement: the highest, when every version up
-    to it is implemented, else the set."""
-    table: dict[int, int | frozenset[int]] = {}
+def _support_table(custom: bool) -> dict:
+    table = {}
     for op, classes in gpu_op_classes().items():
+        if isinstance(op, str) != custom:
+            continue
         versions = frozenset().union(*(claimed_versions(cls, op) for cls in classes))
         top = max(versions)
         table[op] = top if versions == frozenset(range(1, top + 1)) else versions
     return table
 
 
-def select_op_class(classes: Sequence[type[GpuOp]], node, op: int, version: int, tensors) -> tuple[type[GpuOp] | None, str | None]:
+def gpu_support_table() -> dict[int, int | frozenset[int]]:
+    """op -> the versions the GPU kernels implement: the highest, when every version up
+    to it is implemented, else the set. Builtin ops only (see ``gpu_custom_support_table``)."""
+    return _support_table(custom=False)
+
+
+def gpu_custom_support_table() -> dict[str, int | frozenset[int]]:
+    """Custom op name -> the versions the GPU kernels implement, as ``gpu_support_table``."""
+    return _support_table(custom=True)
+
+
+def select_op_class(classes: Sequence[type[GpuOp]], node, op: int | str, version: int, tensors) -> tuple[type[GpuOp] | None, str | None]:
     """The first class that claims ``version`` and accepts the node, or (None, the reasons
-    of those that claim it but refuse it)."""
+    of those that claim it but refuse it). ``op``: a builtin code, or a custom op's name."""
     claiming = [cls for cls in classes if version in claimed_versions(cls, op)]
     reasons = []
     for cls in claiming or classes:  # none claims the version: still say what else is wrong

@@ -31,6 +31,8 @@ class GpuOp:
     """
 
     ops: ClassVar[dict[int, int]] = {}
+    #: Custom ops the class implements, by name: ``{"Convolution2DTransposeBias": 1}``.
+    custom_ops: ClassVar[dict[str, int]] = {}
     #: Input positions that are integer index tensors (paddings, axes, shapes, sizes): read
     #: on the host at prepare, never uploaded.
     index_inputs: ClassVar[tuple[int, ...]] = ()

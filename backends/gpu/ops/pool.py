@@ -27,19 +27,41 @@ from schema.enums import BuiltinOperator, TensorType
 B = BuiltinOperator
 
 
-def resolve_axes(axis_values, rank: int) -> tuple[int, ...]:
+def resolve_axes(values, rank: int) -> tuple[int, ...]:
     """TFLite's ``ResolveAxis``: wrap negative axes, drop duplicates, keep the order
     (ValueError for an axis out of range). A scalar reduces nothing."""
     if rank == 0:
         return ()
     resolved: list[int] = []
-    for value in np.asarray(axis_values).reshape(-1).tolist():
+    for value in np.asarray(values).reshape(-1).tolist():
         axis = value + rank if value < 0 else value
         if not 0 <= axis < rank:
             raise ValueError(f"axis {value} is out of range for an input of rank {rank}")
         if axis not in resolved:
             resolved.append(axis)
     return tuple(resolved)
+
+
+def axes_reason(node, tensors) -> str | None:
+    """Why the (input, axes) of a reduction cannot run, or None: a constant INT32 axis
+    list (or an empty one) whose axes are in range."""
+    if len(node.inputs) != 2 or min(node.inputs) < 0:
+        return f"expected inputs (input, axes), got {len(node.inputs)} inputs"
+    x, axes = (tensors[i] for i in node.inputs)
+    if axes.type != TensorType.INT32:
+        return f"axes {axes.name!r} is {axes.type_name}; it must be INT32"
+    if axes.num_elements and not axes.is_constant:
+        return "the axes must be a constant tensor (the output shape depends on them)"
+    try:
+        resolve_axes(axis_values(axes), len(x.shape))
+    except ValueError as error:
+        return str(error)
+    return None
+
+
+def axis_values(axes) -> np.ndarray:
+    """The axis list (an empty list is stored without a buffer)."""
+    return np.asarray(axes.data) if axes.num_elements else np.zeros(0, np.int32)
 
 
 class Pool2D(FloatOp):
@@ -97,22 +119,11 @@ class Mean(FloatOp):
 
     @classmethod
     def node_reason(cls, node, op, version, tensors):
-        if len(node.inputs) != 2 or min(node.inputs) < 0:
-            return f"expected inputs (input, axes), got {len(node.inputs)} inputs"
-        x, axes = (tensors[i] for i in node.inputs)
-        if axes.type != TensorType.INT32:
-            return f"axes {axes.name!r} is {axes.type_name}; it must be INT32"
-        if axes.num_elements and not axes.is_constant:
-            return "the axes must be a constant tensor (the output shape depends on them)"
-        try:
-            resolve_axes(axes.data if axes.num_elements else np.zeros(0, np.int32), len(x.shape))
-        except ValueError as error:
-            return str(error)
-        return None
+        return axes_reason(node, tensors)
 
     def prepare(self) -> None:
         x, axes = self.inputs
-        values = axes.data if axes.num_elements else np.zeros(0, np.int32)
+        values = axis_values(axes)
         self.axes = resolve_axes(values, len(x.shape))
         self.keep_dims = bool(getattr(self.params, "keep_dims", False))
         self.count = int(np.prod([x.shape[a] for a in self.axes], dtype=np.int64))
