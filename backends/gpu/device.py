@@ -174,6 +174,23 @@ class Device:
                 module = self._modules[source] = self.xp.RawModule(code=read_source(source), options=CUPY_OPTIONS)
         return module
 
+    def launcher_arguments(self, source: str) -> dict[str, Any]:
+        """What a kernel launcher of ``cuda/sources.py`` takes to run ``source``'s kernels
+        here: this device's compiled module, or (host emulation) this device for the
+        numpy twins."""
+        if self.is_host:
+            return {"host_device": self}
+        return {"xp": self.xp, "module": self.module(source)}
+
+    def launch_twin(self, name: str, twin: Any, inputs: Any, outputs: Any) -> None:
+        """Host emulation only: run the numpy twin of a hand-written kernel as one launch
+        (``twin(*inputs, *outputs)``, writing ``outputs``); on a device the op launches the
+        ``.cu`` kernel itself. Each twin has a test that it computes what its kernel does
+        (through the host shim), so host emulation launches what a device launches."""
+        if not self.is_host:
+            raise RuntimeError(f"{name}: numpy twins run in host emulation only; on a device launch the CUDA kernel")
+        self.xp.machine.launch_twin(name, twin, inputs, outputs)
+
     def event(self) -> Any:
         """A CUDA event recorded now on the delegate's stream (for timing)."""
         event = self.xp.cuda.Event()

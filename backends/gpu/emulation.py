@@ -833,6 +833,28 @@ class EmulatedMachine:
         blocks = [a.data.block for a in arrays]
         self._launch(stream, name, blocks, blocks, run)
 
+    def launch_twin(self, name: str, twin: Callable[..., None], inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
+        """One hand-written kernel run by its numpy twin (host emulation's stand-in for a
+        ``.cu`` kernel): ``twin(*inputs, *outputs)`` on the raw memory, reading ``inputs``
+        (device arrays, or None for an absent pointer) and writing into ``outputs``. It is
+        one launch, ordered, captured and replayed like any kernel."""
+        arrays = [a for a in (*inputs, *outputs) if isinstance(a, EmulatedArray)]
+        self._check_device(arrays, name)
+        if any(not isinstance(a, EmulatedArray) for a in outputs):
+            raise EmulatedDeviceError(f"{name}: a kernel writes into device arrays only")
+        stream = self.current_stream()
+        raw_inputs = [a._raw if isinstance(a, EmulatedArray) else a for a in inputs]
+        raw_outputs = [a._raw for a in outputs]
+
+        def run() -> None:
+            with np.errstate(all="ignore"):
+                twin(*raw_inputs, *raw_outputs)
+
+        if stream.capture is None:
+            run()
+        reads = [a.data.block for a in inputs if isinstance(a, EmulatedArray)]
+        self._launch(stream, name, reads, [a.data.block for a in outputs], run)
+
     def cupy_pointer_table(self, arrays: Any, name: str) -> None:
         """CuPy joins more than 8 arrays with one kernel that reads a table of their
         addresses, uploaded from host memory at each call."""

@@ -13,7 +13,9 @@ CUDA headers (so no ``cuda_fp16.h``: float16 travels as its bit pattern, see the
 
 from __future__ import annotations
 
+import functools
 import math
+import re
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Sequence
@@ -23,8 +25,11 @@ import numpy as np
 from backends.cpu.common import calculate_activation_range, compute_padding
 from schema.enums import ActivationFunctionType, Padding
 
-#: The ``.cu`` files shipped as package data (pyproject: ``"*" = ["*.cu", ...]``).
-SOURCES: tuple[str, ...] = ("depthwise_conv2d.cu", "bias_activation.cu", "matmul.cu")
+#: The ``.cu`` files shipped as package data (pyproject: ``"*" = ["*.cu", ...]``): every
+#: ``.cu`` file in this package.
+SOURCES: tuple[str, ...] = tuple(
+    sorted(entry.name for entry in resources.files(__package__).iterdir() if entry.name.endswith(".cu"))
+)
 
 #: Options the delegate passes to ``cupy.RawModule``. The standard is explicit so that CuPy
 #: does not pick its own default (CuPy 14 adds ``--std=c++17`` when none is given, older
@@ -40,15 +45,22 @@ class KernelInfo:
     name: str
 
 
-#: Every kernel, by name.
-KERNELS: dict[str, KernelInfo] = {
-    "depthwise_conv2d_f32": KernelInfo("depthwise_conv2d.cu", "depthwise_conv2d_f32"),
-    "depthwise_conv2d_f16": KernelInfo("depthwise_conv2d.cu", "depthwise_conv2d_f16"),
-    "bias_activation_f32": KernelInfo("bias_activation.cu", "bias_activation_f32"),
-    "bias_activation_f16": KernelInfo("bias_activation.cu", "bias_activation_f16"),
-    "matmul_f32": KernelInfo("matmul.cu", "matmul_f32"),
-    "matmul_i32": KernelInfo("matmul.cu", "matmul_i32"),
-}
+_KERNEL_DEFINITION = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(\w+)\s*\(')
+
+
+def _kernels_defined() -> dict[str, KernelInfo]:
+    kernels: dict[str, KernelInfo] = {}
+    for source in SOURCES:
+        text = resources.files(__package__).joinpath(source).read_text(encoding="utf-8")
+        for name in _KERNEL_DEFINITION.findall(text):
+            if name in kernels:
+                raise RuntimeError(f"kernel {name} is defined in {kernels[name].source} and in {source}")
+            kernels[name] = KernelInfo(source, name)
+    return kernels
+
+
+#: Every kernel, by name: each ``extern "C" __global__`` function of the shipped sources.
+KERNELS: dict[str, KernelInfo] = _kernels_defined()
 
 
 def kernels_in(source: str) -> list[str]:
@@ -222,14 +234,21 @@ class _Launcher:
     """What the CuPy launchers share: the cupy module (``xp``, default ``import cupy``)
     and one kernel of a compiled ``.cu`` (``module``, default: compiled at the first call
     on the current device; the delegate passes ``Device.module(source)``, compiled once
-    per device). Launches go to the current stream."""
+    per device). Launches go to the current stream.
+
+    ``host_device``: a host-emulation ``Device``. Each launch then runs the kernel's numpy
+    twin (the ``*_twin`` function beside the launcher) as one launch of the emulated
+    machine instead of the ``.cu`` kernel, so host emulation launches what a device
+    launches; ``tests/gpu/test_kernel_twins.py`` checks each twin against its kernel
+    (built for the CPU by the host shim)."""
 
     source: str
 
-    def __init__(self, xp: Any = None, module: Any = None) -> None:
-        self._xp = xp
+    def __init__(self, xp: Any = None, module: Any = None, host_device: Any = None) -> None:
+        self._xp = host_device.xp if host_device is not None else xp
         self._module = module
         self._kernels: dict[str, Any] = {}
+        self.host_device = host_device
 
     @property
     def xp(self) -> Any:
@@ -244,6 +263,15 @@ class _Launcher:
             module = self._module or self.xp.RawModule(code=read_source(self.source), options=CUPY_OPTIONS)
             self._kernels[name] = module.get_function(name)
         return self._kernels[name]
+
+    def launch(
+        self, name: str, grid: Any, block: Any, args: Sequence[Any], twin: Any, inputs: Sequence[Any], outputs: Sequence[Any]
+    ) -> None:
+        """Launch kernel ``name`` with ``args``; in host emulation run ``twin(*inputs, *outputs)``."""
+        if self.host_device is not None:
+            self.host_device.launch_twin(name, twin, inputs, outputs)
+        else:
+            self.kernel(name)(grid, block, args)
 
 
 class DepthwiseConv2DCuda(_Launcher):
@@ -265,6 +293,7 @@ class DepthwiseConv2DCuda(_Launcher):
         *,
         xp: Any = None,
         module: Any = None,
+        host_device: Any = None,
     ) -> None:
         self.stride = _pair(stride, "stride")
         self.dilation = _pair(dilation, "dilation")
@@ -272,7 +301,7 @@ class DepthwiseConv2DCuda(_Launcher):
         self.activation = ActivationFunctionType(activation)
         self.storage = np.dtype(storage)
         self.kernel_name = depthwise_kernel_name(self.storage)
-        super().__init__(xp, module)
+        super().__init__(xp, module, host_device)
 
     def __call__(self, x: Any, w: Any, b: Any = None, out: Any = None) -> Any:
         xp = self.xp
@@ -294,7 +323,8 @@ class DepthwiseConv2DCuda(_Launcher):
         grid, block = depthwise_launch_config(geometry.out_shape)
         # An absent bias is a null pointer passed by value: 8 zero bytes.
         args = depthwise_args(x, w, b, out, geometry, self.activation, null=np.uint64(0))
-        self.kernel(self.kernel_name)(grid, block, args)
+        twin = functools.partial(depthwise_conv2d_twin, geometry=geometry, activation=self.activation)
+        self.launch(self.kernel_name, grid, block, args, twin, (x, w, b), (out,))
         return out
 
 
@@ -322,12 +352,18 @@ class BiasActivationCuda(_Launcher):
     source = "bias_activation.cu"
 
     def __init__(
-        self, activation: int = ActivationFunctionType.NONE, storage: Any = np.float32, *, xp: Any = None, module: Any = None
+        self,
+        activation: int = ActivationFunctionType.NONE,
+        storage: Any = np.float32,
+        *,
+        xp: Any = None,
+        module: Any = None,
+        host_device: Any = None,
     ) -> None:
         self.activation = ActivationFunctionType(activation)
         self.storage = np.dtype(storage)
         self.kernel_name = bias_activation_kernel_name(self.storage)
-        super().__init__(xp, module)
+        super().__init__(xp, module, host_device)
 
     def __call__(self, values: Any, bias: Any = None) -> Any:
         if values.dtype != self.storage or not values.flags.c_contiguous:
@@ -339,7 +375,9 @@ class BiasActivationCuda(_Launcher):
         if bias is not None:
             bias = self.xp.ascontiguousarray(bias)
         grid, block = elementwise_launch_config(values.size)
-        self.kernel(self.kernel_name)(grid, block, bias_activation_args(values, bias, self.activation, null=np.uint64(0)))
+        args = bias_activation_args(values, bias, self.activation, null=np.uint64(0))
+        twin = functools.partial(bias_activation_twin, activation=self.activation)
+        self.launch(self.kernel_name, grid, block, args, twin, (bias,), (values,))
         return values
 
 
@@ -385,8 +423,8 @@ class MatmulCuda(_Launcher):
 
     source = "matmul.cu"
 
-    def __init__(self, *, xp: Any = None, module: Any = None) -> None:
-        super().__init__(xp, module)
+    def __init__(self, *, xp: Any = None, module: Any = None, host_device: Any = None) -> None:
+        super().__init__(xp, module, host_device)
 
     def __call__(self, a: Any, b: Any) -> Any:
         xp = self.xp
@@ -407,5 +445,60 @@ class MatmulCuda(_Launcher):
             return c
         args, batch = matmul_args(a, b, c)
         grid, block = matmul_launch_config(batch, a.shape[-2], b.shape[-1])
-        self.kernel(name)(grid, block, args)
+        self.launch(name, grid, block, args, matmul_twin, (a, b), (c,))
         return c
+
+
+# -- numpy twins (host emulation runs these, one launch each; see _Launcher) -----------------------
+
+def _as_float32(array: np.ndarray | None) -> np.ndarray | None:
+    return None if array is None else array.astype(np.float32, copy=False)
+
+
+def _clamp_into(out: np.ndarray, values: np.ndarray, act_min: float, act_max: float) -> None:
+    """``out = min(max(values, act_min), act_max)`` in the storage dtype, NaN kept (as the
+    kernels' comparisons keep it)."""
+    values = np.where(values < act_min, np.float32(act_min), values)
+    out[...] = np.where(values > act_max, np.float32(act_max), values)
+
+
+def depthwise_conv2d_twin(
+    x: np.ndarray, w: np.ndarray, b: np.ndarray | None, out: np.ndarray, *, geometry: DepthwiseGeometry, activation: int
+) -> None:
+    """``depthwise_conv2d_f32/_f16`` in numpy: the taps in the kernel's order (ky, then
+    kx), taps outside the input skipped, float32 sums, then bias and the clamp."""
+    g = geometry
+    x, w = _as_float32(x), _as_float32(w)[0]
+    if g.multiplier > 1:
+        x = np.repeat(x, g.multiplier, axis=3)  # input channel c feeds outputs c*M .. c*M + M-1
+    acc = np.zeros(g.out_shape, np.float32)
+    for ky in range(g.filter_h):
+        rows = np.arange(g.out_h) * g.stride_h + ky * g.dilation_h - g.pad_top
+        valid_rows = (rows >= 0) & (rows < g.in_h)
+        for kx in range(g.filter_w):
+            cols = np.arange(g.out_w) * g.stride_w + kx * g.dilation_w - g.pad_left
+            valid_cols = (cols >= 0) & (cols < g.in_w)
+            if not valid_rows.any() or not valid_cols.any():
+                continue
+            oy, ox = np.flatnonzero(valid_rows), np.flatnonzero(valid_cols)
+            taps = x[:, rows[oy]][:, :, cols[ox]]
+            acc[:, oy[:, None], ox[None, :]] += taps * w[ky, kx]
+    if b is not None:
+        acc += _as_float32(b)
+    _clamp_into(out, acc, *activation_range(activation))
+
+
+def bias_activation_twin(bias: np.ndarray | None, values: np.ndarray, *, activation: int) -> None:
+    """``bias_activation_f32/_f16`` in numpy: in place, ``clamp(values + bias)`` in float32."""
+    acc = _as_float32(values)
+    if bias is not None:
+        acc = acc + _as_float32(bias).reshape(-1)
+    _clamp_into(values, acc, *activation_range(activation))
+
+
+def matmul_twin(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
+    """``matmul_f32`` / ``matmul_i32`` in numpy (int32 products wrap as the kernel's)."""
+    if a.dtype == np.int32:
+        c[...] = np.matmul(a.astype(np.int64), b.astype(np.int64)).astype(np.int32)  # wraps mod 2**32
+    else:
+        c[...] = np.matmul(a, b)

@@ -128,28 +128,20 @@ class _WeightsOp(FloatOp):
         (cuBLAS cannot be captured in a CUDA graph through CuPy), in host emulation xp."""
         activation = fused_activation(self.params)
         self.bounds = saturating_bounds(activation)
-        self.epilogue = self.gemm = None
-        if not self.device.is_host:
-            from backends.gpu.cuda.sources import BiasActivationCuda, MatmulCuda
+        from backends.gpu.cuda.sources import BiasActivationCuda, MatmulCuda
 
-            self.gemm = MatmulCuda(xp=self.xp, module=self.device.module("matmul.cu"))
-            self.epilogue = BiasActivationCuda(
-                activation, self.compute_dtype, xp=self.xp, module=self.device.module("bias_activation.cu")
-            )
+        self.gemm = MatmulCuda(**self.device.launcher_arguments("matmul.cu"))
+        self.epilogue = BiasActivationCuda(
+            activation, self.compute_dtype, **self.device.launcher_arguments("bias_activation.cu")
+        )
 
     def matmul(self, a: Any, b: Any) -> Any:
-        """``a @ b`` in float32: matmul.cu on a device, xp.matmul in host emulation."""
-        return self.gemm(a, b) if self.gemm is not None else self.xp.matmul(a, b)
+        """``a @ b`` in float32 (matmul.cu; its twin in host emulation)."""
+        return self.gemm(a, b)
 
     def output_stage(self, out: Any, args) -> Any:
         """``clamp(out + bias)`` on the float32 matmul result, then the storage dtype."""
-        bias = self.bias_value(args)
-        if self.epilogue is not None:
-            self.epilogue(out, bias)
-        else:
-            if bias is not None:
-                out += bias
-            out = clamp(self.xp, out, self.bounds)
+        self.epilogue(out, self.bias_value(args))
         return self.store(out)
 
 
@@ -272,50 +264,25 @@ class DepthwiseConv2D(_WeightsOp):
             (params.dilation_h_factor, params.dilation_w_factor),
         )
         self.prepared_inputs.add(1)
-        self.bounds = saturating_bounds(fused_activation(params))
-        self.cuda_kernel = None
-        if self.device.is_host:  # host emulation: the tap loop in xp, float32 weights and bias
-            self.tap_weights = self.upload(np.asarray(filters.data, np.float32)[0])  # [KH, KW, C*M]
-            self.prepare_bias()
-            return
-        # On a device: the hand-written direct NHWC kernel (cuda/depthwise_conv2d.cu) with its
-        # fused bias + activation epilogue; it reads TFLite's filter layout and the storage dtype.
+        # The hand-written direct NHWC kernel (cuda/depthwise_conv2d.cu) with its fused bias
+        # + activation epilogue; it reads TFLite's filter layout and the storage dtype. In
+        # host emulation its numpy twin runs, as one launch.
         from backends.gpu.cuda.sources import DepthwiseConv2DCuda
 
-        self.cuda_kernel = DepthwiseConv2DCuda(
+        self.kernel = DepthwiseConv2DCuda(
             stride=(params.stride_h, params.stride_w),
             dilation=(params.dilation_h_factor, params.dilation_w_factor),
             padding=params.padding,
             activation=params.fused_activation_function,
             storage=self.storage,
-            xp=self.xp,
-            module=self.device.module("depthwise_conv2d.cu"),
+            **self.device.launcher_arguments("depthwise_conv2d.cu"),
         )
-        self.cuda_filter = self.upload(np.asarray(filters.data))  # TFLite's [1, KH, KW, C*M]
+        self.filter = self.upload(np.asarray(filters.data))  # TFLite's [1, KH, KW, C*M]
         self.prepare_bias(self.storage)
 
     def run(self, args):
-        if self.cuda_kernel is not None:
-            bias = self.bias if self.bias is not None else (args[2] if self.has_bias else None)
-            return [self.cuda_kernel(args[0], self.cuda_filter, bias)]
-        xp, g = self.xp, self.geometry
-        x = self.compute(args[0])
-        if self.multiplier > 1:
-            x = xp.repeat(x, self.multiplier, axis=3)  # channel c -> c*M .. c*M + M-1
-        source = padded(xp, x, g)
-        weights = self.compute(self.tap_weights)
-        out = None
-        for ky in range(g.filter_h):
-            for kx in range(g.filter_w):
-                term = source[g.tap_slices(ky, kx)] * weights[ky, kx]
-                if out is None:
-                    out = term
-                else:
-                    out += term
-        bias = self.bias_value(args)
-        if bias is not None:
-            out += bias
-        return [self.store(clamp(xp, out, self.bounds))]
+        bias = self.bias if self.bias is not None else (args[2] if self.has_bias else None)
+        return [self.kernel(args[0], self.filter, bias)]
 
 
 # --------------------------------------------------------------------------------------
