@@ -54,7 +54,7 @@ class Interpreter:
         **unused_experimental_options: Any,
     ) -> None:
         if num_threads is not None:
-            if not isinstance(num_threads, int):
+            if not isinstance(num_threads, int) or isinstance(num_threads, bool):
                 raise ValueError("type of num_threads should be int")
             if num_threads < 1:
                 raise ValueError("num_threads should >= 1")
@@ -62,6 +62,12 @@ class Interpreter:
             from backends.cpu.common import set_blas_threads
 
             set_blas_threads(num_threads)
+        if model_content is not None and not isinstance(model_content, (bytes, bytearray, memoryview)):
+            hint = " (pass array.tobytes())" if isinstance(model_content, np.ndarray) else ""
+            raise TypeError(
+                f"model_content must be the model's bytes (bytes, bytearray or memoryview), got "
+                f"{type(model_content).__name__}{hint}"
+            )
         if model_path and not model_content:
             self._model = Model.from_path(model_path)
         elif model_content and not model_path:
@@ -158,7 +164,7 @@ class Interpreter:
 
     def _tensor(self, tensor_index: int, subgraph_index: int = 0) -> RuntimeTensor:
         subgraph = self._subgraph(subgraph_index)
-        tensor_index = int(tensor_index)
+        tensor_index = _index_argument(tensor_index, "tensor_index")
         if not 0 <= tensor_index < len(subgraph.tensors):
             raise ValueError(
                 f"Invalid tensor index {tensor_index} exceeds max tensor index {len(subgraph.tensors)}"
@@ -281,9 +287,7 @@ class Interpreter:
         tensor = self._tensor(input_index)
         if int(input_index) not in self._main.inputs:
             raise ValueError(f"tensor {int(input_index)} ({tensor.name}) is not an input of the model")
-        new_shape = tuple(int(d) for d in np.asarray(tensor_size, dtype=np.int64).reshape(-1))
-        if any(d < 0 for d in new_shape):
-            raise ValueError(f"Cannot resize input {tensor.name}: negative dimension in {list(new_shape)}")
+        new_shape = _shape_argument(tensor_size, tensor.name)
         if strict:
             signature = tensor.shape_signature if tensor.shape_signature is not None else tensor.shape
             if len(new_shape) != len(signature):
@@ -366,6 +370,11 @@ class Interpreter:
             dynamic-sized tensors.
         """
         self._ensure_safe()
+        if not callable(getattr(delegate, "prepare", None)):
+            raise TypeError(
+                f"{type(delegate).__name__} is not a delegate: a delegate has a prepare(subgraph) method "
+                "(a delegate_sdk.Delegate, e.g. backends.gpu.GpuDelegate())"
+            )
         was_allocated = self._main.allocated
         if self._before_delegation is None:
             self._before_delegation = [subgraph.snapshot() for subgraph in self._subgraphs]
@@ -475,6 +484,28 @@ class SignatureRunner:
 
     def get_output_details(self) -> dict[str, dict[str, Any]]:
         return {name: self._interpreter._get_tensor_details(i, self._subgraph_index) for name, i in self._outputs.items()}
+
+
+def _index_argument(value: Any, what: str) -> int:
+    """An index argument as an int: Python and numpy integers only (LiteRT's binding takes
+    ``int``; a str, a float or a bool is a caller's mistake, not an index)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{what} must be an int, got {type(value).__name__} {value!r}")
+    return int(value)
+
+
+def _shape_argument(tensor_size: Any, name: str) -> tuple[int, ...]:
+    """The dimensions of ``resize_tensor_input``: integers (or integral floats), >= 0."""
+    try:
+        values = np.asarray(tensor_size).reshape(-1)
+    except Exception as error:  # ragged lists and the like
+        raise ValueError(f"Cannot resize input {name}: {tensor_size!r} is not a list of dimensions") from error
+    if values.dtype.kind not in "iuf" or (values.dtype.kind == "f" and not np.all(np.mod(values, 1) == 0)):
+        raise ValueError(f"Cannot resize input {name}: the dimensions {tensor_size!r} must be integers")
+    shape = tuple(int(d) for d in values)
+    if any(d < 0 for d in shape):
+        raise ValueError(f"Cannot resize input {name}: negative dimension in {list(shape)}")
+    return shape
 
 
 class _HeldView(np.ndarray):

@@ -635,6 +635,7 @@ LITEDELEGATE_MIN_RUNTIME_VERSIONS: dict[tuple[BuiltinOperator, int], str] = {
     (BuiltinOperator.NOT_EQUAL, 2): "0.1.0",
     (BuiltinOperator.NOT_EQUAL, 3): "0.1.0",
     (BuiltinOperator.NOT_EQUAL, 4): "0.1.0",
+    (BuiltinOperator.ONE_HOT, 1): "0.1.0",
     (BuiltinOperator.PACK, 1): "0.1.0",
     (BuiltinOperator.PACK, 2): "0.1.0",
     (BuiltinOperator.PACK, 3): "0.1.0",
