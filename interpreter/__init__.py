@@ -4,7 +4,8 @@
 ``from ai_edge_litert.interpreter import Interpreter``.
 """
 
+from interpreter.arena import ArenaLimitError
 from interpreter.delegation import DelegateError, DelegationReport, NodePlacement
 from interpreter.interpreter import Interpreter, SignatureRunner
 
-__all__ = ["DelegateError", "DelegationReport", "Interpreter", "NodePlacement", "SignatureRunner"]
+__all__ = ["ArenaLimitError", "DelegateError", "DelegationReport", "Interpreter", "NodePlacement", "SignatureRunner"]

@@ -8,12 +8,36 @@ placed tensor whose lifetime intersects (TFLite's greedy-by-size strategy).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
 ALIGNMENT = 64
+_FALLBACK_LIMIT = 8 << 30
+
+
+class ArenaLimitError(RuntimeError):
+    """``allocate_tensors`` would need more memory for a subgraph's tensors than the
+    interpreter's arena limit allows (or than the machine could give)."""
+
+
+def default_arena_limit() -> int:
+    """Half of the machine's physical memory (8 GiB where it cannot be read): a model whose
+    tensors need more is refused with a clear error instead of exhausting the machine."""
+    try:
+        physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return _FALLBACK_LIMIT
+    return physical // 2 if physical > 0 else _FALLBACK_LIMIT
+
+
+def format_bytes(count: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if count >= 1 << shift:
+            return f"{count / (1 << shift):.1f} {unit}"
+    return f"{count} bytes"
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,9 @@ class Interpreter:
       num_threads: threads for the kernels' BLAS calls (>= 1; process-wide, as numpy's
         BLAS is shared); None leaves BLAS's own default.
       experimental_preserve_all_tensors: keep every intermediate tensor readable after invoke.
+      experimental_arena_limit_bytes: the most memory one subgraph's intermediate tensors
+        may take at once (default: half the machine's physical memory); above it
+        ``allocate_tensors`` raises ``ArenaLimitError`` naming the largest tensors.
       op_resolver: which kernels run which (op, version); defaults to every CPU kernel.
         Use ``builtin_op_resolver().capped({...})`` or ``.as_of_release(...)`` to behave
         like an older runtime.
@@ -51,6 +54,7 @@ class Interpreter:
         experimental_op_resolver_type: Any = None,
         experimental_preserve_all_tensors: bool = False,
         op_resolver: OpResolver | None = None,
+        experimental_arena_limit_bytes: int | None = None,
         **unused_experimental_options: Any,
     ) -> None:
         if num_threads is not None:
@@ -82,7 +86,13 @@ class Interpreter:
             op_resolver = builtin_op_resolver()
         self._op_resolver = op_resolver
         registrations = resolve_model(self._model, op_resolver)
-        self._shared = SharedState(preserve_all_tensors=experimental_preserve_all_tensors)
+        if experimental_arena_limit_bytes is not None:
+            experimental_arena_limit_bytes = _index_argument(experimental_arena_limit_bytes, "experimental_arena_limit_bytes")
+            if experimental_arena_limit_bytes < 0:
+                raise ValueError("experimental_arena_limit_bytes must not be negative")
+        self._shared = SharedState(
+            preserve_all_tensors=experimental_preserve_all_tensors, arena_limit_bytes=experimental_arena_limit_bytes
+        )
         self._subgraphs = [
             SubgraphRuntime(self._shared, subgraph, subgraph_registrations)
             for subgraph, subgraph_registrations in zip(self._model.subgraphs, registrations)

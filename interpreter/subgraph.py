@@ -12,7 +12,7 @@ from delegate_sdk.partition import NodeSubset, PlanNode, partition_graph_into_in
 from delegate_sdk.node import Node
 from delegate_sdk.registration import Registration
 from delegate_sdk.tensor import Allocation, RuntimeTensor
-from interpreter.arena import make_views, plan_arena, tensor_lifetimes
+from interpreter.arena import ArenaLimitError, default_arena_limit, format_bytes, make_views, plan_arena, tensor_lifetimes
 from schema import model as schema_model
 from schema.enums import BuiltinOperator, TensorType
 
@@ -20,10 +20,11 @@ from schema.enums import BuiltinOperator, TensorType
 class SharedState:
     """What all subgraphs of one interpreter share: the subgraphs and resource variables."""
 
-    def __init__(self, preserve_all_tensors: bool = False) -> None:
+    def __init__(self, preserve_all_tensors: bool = False, arena_limit_bytes: int | None = None) -> None:
         self.subgraphs: list["SubgraphRuntime"] = []
         self.resources: dict[Any, Any] = {}
         self.preserve_all_tensors = preserve_all_tensors
+        self.arena_limit_bytes = default_arena_limit() if arena_limit_bytes is None else int(arena_limit_bytes)
 
 
 class SubgraphRuntime(DelegateContext, SubgraphHandle):
@@ -284,7 +285,7 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
         placements, total = plan_arena(
             sizes, {t: lifetimes[t] for t in planned}, share_memory=not self.shared.preserve_all_tensors
         )
-        self.arena = np.zeros(total, dtype=np.uint8)
+        self.arena = self._new_arena(total, planned)
         self.arena_bytes = total
         offsets = {}
         for placement in placements:
@@ -294,6 +295,29 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
         for t, root in shared.items():
             tensor = self.tensors[t]
             tensor.data = make_views(self.arena, offsets[root], tensor.shape, tensor.dtype)
+
+    def _new_arena(self, total: int, planned: Sequence[int]) -> np.ndarray:
+        """The zeroed arena of ``total`` bytes, or ArenaLimitError naming the largest tensors."""
+        limit = self.shared.arena_limit_bytes
+        why = None
+        if total > limit:
+            why = f"over the interpreter's arena limit of {format_bytes(limit)}"
+        else:
+            try:
+                return np.zeros(total, dtype=np.uint8)
+            except MemoryError:
+                why = "more than this machine could allocate"
+        largest = sorted(planned, key=lambda t: -self.tensors[t].nbytes)[:3]
+        listed = ", ".join(
+            f"{t} {self.tensors[t].name!r} {list(self.tensors[t].shape)} {self.tensors[t].type_name} "
+            f"({format_bytes(self.tensors[t].nbytes)})"
+            for t in largest
+        )
+        raise ArenaLimitError(
+            f"allocate_tensors: the tensors of subgraph {self.index} need {format_bytes(total)} at once, {why}; "
+            f"the largest: {listed}. Smaller input shapes (resize_tensor_input) need less; "
+            "Interpreter(experimental_arena_limit_bytes=...) sets the limit"
+        )
 
     def _shared_buffers(self, live: Sequence[int], arena_tensors: set[int]) -> dict[int, int]:
         """{output: tensor whose memory it takes} for the nodes whose kernel says output 0

@@ -571,6 +571,17 @@ class _ModelReader:
             self.check_index(tensor_index, num_tensors, "tensor", f"{where} output {position}")
         for position, tensor_index in enumerate(intermediates):
             self.check_index(tensor_index, num_tensors, "tensor", f"{where} intermediate {position}")
+        for position, tensor_index in enumerate(outputs):
+            if tensor_index in inputs:
+                raise ModelError(
+                    f"malformed model: {where} output {position} is tensor {tensor_index}, which is also its input "
+                    f"{inputs.index(tensor_index)} (a node cannot write the tensor it reads)"
+                )
+            if tensor_index in outputs[:position]:
+                raise ModelError(
+                    f"malformed model: {where} output {position} is tensor {tensor_index}, which is also its output "
+                    f"{outputs.index(tensor_index)}"
+                )
         custom_options = None
         params = None
         with _reading(f"{where} options"):
