@@ -7,5 +7,6 @@
 from interpreter.arena import ArenaLimitError
 from interpreter.delegation import DelegateError, DelegationReport, NodePlacement
 from interpreter.interpreter import Interpreter, SignatureRunner
+from interpreter.subgraph import InvokeCancelledError
 
-__all__ = ["ArenaLimitError", "DelegateError", "DelegationReport", "Interpreter", "NodePlacement", "SignatureRunner"]
+__all__ = ["ArenaLimitError", "DelegateError", "DelegationReport", "Interpreter", "InvokeCancelledError", "NodePlacement", "SignatureRunner"]

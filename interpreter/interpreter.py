@@ -32,6 +32,8 @@ class Interpreter:
       num_threads: threads for the kernels' BLAS calls (>= 1; process-wide, as numpy's
         BLAS is shared); None leaves BLAS's own default.
       experimental_preserve_all_tensors: keep every intermediate tensor readable after invoke.
+      experimental_max_while_iterations: the most iterations one WHILE node may run in
+        one invoke (default: no bound); past it the invoke fails naming the node.
       experimental_arena_limit_bytes: the most memory one subgraph's intermediate tensors
         may take at once (default: half the machine's physical memory); above it
         ``allocate_tensors`` raises ``ArenaLimitError`` naming the largest tensors.
@@ -55,6 +57,7 @@ class Interpreter:
         experimental_preserve_all_tensors: bool = False,
         op_resolver: OpResolver | None = None,
         experimental_arena_limit_bytes: int | None = None,
+        experimental_max_while_iterations: int | None = None,
         **unused_experimental_options: Any,
     ) -> None:
         if num_threads is not None:
@@ -90,8 +93,16 @@ class Interpreter:
             experimental_arena_limit_bytes = _index_argument(experimental_arena_limit_bytes, "experimental_arena_limit_bytes")
             if experimental_arena_limit_bytes < 0:
                 raise ValueError("experimental_arena_limit_bytes must not be negative")
+        if experimental_max_while_iterations is not None:
+            experimental_max_while_iterations = _index_argument(
+                experimental_max_while_iterations, "experimental_max_while_iterations"
+            )
+            if experimental_max_while_iterations < 0:
+                raise ValueError("experimental_max_while_iterations must not be negative")
         self._shared = SharedState(
-            preserve_all_tensors=experimental_preserve_all_tensors, arena_limit_bytes=experimental_arena_limit_bytes
+            preserve_all_tensors=experimental_preserve_all_tensors,
+            arena_limit_bytes=experimental_arena_limit_bytes,
+            max_while_iterations=experimental_max_while_iterations,
         )
         self._subgraphs = [
             SubgraphRuntime(self._shared, subgraph, subgraph_registrations)
@@ -137,12 +148,22 @@ class Interpreter:
             kernel failed (the message names the node, op and version).
         """
         self._ensure_safe()
+        self._shared.cancel_requested = False
         self._main.invoke()
+
+    def cancel(self) -> None:
+        """Stop the invoke in flight (callable from any thread, as TFLite's
+        ``Interpreter::Cancel``): it raises ``InvokeCancelledError`` ("Client requested
+        cancel during Invoke()") before its next node, or its next WHILE iteration. The
+        interpreter stays usable; the outputs of a cancelled invoke are undefined. A
+        cancel while no invoke runs is forgotten when the next one starts."""
+        self._shared.cancel_requested = True
 
     def invoke_profiled(self) -> list[dict[str, Any]]:
         """Invoke once and return the time of every plan step of the main subgraph:
         ``[{'index', 'op_name', 'version', 'seconds', 'delegate', 'replaces'}]``."""
         self._ensure_safe()
+        self._shared.cancel_requested = False
         profile = []
         for node_index, seconds in self._main.invoke_profiled():
             node, registration = self._main.get_node_and_registration(node_index)
@@ -486,6 +507,7 @@ class SignatureRunner:
             subgraph.allocate_tensors()
         for name, value in values.items():
             self._interpreter.set_tensor(self._inputs[name], value, self._subgraph_index)
+        self._interpreter._shared.cancel_requested = False
         subgraph.invoke()
         return {name: self._interpreter.get_tensor(index, self._subgraph_index) for name, index in self._outputs.items()}
 

@@ -17,14 +17,32 @@ from schema import model as schema_model
 from schema.enums import BuiltinOperator, TensorType
 
 
-class SharedState:
-    """What all subgraphs of one interpreter share: the subgraphs and resource variables."""
+class InvokeCancelledError(RuntimeError):
+    """``Interpreter.cancel()`` stopped the invoke in flight (TFLite's kTfLiteCancelled)."""
 
-    def __init__(self, preserve_all_tensors: bool = False, arena_limit_bytes: int | None = None) -> None:
+
+class SharedState:
+    """What all subgraphs of one interpreter share: the subgraphs, resource variables,
+    limits and the cancellation flag."""
+
+    def __init__(
+        self,
+        preserve_all_tensors: bool = False,
+        arena_limit_bytes: int | None = None,
+        max_while_iterations: int | None = None,
+    ) -> None:
         self.subgraphs: list["SubgraphRuntime"] = []
         self.resources: dict[Any, Any] = {}
         self.preserve_all_tensors = preserve_all_tensors
         self.arena_limit_bytes = default_arena_limit() if arena_limit_bytes is None else int(arena_limit_bytes)
+        self.max_while_iterations = max_while_iterations
+        #: Set by ``Interpreter.cancel()`` (from any thread), cleared when an invoke starts.
+        self.cancel_requested = False
+
+    def check_cancelled(self) -> None:
+        if self.cancel_requested:
+            self.cancel_requested = False
+            raise InvokeCancelledError("Client requested cancel during Invoke()")
 
 
 class SubgraphRuntime(DelegateContext, SubgraphHandle):
@@ -382,13 +400,21 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
         if not self.allocated:
             raise RuntimeError("Invoke called on model that is not ready.")
         node_index = -1
+        shared = self.shared
         try:
             for node_index, step in self._steps:
+                if shared.cancel_requested:
+                    shared.check_cancelled()
                 step()
-        except KernelError:
+        except (KernelError, InvokeCancelledError):
             raise
         except Exception as error:
             raise KernelError(f"{self.describe_node(node_index)} failed: {type(error).__name__}: {error}") from error
+
+    @property
+    def max_while_iterations(self) -> int | None:
+        """The interpreter's bound on the iterations of one WHILE node's run (None: none)."""
+        return self.shared.max_while_iterations
 
     def invoke_profiled(self) -> list[tuple[int, float]]:
         """Run the plan once, timing every step: [(plan node index, seconds)].
@@ -402,11 +428,12 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
         node_index = -1
         try:
             for node_index, step in self._profile_steps:
+                self.shared.check_cancelled()
                 start = time.perf_counter()
                 if step is not None:
                     step()
                 timings.append((node_index, time.perf_counter() - start))
-        except KernelError:
+        except (KernelError, InvokeCancelledError):
             raise
         except Exception as error:
             raise KernelError(f"{self.describe_node(node_index)} failed: {type(error).__name__}: {error}") from error
@@ -416,6 +443,7 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
     def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         if len(inputs) != len(self.inputs):
             raise ValueError(f"subgraph {self.index} takes {len(self.inputs)} inputs, got {len(inputs)}")
+        self.shared.check_cancelled()  # (a WHILE over subgraphs without nodes checks here)
         resized = False
         for tensor_index, value in zip(self.inputs, inputs):
             tensor = self.tensors[tensor_index]

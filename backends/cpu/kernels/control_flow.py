@@ -173,8 +173,16 @@ class While(_CallsSubgraphs):
 
     def invoke(self) -> None:
         values = [t.data for t in self.inputs]
+        limit = getattr(self.context, "max_while_iterations", None)
+        iterations = 0
         while self.keep_going(values):
+            if limit is not None and iterations >= limit:
+                raise ValueError(
+                    f"the loop ran {limit} iterations without its condition turning false: the interpreter's "
+                    "experimental_max_while_iterations (raise it if the model needs more)"
+                )
             values = self.body.run(values)
+            iterations += 1
         self.write_outputs(values)
 
 
