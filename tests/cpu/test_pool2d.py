@@ -156,3 +156,25 @@ def test_pools_saturate_infinities_at_flt_max_like_litert(op, activation, shape,
     x[0, -1, -1, -1] = -np.inf
     model = pool_model(op, shape, pool_params(filter_hw, stride, padding, activation))
     assert_matches_litert(model, [x])
+
+
+@pytest.mark.parametrize("op", POOLS, ids=POOL_IDS)
+@pytest.mark.parametrize("stride", [(1, 1), (2, 3)], ids=str)
+def test_a_filter_far_larger_than_the_input_matches_litert(op, stride):
+    # Only the taps that can touch the input run (issue 16: a pool's work is bounded by
+    # its tensors, not by its filter size). 65,536 rows is the largest LiteRT prepares.
+    x = np.random.default_rng(3).standard_normal((1, 9, 8, 2)).astype(np.float32)
+    litert_sized = assert_matches_litert(pool_model(op, [1, 9, 8, 2], pool_params((1 << 16, 5), stride, Padding.SAME)), [x])
+    # With SAME padding every window of a filter this large covers the whole input: a
+    # 16,777,216-row filter (which LiteRT refuses to prepare) gives the same outputs.
+    huge = run_ours(pool_model(op, [1, 9, 8, 2], pool_params((1 << 24, 5), stride, Padding.SAME)), [x])
+    np.testing.assert_array_equal(huge[0], litert_sized[0])
+
+
+def test_the_cropped_window_of_a_huge_filter_spans_the_input_and_the_output_strides():
+    from backends.cpu.kernels._window import WindowGeometry
+
+    g = WindowGeometry.of((1, 9, 8, 2), (1 << 24, 1 << 16), Padding.SAME, (2, 3)).cropped_to_input()
+    assert (g.out_h, g.out_w) == (5, 3)
+    assert g.filter_h <= 9 + (5 - 1) * 2 and g.filter_w <= 8 + (3 - 1) * 3
+    assert g.pad_top <= (5 - 1) * 2 and g.pad_left <= (3 - 1) * 3

@@ -135,6 +135,26 @@ class WindowGeometry:
                     plan.append(((every, out_rows, out_cols, every), (every, in_rows, in_cols, every)))
         return plan
 
+    def cropped_to_input(self) -> "WindowGeometry":
+        """The same windows without the filter rows and columns that never touch the input
+        (for any output position), the padding shifted to match: equivalent for ops to
+        which such taps contribute nothing (pools: the identity, and not counted). Its
+        filter spans at most the input plus the strides between outputs, so the work of a
+        pool is bounded by its tensors, whatever its filter size says (a 16,777,216-row
+        filter over a 9-row input keeps 17 rows at most)."""
+        if self.dilation_h != 1 or self.dilation_w != 1:
+            return self  # (pools have no dilation; a dilated crop could start inside the input)
+        (first_h, filter_h, pad_top) = _cropped_axis(self.filter_h, self.dilation_h, self.pad_top, self.stride_h, self.out_h, self.in_h)
+        (first_w, filter_w, pad_left) = _cropped_axis(self.filter_w, self.dilation_w, self.pad_left, self.stride_w, self.out_w, self.in_w)
+        if (filter_h, filter_w) == (self.filter_h, self.filter_w):
+            return self
+        pad_bottom = max(0, (self.out_h - 1) * self.stride_h + (filter_h - 1) * self.dilation_h + 1 - self.in_h - pad_top)
+        pad_right = max(0, (self.out_w - 1) * self.stride_w + (filter_w - 1) * self.dilation_w + 1 - self.in_w - pad_left)
+        return WindowGeometry(
+            self.batch, self.in_h, self.in_w, self.channels, filter_h, filter_w, self.stride_h, self.stride_w,
+            self.dilation_h, self.dilation_w, self.out_h, self.out_w, pad_top, pad_bottom, pad_left, pad_right,
+        )
+
     def valid_counts(self) -> np.ndarray:
         """``[OH, OW, 1]`` float32: how many taps of each window fall inside the input.
 
@@ -151,6 +171,17 @@ def _valid_taps(
     """For each output position of one axis, the number of filter taps inside the input."""
     positions = np.arange(out_size)[:, None] * stride - pad_before + np.arange(filter_size)[None, :] * dilation
     return ((positions >= 0) & (positions < in_size)).sum(axis=1)
+
+
+def _cropped_axis(filter_size: int, dilation: int, pad: int, stride: int, out_size: int, in_size: int) -> tuple[int, int, int]:
+    """(first tap kept, taps kept, new padding) of one axis: taps k whose positions
+    ``o*stride + k*dilation - pad`` (o in 0..out_size-1) span a range that meets the input
+    (a tap that falls between strided positions may be kept: harmless, and bounded)."""
+    first = max(0, -(-(pad - (out_size - 1) * stride) // dilation))  # ceil
+    last = min(filter_size - 1, (in_size - 1 + pad) // dilation)
+    if first > last:  # no tap touches the input (cannot happen for a window that fits)
+        first, last = 0, 0
+    return first, last - first + 1, pad - first * dilation
 
 
 def _clipped_axis(offset: int, stride: int, out_size: int, in_size: int) -> tuple[slice, slice] | None:

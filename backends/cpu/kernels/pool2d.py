@@ -102,7 +102,7 @@ class Pool2D(CpuKernel):
         self.saturating = (max(low, -FLT_MAX), min(high, FLT_MAX))
         if params.filter_height <= 0 or params.filter_width <= 0:
             raise self.unsupported(f"filter size must be positive, got {[params.filter_height, params.filter_width]}")
-        geometry = node_geometry(self, x.shape, (params.filter_height, params.filter_width))
+        geometry = node_geometry(self, x.shape, (params.filter_height, params.filter_width)).cropped_to_input()
         self.outputs[0].resize((*geometry.output_shape, geometry.channels))
 
         self.geometry = geometry

@@ -100,7 +100,7 @@ class QuantizedPool2D(CpuKernel):
         params = self.params
         if params.filter_height <= 0 or params.filter_width <= 0:
             raise self.unsupported(f"filter size must be positive, got {[params.filter_height, params.filter_width]}")
-        geometry = node_geometry(self, x.shape, (params.filter_height, params.filter_width))
+        geometry = node_geometry(self, x.shape, (params.filter_height, params.filter_width)).cropped_to_input()
         out.resize((*geometry.output_shape, geometry.channels))
         self.geometry = geometry
         self.low, self.high = activation_range_quantized(params.fused_activation_function, s_out, z_out, out.dtype)
