@@ -281,8 +281,22 @@ class Interpreter:
         """A copy of a tensor's value."""
         tensor = self._tensor(tensor_index, subgraph_index)
         if tensor.data is None:
-            raise ValueError("Tensor data is null. Run allocate_tensors() first")
+            raise ValueError(self._null_data_message(tensor_index, subgraph_index))
         return np.array(tensor.data, copy=True)
+
+    def _null_data_message(self, tensor_index: int, subgraph_index: int = 0) -> str:
+        """LiteRT's "Tensor data is null" with the reason that applies."""
+        subgraph = self._subgraph(subgraph_index)
+        tensor = subgraph.tensors[int(tensor_index)]
+        if not subgraph.allocated:
+            return "Tensor data is null. Run allocate_tensors() first"
+        written = any(int(tensor_index) in node.outputs for node in subgraph.nodes)
+        if not written and int(tensor_index) not in subgraph.inputs:
+            return (
+                f"Tensor data is null: no node of the model writes tensor {int(tensor_index)} ({tensor.name!r}) "
+                "and it is not an input, so it never has a value"
+            )
+        return f"Tensor data is null: tensor {int(tensor_index)} ({tensor.name!r}) has no buffer now (a dynamic tensor not computed yet)"
 
     def tensor(self, tensor_index: int):
         """A function returning a numpy view of the tensor's current buffer (no copy).
@@ -291,12 +305,12 @@ class Interpreter:
         """
         tensor = self._tensor(tensor_index)
         if tensor.data is None:
-            raise ValueError("Tensor data is null. Run allocate_tensors() first")
+            raise ValueError(self._null_data_message(tensor_index))
 
         def view() -> np.ndarray:
             data = self._tensor(tensor_index).data
             if data is None:
-                raise ValueError("Tensor data is null. Run allocate_tensors() first")
+                raise ValueError(self._null_data_message(tensor_index))
             return _HeldView.wrap(self, data)
 
         return view

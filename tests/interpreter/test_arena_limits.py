@@ -94,3 +94,22 @@ def test_a_node_writing_one_tensor_twice_is_refused_at_load():
     builder.add_signature("serving_default", graph)
     with pytest.raises(ModelError, match="output 1 is tensor .*, which is also its output 0"):
         Interpreter(model_content=builder.build())
+
+
+def test_reading_an_output_that_no_node_writes_says_so_not_to_allocate_tensors():
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    x = graph.add_input("x", [2], np.float32)
+    y = graph.add_tensor("y", [2], np.float32)
+    orphan = graph.add_tensor("orphan", [3], np.float32)
+    graph.add_operator(B.RELU, [x], [y])
+    graph.add_output(y)
+    graph.add_output(orphan)
+    builder.add_signature("serving_default", graph)
+    interpreter = Interpreter(model_content=builder.build())
+    interpreter.allocate_tensors()
+    interpreter.set_tensor(0, np.array([-1, 2], np.float32))
+    interpreter.invoke()
+    # LiteRT raises the same ValueError, with "Run allocate_tensors() first" as its advice
+    with pytest.raises(ValueError, match=r"^Tensor data is null: no node of the model writes tensor 2 \('orphan'\)"):
+        interpreter.get_tensor(orphan)
