@@ -220,9 +220,9 @@ def test_uploading_constants_an_op_laid_out_itself_is_caught(monkeypatch):
 
 def test_each_cuda_source_is_compiled_once_per_device():
     device = emulated_cuda_device()
-    run(build_example_model(), GpuDelegate(device=device), invokes=2)  # 2 depthwise, 2 matmul layers
-    assert sorted(device._modules) == ["bias_activation.cu", "depthwise_conv2d.cu", "matmul.cu"]
-    assert device.xp.machine.stats.modules_loaded == 4  # and the probe's
+    run(build_example_model(), GpuDelegate(device=device), invokes=2)  # 2 depthwise, 2 conv, 1 fully connected...
+    assert sorted(device._modules) == ["conv2d.cu", "depthwise_conv2d.cu", "elementwise.cu", "matmul.cu", "pool2d.cu"]
+    assert device.xp.machine.stats.modules_loaded == 6  # and the probe's
 
 
 @pytest.mark.parametrize("make_device", [lambda: "host", emulated_cuda_device], ids=["host", "emulated-cuda"])
@@ -250,9 +250,9 @@ def test_cuBLAS_in_a_capture_is_caught_as_CuPy_refuses_it(monkeypatch):
     """What the first run on a real GPU showed: CuPy's matmul (cuBLAS) cannot be captured,
     so the device branch multiplies with cuda/matmul.cu; put xp.matmul back and the
     emulated device refuses the capture the same way."""
-    from backends.gpu.ops.conv import _WeightsOp
+    from backends.gpu.ops.conv import FullyConnected
 
-    monkeypatch.setattr(_WeightsOp, "matmul", lambda self, a, b: self.xp.matmul(a, b))
+    monkeypatch.setattr(FullyConnected, "matmul", lambda self, x, bias: self.xp.matmul(x, self.weights))
     delegate = GpuDelegate(device=emulated_cuda_device())
     with pytest.warns(RuntimeWarning, match="capture failed.*cuBLAS"):
         run(build_example_model(), delegate, invokes=3)

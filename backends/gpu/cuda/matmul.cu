@@ -1,7 +1,7 @@
-// The matrix product of the matmul-based ops (CONV_2D after im2col, FULLY_CONNECTED),
-// row-major, optionally batched (grouped convolution: one batch per group), in float32
-// (matmul_f32) or in int32 (matmul_i32: the quantized kernels' accumulators, which wrap
-// on overflow as TFLite's int32 accumulators do):
+// The matrix products of the matmul-based ops, row-major, optionally batched (a grouped
+// convolution: one batch per group). matmul_f32 / matmul_i32 (the quantized kernels'
+// im2col products; int32: their accumulators, which wrap on overflow as TFLite's int32
+// accumulators do) compute the bare product:
 //
 //   c[z, r, j] = sum_{i < k} a[z, r, i] * b[z, i, j]        a: [batch, m, k], b: [batch, k, n]
 //
@@ -17,12 +17,50 @@
 // of TFLite's reference loop, in its order). batch strides are in elements (0 for a b
 // shared by every batch). No shared memory: the layers of the models this runs are
 // small, and the L1 cache holds a's rows.
+//
+// matmul_bias_act_f32 / _f16: the same product with the output stage fused, for
+// FULLY_CONNECTED (bias and activation), BATCH_MATMUL (neither) and the patches product of
+// TRANSPOSE_CONV, in one launch; float32 or float16 storage (binary16 bit patterns, as in
+// depthwise_conv2d.cu), float32 products and sums:
+//
+//   c[z, r, j] = clamp(bias[j] + sum_{i < k} a(z, r, i) * b(z, i, j), act_min, act_max)
+//   a(z, r, i) = a[z * a_batch_stride + r * a_row_stride + i * a_col_stride]   (b likewise)
+//
+// Element strides let an operand enter transposed without a copy (BATCH_MATMUL's adj_x /
+// adj_y); bias may be null; [act_min, act_max] is the activation's range (-inf..inf: no
+// clamp), applied as TFLite's ActivationFunctionWithMinMax so that NaN propagates. The
+// threads are laid out as matmul_f32's (columns along x, groups of MATMUL_ROWS rows along
+// y, batches along z); blockDim may be (256, 1, 1) for a product of a few rows.
 
 #if !defined(__CUDACC__) && !defined(CUDA_HOST_SHIM)
 #error "compile this file with NVRTC (or nvcc), or with g++ after including host_shim/cuda_host.h"
 #endif
 
 #define MATMUL_ROWS 4
+
+// ---- storage types (as depthwise_conv2d.cu: each .cu is compiled on its own) --------------
+__device__ __forceinline__ float load_as_float(const float* p) { return *p; }
+__device__ __forceinline__ void store_from_float(float* p, float v) { *p = v; }
+
+__device__ __forceinline__ float load_as_float(const unsigned short* p) {
+#ifdef CUDA_HOST_SHIM
+    return cuda_host::half_bits_to_float(*p);
+#else
+    float value;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(value) : "h"(*p));
+    return value;
+#endif
+}
+
+__device__ __forceinline__ void store_from_float(unsigned short* p, float v) {
+#ifdef CUDA_HOST_SHIM
+    *p = cuda_host::float_to_half_bits(v);
+#else
+    unsigned short bits;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(bits) : "f"(v));  // round to nearest even
+    *p = bits;
+#endif
+}
 
 __device__ __forceinline__ float multiply_add(float a, float b, float c) { return fmaf(a, b, c); }
 __device__ __forceinline__ int multiply_add(int a, int b, int c) {
@@ -69,4 +107,68 @@ extern "C" __global__ void matmul_i32(
     int m, int n, int k, long long a_batch_stride, long long b_batch_stride, long long c_batch_stride)
 {
     matmul<int>(a, b, c, m, n, k, a_batch_stride, b_batch_stride, c_batch_stride);
+}
+
+// ---- the product with the fused output stage --------------------------------------------------
+
+template <typename Storage>
+__device__ __forceinline__ void matmul_bias_activation(
+    const Storage* __restrict__ a, const Storage* __restrict__ b, const Storage* __restrict__ bias,
+    Storage* __restrict__ c, int m, int n, int k,
+    long long a_batch_stride, long long a_row_stride, long long a_col_stride,
+    long long b_batch_stride, long long b_row_stride, long long b_col_stride,
+    long long c_batch_stride, float act_min, float act_max)
+{
+    const int column = blockIdx.x * blockDim.x + threadIdx.x;
+    const int first_row = (blockIdx.y * blockDim.y + threadIdx.y) * MATMUL_ROWS;
+    if (column >= n || first_row >= m) return;
+    a += blockIdx.z * a_batch_stride;
+    b += blockIdx.z * b_batch_stride + column * b_col_stride;
+    c += blockIdx.z * c_batch_stride;
+    // Rows past the end read the last row (valid memory) and are not stored.
+    const Storage* rows[MATMUL_ROWS];
+    for (int r = 0; r < MATMUL_ROWS; ++r) {
+        rows[r] = a + (long long)min(first_row + r, m - 1) * a_row_stride;
+    }
+    float sums[MATMUL_ROWS];
+    for (int r = 0; r < MATMUL_ROWS; ++r) sums[r] = 0.0f;
+    for (int i = 0; i < k; ++i) {
+        const float value = load_as_float(b + i * b_row_stride);
+        for (int r = 0; r < MATMUL_ROWS; ++r) {
+            sums[r] = fmaf(load_as_float(rows[r] + i * a_col_stride), value, sums[r]);
+        }
+    }
+    const float shift = bias != nullptr ? load_as_float(bias + column) : 0.0f;
+    for (int r = 0; r < MATMUL_ROWS && first_row + r < m; ++r) {
+        float result = bias != nullptr ? sums[r] + shift : sums[r];
+        // TFLite's ActivationFunctionWithMinMax: NaN propagates (fmaxf/fminf would drop it).
+        result = result < act_min ? act_min : result;
+        result = result > act_max ? act_max : result;
+        store_from_float(c + (long long)(first_row + r) * n + column, result);
+    }
+}
+
+extern "C" __global__ void matmul_bias_act_f32(
+    const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias,
+    float* __restrict__ c, int m, int n, int k,
+    long long a_batch_stride, long long a_row_stride, long long a_col_stride,
+    long long b_batch_stride, long long b_row_stride, long long b_col_stride,
+    long long c_batch_stride, float act_min, float act_max)
+{
+    matmul_bias_activation<float>(
+        a, b, bias, c, m, n, k, a_batch_stride, a_row_stride, a_col_stride,
+        b_batch_stride, b_row_stride, b_col_stride, c_batch_stride, act_min, act_max);
+}
+
+// float16 storage: a, b, bias and c hold binary16 bit patterns; products and sums are float32.
+extern "C" __global__ void matmul_bias_act_f16(
+    const unsigned short* __restrict__ a, const unsigned short* __restrict__ b,
+    const unsigned short* __restrict__ bias, unsigned short* __restrict__ c, int m, int n, int k,
+    long long a_batch_stride, long long a_row_stride, long long a_col_stride,
+    long long b_batch_stride, long long b_row_stride, long long b_col_stride,
+    long long c_batch_stride, float act_min, float act_max)
+{
+    matmul_bias_activation<unsigned short>(
+        a, b, bias, c, m, n, k, a_batch_stride, a_row_stride, a_col_stride,
+        b_batch_stride, b_row_stride, b_col_stride, c_batch_stride, act_min, act_max);
 }

@@ -346,8 +346,10 @@ def bias_activation_args(values: Any, bias: Any, activation: int, null: Any) -> 
 
 class BiasActivationCuda(_Launcher):
     """In place on a C-contiguous cupy array ``values[..., C]``: add ``bias[C]`` (optional),
-    then clamp to the fused activation's range, in one kernel (the epilogue of the
-    matmul-based CONV_2D and FULLY_CONNECTED). ``xp`` and ``module`` as in ``_Launcher``."""
+    then clamp to the fused activation's range, in one kernel. (It was the epilogue of the
+    matmul-based CONV_2D and FULLY_CONNECTED; those now fuse it into their own kernels,
+    ``conv2d.cu`` and ``matmul.cu``'s ``matmul_bias_act``.) ``xp`` and ``module`` as in
+    ``_Launcher``."""
 
     source = "bias_activation.cu"
 
@@ -381,7 +383,8 @@ class BiasActivationCuda(_Launcher):
         return values
 
 
-# -- matrix product (CONV_2D after im2col, FULLY_CONNECTED) ----------------------------------------
+# -- matrix product (the quantized ops' im2col products; the fused float product with its bias and
+# clamp, matmul_bias_act, is launched by conv2d.py's MatmulBiasActivationCuda) ------------------------
 
 #: Rows of the output each thread of ``matmul.cu`` computes (its MATMUL_ROWS).
 MATMUL_ROWS = 4
@@ -457,32 +460,36 @@ def _as_float32(array: np.ndarray | None) -> np.ndarray | None:
 
 def _clamp_into(out: np.ndarray, values: np.ndarray, act_min: float, act_max: float) -> None:
     """``out = min(max(values, act_min), act_max)`` in the storage dtype, NaN kept (as the
-    kernels' comparisons keep it)."""
-    values = np.where(values < act_min, np.float32(act_min), values)
-    out[...] = np.where(values > act_max, np.float32(act_max), values)
+    kernels' comparisons keep it; so does ``np.clip``)."""
+    if out.dtype == values.dtype:
+        np.clip(values, np.float32(act_min), np.float32(act_max), out=out)
+    else:
+        out[...] = np.clip(values, np.float32(act_min), np.float32(act_max))
 
 
 def depthwise_conv2d_twin(
     x: np.ndarray, w: np.ndarray, b: np.ndarray | None, out: np.ndarray, *, geometry: DepthwiseGeometry, activation: int
 ) -> None:
     """``depthwise_conv2d_f32/_f16`` in numpy: the taps in the kernel's order (ky, then
-    kx), taps outside the input skipped, float32 sums, then bias and the clamp."""
+    kx), taps outside the input skipped, float32 sums, then bias and the clamp. Each tap
+    adds the strided block of input it reads to the block of outputs where it falls inside."""
+    from backends.cpu.kernels._window import _clipped_axis
+
     g = geometry
     x, w = _as_float32(x), _as_float32(w)[0]
     if g.multiplier > 1:
         x = np.repeat(x, g.multiplier, axis=3)  # input channel c feeds outputs c*M .. c*M + M-1
     acc = np.zeros(g.out_shape, np.float32)
     for ky in range(g.filter_h):
-        rows = np.arange(g.out_h) * g.stride_h + ky * g.dilation_h - g.pad_top
-        valid_rows = (rows >= 0) & (rows < g.in_h)
+        rows = _clipped_axis(ky * g.dilation_h - g.pad_top, g.stride_h, g.out_h, g.in_h)
+        if rows is None:
+            continue
         for kx in range(g.filter_w):
-            cols = np.arange(g.out_w) * g.stride_w + kx * g.dilation_w - g.pad_left
-            valid_cols = (cols >= 0) & (cols < g.in_w)
-            if not valid_rows.any() or not valid_cols.any():
+            cols = _clipped_axis(kx * g.dilation_w - g.pad_left, g.stride_w, g.out_w, g.in_w)
+            if cols is None:
                 continue
-            oy, ox = np.flatnonzero(valid_rows), np.flatnonzero(valid_cols)
-            taps = x[:, rows[oy]][:, :, cols[ox]]
-            acc[:, oy[:, None], ox[None, :]] += taps * w[ky, kx]
+            (out_rows, in_rows), (out_cols, in_cols) = rows, cols
+            acc[:, out_rows, out_cols] += x[:, in_rows, in_cols] * w[ky, kx]
     if b is not None:
         acc += _as_float32(b)
     _clamp_into(out, acc, *activation_range(activation))

@@ -10,11 +10,13 @@ i.e. TFLite's float kernels, computed in the same order of float32 operations:
     RELU_N1_TO_1  min(max(x, -1), 1)
     RELU_0_TO_1   min(max(x, 0), 1)                (NaN passes through the clamps)
 
-The exact GELU's erfc is the CPU kernel's Chebyshev fit (``ERFC_COEFFICIENTS``, fractional
-error < 1.2e-7; CuPy has no ``erf`` in its main namespace either), evaluated with the
-same steps. Where the GPU may differ in the last bits: ``expf``, ``expm1f`` and ``tanhf``
-are CUDA's (within 1-2 ulp of glibc's), far inside the 1e-5 relative tolerance; the
-clamps are exact.
+How: one launch per node, ``elementwise_unary`` of ``cuda/elementwise.cu``
+(``cuda/elementwise.py``'s ``ElementwiseUnaryCuda``; its numpy twin in host emulation):
+load the storage dtype (float32 or float16), compute in float32, store. The exact GELU's
+erfc is the CPU kernel's Chebyshev fit (``ERFC_COEFFICIENTS``, fractional error < 1.2e-7),
+evaluated with the same steps, each rounded (no fused multiply-add). Where the GPU may
+differ in the last bits: ``expf``, ``expm1f`` and ``tanhf`` are CUDA's (within 1-2 ulp of
+glibc's), far inside the 1e-5 relative tolerance; the clamps are exact.
 
 Versions claimed: 1 for each. GELU v2 is int8/uint8 (quantized); ELU, RELU_N1_TO_1 and
 RELU_0_TO_1 v1 also cover quantized int8/uint8 tensors in TFLite, which these float
@@ -23,9 +25,7 @@ classes refuse by type.
 
 from __future__ import annotations
 
-import numpy as np
-
-from backends.cpu.kernels.activations import ERFC_COEFFICIENTS, GELU_CUBIC, INV_SQRT2, SQRT_2_OVER_PI
+from backends.gpu.cuda.elementwise import ElementwiseUnaryCuda
 from backends.gpu.ops.elementwise import FloatOp
 from schema.enums import BuiltinOperator
 
@@ -36,7 +36,9 @@ RELU_RANGES = {B.RELU_N1_TO_1: (-1.0, 1.0), B.RELU_0_TO_1: (0.0, 1.0)}
 
 
 class _UnaryFloat(FloatOp):
-    """One float32 input, one float32 output of its shape."""
+    """One float32 input, one float32 output of its shape, computed by one launch of
+    ``elementwise_unary`` (``cuda/elementwise.cu``): the op and clamp that
+    :meth:`kernel_op` names."""
 
     @classmethod
     def node_reason(cls, node, op, version, tensors):
@@ -44,41 +46,28 @@ class _UnaryFloat(FloatOp):
             return f"expected 1 input, got {len(node.inputs)}"
         return None
 
+    def kernel_op(self) -> tuple[str, tuple[float, float] | None]:
+        """The kernel's op (``cuda.elementwise.UNARY_OPS``) and its clamp (None: none)."""
+        raise NotImplementedError
+
+    def prepare(self) -> None:
+        op, bounds = self.kernel_op()
+        self.kernel = ElementwiseUnaryCuda(
+            op, bounds=bounds, storage=self.storage, **self.device.launcher_arguments("elementwise.cu")
+        )
+
+    def run(self, args):
+        return [self.kernel(self.store(args[0]))]
+
 
 class Gelu(_UnaryFloat):
     """GELU v1 (float32), exact (erfc) or ``approximate`` (tanh)."""
 
     ops = {B.GELU: 1}
 
-    def prepare(self) -> None:
-        self.approximate = bool(getattr(self.params, "approximate", False)) if self.params is not None else False
-        f32 = np.float32
-        self.cubic = f32(SQRT_2_OVER_PI * GELU_CUBIC)
-        self.coefficients = [f32(c) for c in ERFC_COEFFICIENTS]
-
-    def run(self, args):
-        x = self.compute(args[0])
-        out = self.gelu_tanh(x) if self.approximate else self.gelu_erfc(x)
-        return [self.store(out)]
-
-    def gelu_tanh(self, x):
-        # x * (sqrt(2 / pi) + sqrt(2 / pi) * 0.044715 * x^2), then tanh, in the CPU kernel's order
-        inner = (x * x * self.cubic + SQRT_2_OVER_PI) * x
-        return (self.xp.tanh(inner) + np.float32(1)) * x * np.float32(0.5)
-
-    def gelu_erfc(self, x):
-        xp, c = self.xp, self.coefficients
-        f32 = np.float32
-        # r = erfc(z), z = |x| / sqrt(2): t * exp(-z^2 + P(t)), t = 1 / (1 + z / 2)
-        minus_z2 = x * x * f32(-0.5)
-        t = xp.reciprocal(xp.absolute(x) * (INV_SQRT2 / f32(2)) + f32(1))
-        p = t * c[-1] + c[-2]
-        for coefficient in c[-3::-1]:
-            p = p * t + coefficient
-        half_r = xp.exp(minus_z2 + p) * t * f32(0.5)  # q = r / 2
-        # 0.5 * x * erfc(-x / sqrt(2)) = x * (q + [x > 0] * (1 - 2q)); keeps GELU(+inf) = +inf
-        step = (half_r * f32(-2) + f32(1)) * (x > 0)
-        return (half_r + step) * x
+    def kernel_op(self):
+        approximate = bool(getattr(self.params, "approximate", False)) if self.params is not None else False
+        return ("GELU_TANH" if approximate else "GELU"), None
 
 
 class Elu(_UnaryFloat):
@@ -86,10 +75,8 @@ class Elu(_UnaryFloat):
 
     ops = {B.ELU: 1}
 
-    def run(self, args):
-        xp = self.xp
-        x = self.compute(args[0])
-        return [self.store(xp.where(x >= 0, x, xp.expm1(x)))]
+    def kernel_op(self):
+        return "ELU", None
 
 
 class ReluRange(_UnaryFloat):
@@ -97,9 +84,6 @@ class ReluRange(_UnaryFloat):
 
     ops = {B.RELU_N1_TO_1: 1, B.RELU_0_TO_1: 1}
 
-    def prepare(self) -> None:
-        self.low, self.high = RELU_RANGES[self.op]
-
-    def run(self, args):
-        # A clamp: exact in any storage dtype (the bounds are exact in float16), a new array.
-        return [self.xp.clip(args[0], self.low, self.high)]
+    def kernel_op(self):
+        # A clamp: exact in any storage dtype (the bounds are exact in float16).
+        return "CLAMP", RELU_RANGES[self.op]

@@ -25,6 +25,11 @@ class GpuOp:
     arrays out). The delegate uploads only the inputs :meth:`device_inputs` names: a
     constant the op laid out itself, or an index tensor read on the host, never travels.
 
+    Values are immutable once made: ``run`` never writes into its inputs (nor into a value
+    another op returned), only into arrays it allocated itself. So an op may return a view
+    of an input (RESHAPE does), and the delegate may hand a value to later ops, to a later
+    partition or to the host without copying it.
+
     Precision: arrays are stored in ``self.storage`` (float32, or float16 with the
     ``float16`` precision option); ops compute in float32 (``self.compute_dtype``) and
     store their results in ``self.storage``.

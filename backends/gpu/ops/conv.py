@@ -1,4 +1,4 @@
-"""CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED on the GPU (float32 math, ``xp`` only).
+"""CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED on the GPU (float32 math).
 
 Semantics are the CPU kernels' (``backends/cpu/kernels/conv2d.py``,
 ``depthwise_conv2d.py``, ``fully_connected.py``), i.e. TFLite's reference kernels:
@@ -7,27 +7,22 @@ NHWC input, OHWI conv filter, ``[1, KH, KW, C*M]`` depthwise filter (M from the 
 pixel of an odd total goes after), fused activation as a clamp (TANH not applied by
 conv/depthwise, rejected by FC as TFLite does).
 
-How:
+How: one launch of a hand-written kernel per node, bias and activation fused; in host
+emulation the kernel's numpy twin, as one launch too (``backends/gpu/cuda/conv2d.py``).
 
-- CONV_2D: im2col (each of the KH*KW strided slices of the padded input copied into
-  its place in one columns array: no ``stack``, whose pointer table CuPy uploads from
-  host memory for more than 8 arrays, which a CUDA graph cannot capture), then one
-  matmul with the filter laid out at prepare as ``[groups, KH*KW*I, O/groups]``; a 1x1
-  stride-1 convolution is a matmul of the input itself.
-- DEPTHWISE_CONV_2D: on a device, the hand-written direct kernel
-  (``cuda/depthwise_conv2d.cu``, bias and activation fused); in host emulation a loop
-  over the KH*KW taps accumulating ``slice * w[ky, kx]`` (the channels repeated M times
-  first when the depth multiplier M > 1), in TFLite's tap order.
-- FULLY_CONNECTED: one matmul with the weights transposed once at prepare.
-- The matrix products: on a device the hand-written ``cuda/matmul.cu`` (CuPy refuses
-  cuBLAS calls while a CUDA graph is being captured, and every partition is replayed
-  as one), in host emulation ``xp.matmul``.
-- The output stage of CONV_2D and FULLY_CONNECTED: on a device the fused epilogue
-  kernel (``cuda/bias_activation.cu``: bias and clamp in one pass), in host emulation
-  the same in xp. As TFLite's reference kernels, the clamp is
-  ``ActivationFunctionWithMinMax`` over the activation's range: NONE (and TANH, which
-  these kernels do not apply) is [-FLT_MAX, FLT_MAX], so an overflow gives +-FLT_MAX,
-  not +-inf.
+- CONV_2D: the direct NHWC convolution ``cuda/conv2d.cu`` (each thread a few output
+  pixels of one output channel, the sum over (ky, kx, i) in TFLite's order), the filter
+  laid out once at prepare as ``[groups, KH, KW, I, O/groups]`` so that a warp's
+  consecutive output channels read consecutive weights; no im2col, no padded copy.
+- DEPTHWISE_CONV_2D: the direct kernel ``cuda/depthwise_conv2d.cu``, on TFLite's filter
+  layout.
+- FULLY_CONNECTED: ``cuda/matmul.cu``'s ``matmul_bias_act`` (the product with the bias
+  and the clamp fused) with the weights transposed once at prepare.
+- float16 storage: the kernels read and write halves and compute in float32; the weights
+  and bias are uploaded as halves (no float32 copies). As TFLite's reference kernels, the
+  clamp is ``ActivationFunctionWithMinMax`` over the activation's range: NONE (and TANH,
+  which these kernels do not apply) is [-FLT_MAX, FLT_MAX], so an overflow gives
+  +-FLT_MAX, not +-inf; NaN propagates.
 
 The window arithmetic (``WindowGeometry``: TFLite's output sizes and padding, tap
 slices, clipped taps, valid counts) is the CPU kernels' own, shared so that both
@@ -54,11 +49,9 @@ from backends.cpu.kernels._window import WindowGeometry
 from backends.gpu.ops.elementwise import (
     Act,
     FloatOp,
-    clamp,
     fused_activation,
     fused_activation_reason,
     input_tensor,
-    saturating_bounds,
 )
 from schema.enums import BuiltinOperator, FullyConnectedOptionsWeightsFormat
 
@@ -106,43 +99,23 @@ def _bias_reason(bias, count: int) -> str | None:
 
 
 class _WeightsOp(FloatOp):
-    """Shared: the weights laid out at prepare, the optional bias (input 2, uploaded once
-    when constant), and the output stage (bias + clamp: one fused kernel on a device)."""
+    """Shared: the weights laid out at prepare and the optional bias (input 2, uploaded
+    once when constant, in the storage dtype the fused kernels read)."""
 
     def prepare_bias(self, dtype: Any = None) -> None:
-        """Upload a constant bias once (in ``dtype``, default the compute dtype)."""
+        """Upload a constant bias once (in ``dtype``, default the storage dtype)."""
         bias = self.inputs[2] if len(self.inputs) > 2 else None
         self.has_bias = bias is not None
         self.bias = None
         if bias is not None and bias.is_constant:
-            self.bias = self.upload(bias.data.reshape(-1), dtype or self.compute_dtype)
+            self.bias = self.upload(bias.data.reshape(-1), dtype or self.storage)
             self.prepared_inputs.add(2)
 
     def bias_value(self, args) -> Any:
+        """The bias for this run (prepared, or the runtime input), None without one."""
         if not self.has_bias:
             return None
-        return self.bias if self.bias is not None else self.compute(args[2]).reshape(-1)
-
-    def prepare_output_stage(self) -> None:
-        """The matrix product and the output stage: on a device the hand-written kernels
-        (cuBLAS cannot be captured in a CUDA graph through CuPy), in host emulation xp."""
-        activation = fused_activation(self.params)
-        self.bounds = saturating_bounds(activation)
-        from backends.gpu.cuda.sources import BiasActivationCuda, MatmulCuda
-
-        self.gemm = MatmulCuda(**self.device.launcher_arguments("matmul.cu"))
-        self.epilogue = BiasActivationCuda(
-            activation, self.compute_dtype, **self.device.launcher_arguments("bias_activation.cu")
-        )
-
-    def matmul(self, a: Any, b: Any) -> Any:
-        """``a @ b`` in float32 (matmul.cu; its twin in host emulation)."""
-        return self.gemm(a, b)
-
-    def output_stage(self, out: Any, args) -> Any:
-        """``clamp(out + bias)`` on the float32 matmul result, then the storage dtype."""
-        self.epilogue(out, self.bias_value(args))
-        return self.store(out)
+        return self.bias if self.bias is not None else args[2]
 
 
 # --------------------------------------------------------------------------------------
@@ -180,46 +153,28 @@ class Conv2D(_WeightsOp):
     def prepare(self) -> None:
         x, filters = self.inputs[0], self.inputs[1]
         params = self.params
-        out_channels, kh, kw, group_in = filters.shape
+        group_in = filters.shape[3]
         self.groups = x.shape[3] // group_in
-        self.group_out = out_channels // self.groups
-        self.geometry = WindowGeometry.of(
-            x.shape, (kh, kw), params.padding, (params.stride_h, params.stride_w),
-            (params.dilation_h_factor, params.dilation_w_factor),
+        # The hand-written direct NHWC kernel (cuda/conv2d.cu) with its fused bias +
+        # activation epilogue: one launch per node. Its filter layout, laid out once here:
+        # OHWI -> [groups, KH, KW, I, O/groups]. In host emulation its numpy twin runs, as
+        # one launch.
+        from backends.gpu.cuda.conv2d import Conv2DCuda, conv2d_filter_layout
+
+        self.kernel = Conv2DCuda(
+            stride=(params.stride_h, params.stride_w),
+            dilation=(params.dilation_h_factor, params.dilation_w_factor),
+            padding=params.padding,
+            activation=params.fused_activation_function,
+            storage=self.storage,
+            **self.device.launcher_arguments("conv2d.cu"),
         )
-        self.taps = kh * kw
-        self.pointwise = self.taps == 1 and not self.geometry.is_padded and self.geometry.stride_h == 1 and self.geometry.stride_w == 1
-        # OHWI -> [groups, KH*KW*I, O/groups], rows in the columns' (ky, kx, i) order.
-        per_group = np.asarray(filters.data, np.float32).reshape(self.groups, self.group_out, kh, kw, group_in)
-        self.weights = self.upload(per_group.transpose(0, 2, 3, 4, 1).reshape(self.groups, self.taps * group_in, self.group_out))
+        self.filter = self.upload(conv2d_filter_layout(np.asarray(filters.data, np.float32), self.groups))
         self.prepared_inputs.add(1)
         self.prepare_bias()
-        self.prepare_output_stage()
-
-    def columns(self, x: Any) -> Any:
-        """im2col: ``[M, KH*KW, C]`` with M = N*OH*OW, one strided copy per tap."""
-        g = self.geometry
-        rows = g.batch * g.out_h * g.out_w
-        if self.pointwise:
-            return x.reshape(rows, 1, x.shape[3])
-        source = padded(self.xp, x, g)
-        columns = self.xp.empty((g.batch, g.out_h, g.out_w, self.taps, x.shape[3]), dtype=x.dtype)
-        for ky in range(g.filter_h):
-            for kx in range(g.filter_w):
-                columns[:, :, :, ky * g.filter_w + kx, :] = source[g.tap_slices(ky, kx)]
-        return columns.reshape(rows, self.taps, x.shape[3])
 
     def run(self, args):
-        xp, g = self.xp, self.geometry
-        columns = self.columns(self.compute(args[0]))
-        weights = self.compute(self.weights)
-        rows = columns.shape[0]
-        if self.groups == 1:
-            out = self.matmul(columns.reshape(rows, -1), weights[0])
-        else:
-            per_group = columns.reshape(rows, self.taps, self.groups, -1).transpose(2, 0, 1, 3).reshape(self.groups, rows, -1)
-            out = xp.ascontiguousarray(self.matmul(per_group, weights).transpose(1, 0, 2)).reshape(rows, -1)
-        return [self.output_stage(out, args).reshape(g.batch, g.out_h, g.out_w, -1)]
+        return [self.kernel(args[0], self.filter, self.bias_value(args))]
 
 
 # --------------------------------------------------------------------------------------
@@ -331,8 +286,14 @@ class FullyConnected(_WeightsOp):
             return f"input of shape {list(x.shape)} cannot be split into rows of depth {depth}"
         if getattr(params, "keep_num_dims", False) and (not x.shape or x.shape[-1] != depth):
             return f"keep_num_dims: the input's last axis ({list(x.shape)}) must be the depth {depth}"
+        from backends.gpu.cuda.conv2d import matmul_launch_reason
+
         # TFLite's FULLY_CONNECTED has no float TANH / SIGN_BIT (its Prepare fails).
-        return _bias_reason(input_tensor(node, tensors, 2), units) or fused_activation_reason(params, FC_ACTIVATIONS)
+        return (
+            _bias_reason(input_tensor(node, tensors, 2), units)
+            or fused_activation_reason(params, FC_ACTIVATIONS)
+            or matmul_launch_reason(1, x.num_elements // depth, units)
+        )
 
     def prepare(self) -> None:
         weights = np.asarray(self.inputs[1].data, np.float32)
@@ -340,10 +301,19 @@ class FullyConnected(_WeightsOp):
         self.weights = self.upload(np.ascontiguousarray(weights.T))  # [depth, units]
         self.prepared_inputs.add(1)
         self.prepare_bias()
-        self.prepare_output_stage()
         self.out_shape = tuple(self.outputs[0].shape)
+        # One launch: matmul.cu's product with the bias and the clamp fused
+        # (matmul_bias_act_f32/_f16), reading and writing the storage dtype.
+        from backends.gpu.cuda.conv2d import MatmulBiasActivationCuda
+
+        self.product = MatmulBiasActivationCuda(
+            fused_activation(self.params), self.storage, **self.device.launcher_arguments("matmul.cu")
+        )
+
+    def matmul(self, x: Any, bias: Any) -> Any:
+        """``clamp(x @ weights + bias)`` in one launch, ``[rows, units]`` in the storage dtype."""
+        return self.product(x, self.weights, bias)
 
     def run(self, args):
-        x = self.compute(args[0]).reshape(-1, self.depth)
-        out = self.matmul(x, self.compute(self.weights))
-        return [self.output_stage(out, args).reshape(self.out_shape)]
+        x = args[0].reshape(-1, self.depth)
+        return [self.matmul(x, self.bias_value(args)).reshape(self.out_shape)]

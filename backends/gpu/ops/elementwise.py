@@ -15,6 +15,14 @@ Semantics are the CPU kernels' (``backends/cpu/kernels/binary.py``, ``activation
   broadcast to x's shape (TFLite requires that it broadcasts *to* x); HARD_SWISH
   ``x * min(6, max(0, x + 3)) / 6``; LOGISTIC ``1 / (1 + exp(-x))``.
 
+How: one launch per node, the hand-written kernels of ``cuda/elementwise.cu``
+(``cuda/elementwise.py``: ``ElementwiseBinaryCuda`` for ADD SUB MUL DIV, with the clamp
+fused, and PRELU; ``ElementwiseUnaryCuda`` for the activations, the RELUs as a clamp). They
+load the storage dtype (float32 or float16), compute in float32 and store the storage
+dtype; in host emulation their numpy twins run, one launch each. A constant PRELU alpha is
+uploaded once at prepare, in the storage dtype. LOGISTIC and TANH use CUDA's expf/tanhf on
+a device (within a few ulp of the CPU's); everything else is exact IEEE arithmetic.
+
 Every version claimed here is version 1: each of these ops' later versions is a
 quantized (int8/int16/int64/float16-tensor) version, or broadcasting above rank 4
 (SUB v3, DIV v2), which the rank limit of the delegate excludes.
@@ -27,6 +35,7 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 
 from backends.cpu.common import broadcast_shape, calculate_activation_range
+from backends.gpu.cuda.elementwise import ElementwiseBinaryCuda, ElementwiseUnaryCuda
 from backends.gpu.ops.base import MAX_RANK, GpuOp
 from delegate_sdk.node import Node
 from delegate_sdk.tensor import RuntimeTensor
@@ -170,18 +179,30 @@ class Binary(FloatOp):
         return fused_activation_reason(node.params)
 
     def prepare(self) -> None:
-        xp = self.xp
-        self.function = {B.ADD: xp.add, B.SUB: xp.subtract, B.MUL: xp.multiply, B.DIV: xp.true_divide}[self.op]
-        self.bounds = saturating_bounds(fused_activation(self.params))
+        self.kernel = ElementwiseBinaryCuda(
+            builtin_operator_name(self.op), fused_activation(self.params), self.storage,
+            **self.device.launcher_arguments("elementwise.cu"),
+        )
 
     def run(self, args):
-        result = self.function(self.compute(args[0]), self.compute(args[1]))
-        return [self.store(clamp(self.xp, result, self.bounds))]
+        # One launch: the op, then the fused activation's clamp (cuda/elementwise.cu).
+        return [self.kernel(self.store(args[0]), self.store(args[1]))]
 
 
 # --------------------------------------------------------------------------------------
 # Activations
 # --------------------------------------------------------------------------------------
+
+
+#: The ``elementwise.cu`` unary op of each activation, and its clamp (the RELU family).
+ACTIVATION_KERNEL_OPS: dict[int, tuple[str, tuple[float, float] | None]] = {
+    B.LOGISTIC: ("LOGISTIC", None),
+    B.TANH: ("TANH", None),
+    B.RELU: ("CLAMP", (0.0, float("inf"))),
+    B.RELU6: ("CLAMP", (0.0, 6.0)),
+    B.LEAKY_RELU: ("LEAKY_RELU", None),
+    B.HARD_SWISH: ("HARD_SWISH", None),
+}
 
 
 class Activation(FloatOp):
@@ -196,24 +217,14 @@ class Activation(FloatOp):
         return None
 
     def prepare(self) -> None:
-        self.alpha = np.float32(getattr(self.params, "alpha", 0.0) or 0.0) if self.op == B.LEAKY_RELU else None
+        alpha = float(getattr(self.params, "alpha", 0.0) or 0.0) if self.op == B.LEAKY_RELU else 0.0
+        op, bounds = ACTIVATION_KERNEL_OPS[self.op]
+        self.kernel = ElementwiseUnaryCuda(
+            op, alpha=alpha, bounds=bounds, storage=self.storage, **self.device.launcher_arguments("elementwise.cu")
+        )
 
     def run(self, args):
-        xp, op = self.xp, self.op
-        x = self.compute(args[0])
-        if op == B.LOGISTIC:
-            out = 1 / (1 + xp.exp(-x))  # exp(-x) = inf for x < -88 gives 0, as in TFLite
-        elif op == B.TANH:
-            out = xp.tanh(x)
-        elif op == B.RELU:
-            out = xp.maximum(x, 0)
-        elif op == B.RELU6:
-            out = xp.clip(x, 0, 6)
-        elif op == B.LEAKY_RELU:
-            out = xp.where(x > 0, x, x * self.alpha)
-        else:  # HARD_SWISH, in the CPU kernel's order: relu6(x + 3) * x / 6
-            out = xp.clip(x + 3, 0, 6) * x / 6
-        return [self.store(out)]
+        return [self.kernel(self.store(args[0]))]
 
 
 class Prelu(FloatOp):
@@ -239,11 +250,10 @@ class Prelu(FloatOp):
         alpha = self.inputs[1]
         self.alpha = None
         if alpha.is_constant:
-            self.alpha = self.upload(alpha.data, self.compute_dtype)
+            self.alpha = self.upload(alpha.data)  # in the storage dtype, as every constant
             self.prepared_inputs.add(1)
+        self.kernel = ElementwiseBinaryCuda("PRELU", storage=self.storage, **self.device.launcher_arguments("elementwise.cu"))
 
     def run(self, args):
-        x = self.compute(args[0])
-        alpha = self.alpha if self.alpha is not None else self.compute(args[1])
-        out = self.xp.where(x >= 0, x, x * alpha)
-        return [self.store(out)]
+        alpha = self.alpha if self.alpha is not None else self.store(args[1])
+        return [self.kernel(self.store(args[0]), alpha)]

@@ -34,6 +34,15 @@ TFLite's reference kernels:
 
 Broadcasting is numpy's, up to rank 4 (the delegate's rank limit).
 
+How: the float ops take one launch per node, the hand-written kernels of
+``cuda/elementwise.cu`` (``cuda/elementwise.py``): MAXIMUM/MINIMUM on float tensors,
+SQUARED_DIFFERENCE and POW through ``ElementwiseBinaryCuda`` (broadcasting in the kernel,
+no clamp), the unary math through ``ElementwiseUnaryCuda``; they load the storage dtype
+(float32 or float16), compute in float32 and store the storage dtype; in host emulation
+their numpy twins run, one launch each. The integer, bool and quantized ops (MAXIMUM and
+MINIMUM on integers, the comparisons, SELECT, the logical ops, CAST) are CuPy/numpy
+calls on device arrays.
+
 Versions claimed (``schema/versioning/op_version.py``):
 
 - MAXIMUM, MINIMUM 1 (float32, int32, uint8) and 2 (int8); not 3 (broadcasting above
@@ -64,6 +73,7 @@ from backends.cpu.common import broadcast_shape
 from backends.cpu.kernels.cast import saturation_bounds
 from backends.cpu.kernels.compare_quantized import QuantizedComparison as CpuQuantizedComparison
 from backends.cpu.quantization import is_quantized
+from backends.gpu.cuda.elementwise import ElementwiseBinaryCuda, ElementwiseUnaryCuda
 from backends.gpu.ops.base import MAX_RANK, GpuOp
 from backends.gpu.ops.elementwise import FloatOp
 from backends.gpu.ops.elementwise_quantized import configured_cpu_kernel, cpu_kernel_reason, node_tensors
@@ -177,12 +187,21 @@ class MaximumMinimum(TypedOp):
 
     def prepare(self) -> None:
         xp = self.xp
-        self.compare = xp.greater if self.op == B.MAXIMUM else xp.less
         self.out_shape = tuple(self.outputs[0].shape)
+        self.kernel = None
+        if self.outputs[0].type == T.FLOAT32:
+            # Float (float32 or float16 storage): one launch of elementwise_binary.
+            self.kernel = ElementwiseBinaryCuda(
+                builtin_operator_name(self.op), storage=self.storage, **self.device.launcher_arguments("elementwise.cu")
+            )
+        self.compare = xp.greater if self.op == B.MAXIMUM else xp.less
 
     def run(self, args):
         x, y = args[0], args[1]
         # A selection, never arithmetic: exact in any storage dtype; NaN in x gives y.
+        if self.kernel is not None:
+            x, y = x.astype(self.storage, copy=False), y.astype(self.storage, copy=False)
+            return [self.kernel(x, y).reshape(self.out_shape)]
         return [self.xp.where(self.compare(x, y), x, y).reshape(self.out_shape)]
 
 
@@ -206,16 +225,14 @@ class FloatBinaryMath(FloatOp):
 
     def prepare(self) -> None:
         self.out_shape = tuple(self.outputs[0].shape)
+        # One launch of elementwise_binary (no clamp: TFLite's kernels have none). POW is
+        # CUDA's powf on a device: within a few ulp of the C library's.
+        self.kernel = ElementwiseBinaryCuda(
+            builtin_operator_name(self.op), storage=self.storage, **self.device.launcher_arguments("elementwise.cu")
+        )
 
     def run(self, args):
-        xp = self.xp
-        x, y = self.compute(args[0]), self.compute(args[1])
-        if self.op == B.SQUARED_DIFFERENCE:
-            difference = x - y
-            out = difference * difference
-        else:  # powf on the device: within a few ulp of the C library's powf
-            out = xp.power(x, y)
-        return [self.store(out).reshape(self.out_shape)]
+        return [self.kernel(self.store(args[0]), self.store(args[1])).reshape(self.out_shape)]
 
 
 # --------------------------------------------------------------------------------------
@@ -417,17 +434,14 @@ class UnaryMath(FloatOp):
         return inputs_reason(node, 1, "x")
 
     def prepare(self) -> None:
-        xp = self.xp
-        self.function = {
-            B.ABS: xp.absolute, B.EXP: xp.exp, B.LOG: xp.log, B.SQRT: xp.sqrt,
-            B.SIN: xp.sin, B.COS: xp.cos, B.NEG: xp.negative, B.SQUARE: xp.square,
-            B.FLOOR: xp.floor, B.CEIL: xp.ceil,
-            # 1 / sqrt(x), each step correctly rounded, as the CPU kernel (RSQRT(-0) = -inf)
-            B.RSQRT: lambda x: xp.reciprocal(xp.sqrt(x)),
-        }[self.op]
+        # One launch of elementwise_unary; the op's name is the kernel's op (RSQRT is
+        # 1 / sqrt(x), each step correctly rounded, as the CPU kernel: RSQRT(-0) = -inf).
+        self.kernel = ElementwiseUnaryCuda(
+            builtin_operator_name(self.op), storage=self.storage, **self.device.launcher_arguments("elementwise.cu")
+        )
 
     def run(self, args):
-        return [self.store(self.function(self.compute(args[0])))]
+        return [self.kernel(self.store(args[0]))]
 
 
 # --------------------------------------------------------------------------------------

@@ -5,13 +5,22 @@ Semantics are the CPU kernels' (``backends/cpu/kernels/concat_split.py``, ``resh
 ``pad.py``, ``resize.py``):
 
 - CONCATENATION joins along ``axis`` (negative counts from the end), then applies the
-  fused activation as a clamp (TANH not applied, as TFLite's float kernels).
+  fused activation as a clamp (RELU, RELU6, RELU_N1_TO_1; NONE and TANH move the values
+  unchanged, as the CPU kernel). How: one launch of ``cuda/layout.cu``'s concatenation
+  kernel, which takes up to 8 input pointers by value (more inputs: one launch per 8).
 - RESHAPE takes the output's static shape (set by the CPU kernel's prepare from the
   constant shape tensor or the params); a shape tensor known only at run time is rejected.
-- PAD pads with 0 by constant paddings.
+  How: no launch, a view of the input (see ``Reshape``).
+- PAD pads with 0 by constant paddings. How: one launch of ``cuda/layout.cu``'s pad
+  kernel, which writes every output element (the value, or the input's).
 - RESIZE_*: the source indices and weights are computed on the host at prepare with the
-  CPU kernel's own float32 functions (TFLite's exact index arithmetic), then one gather
-  per axis; bilinear mixes the four neighbours in TFLite's order of operations.
+  CPU kernel's own float32 functions (TFLite's exact index arithmetic) and uploaded once;
+  then one launch of ``cuda/resize.cu``: bilinear mixes the four neighbours in TFLite's
+  order of operations, ``a*(1-dy)*(1-dx) + b*dy*(1-dx) + c*(1-dy)*dx + d*dy*dx``, nearest
+  gathers.
+
+In host emulation each of these launches runs its kernel's numpy twin
+(``cuda/layout.py``, ``cuda/windows.py``) as one launch.
 
 Versions claimed:
 
@@ -26,15 +35,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from backends.cpu.kernels.resize import bilinear_float_coordinates, nearest_indices
-from backends.gpu.ops.elementwise import (
-    FloatOp,
-    clamp,
-    clamp_bounds,
-    fused_activation,
-    fused_activation_reason,
-    input_tensor,
-)
+from backends.gpu.cuda.layout import ConcatenationCuda, PadCuda
+from backends.gpu.cuda.windows import ResizeBilinearCuda, ResizeNearestCuda, bilinear_tables, nearest_tables
+from backends.gpu.ops.elementwise import FloatOp, fused_activation, fused_activation_reason, input_tensor
 from schema.enums import BuiltinOperator, TensorType
 
 B = BuiltinOperator
@@ -79,22 +82,15 @@ class Concatenation(FloatOp):
         return concatenation_shape_reason(node, tensors) or fused_activation_reason(node.params)
 
     def prepare(self) -> None:
-        rank = len(self.inputs[0].shape)
-        self.axis = int(self.params.axis) % rank
-        self.out_shape = tuple(self.outputs[0].shape)
-        self.bounds = clamp_bounds(fused_activation(self.params))
+        self.launcher = ConcatenationCuda(
+            int(self.params.axis), fused_activation(self.params), self.storage, **self.device.launcher_arguments("layout.cu")
+        )
 
     def run(self, args):
-        # One copy per input into its place: not xp.concatenate, which for more than 8
-        # arrays makes CuPy upload a table of their addresses from host memory (a copy a
-        # CUDA graph cannot capture).
-        out = self.xp.empty(self.out_shape, dtype=self.storage)
-        start = 0
-        for a in args:
-            stop = start + a.shape[self.axis]
-            out[(slice(None),) * self.axis + (slice(start, stop),)] = a
-            start = stop
-        return [clamp(self.xp, out, self.bounds)]
+        # Not xp.concatenate: for more than 8 arrays CuPy uploads a table of their addresses
+        # from host memory (a copy a CUDA graph cannot capture); the kernel takes the
+        # pointers as arguments.
+        return [self.launcher(args)]
 
 
 class Reshape(FloatOp):
@@ -118,8 +114,14 @@ class Reshape(FloatOp):
         self.out_shape = tuple(self.outputs[0].shape)
 
     def run(self, args):
-        # A copy, not a view: the output must not alias the input's device buffer.
-        return [self.store(args[0]).reshape(self.out_shape).copy()]
+        # A view of the input: no launch (a copy only if the input is not contiguous). The
+        # output may share the input's device buffer because nothing in a partition writes
+        # into a value after the op that made it: every op writes only arrays it allocated
+        # (the in-place epilogues too), the partition's input buffers are refilled only
+        # before the ops run, and hand-offs and downloads copy out of the values. So the
+        # view always holds the input's current values, eagerly and in a replayed CUDA
+        # graph (tests/gpu/test_layout_kernels.py checks those cases).
+        return [self.store(args[0]).reshape(self.out_shape)]
 
 
 class Pad(FloatOp):
@@ -145,14 +147,11 @@ class Pad(FloatOp):
 
     def prepare(self) -> None:
         x = self.inputs[0]
-        pads = np.asarray(self.inputs[1].data).astype(np.int64).reshape(len(x.shape), 2)
-        self.inner = tuple(slice(int(a), int(a) + d) for d, (a, _) in zip(x.shape, pads))
-        self.out_shape = tuple(self.outputs[0].shape)
+        self.paddings = np.asarray(self.inputs[1].data).astype(np.int64).reshape(len(x.shape), 2).tolist()
+        self.launcher = PadCuda(self.storage, **self.device.launcher_arguments("layout.cu"))
 
     def run(self, args):
-        out = self.xp.zeros(self.out_shape, dtype=self.storage)
-        out[self.inner] = args[0]
-        return [out]
+        return [self.launcher(args[0], self.paddings, 0.0)]
 
 
 class _Resize(FloatOp):
@@ -198,27 +197,12 @@ class ResizeBilinear(_Resize):
     def prepare(self) -> None:
         _, h, w, _ = self.inputs[0].shape
         _, out_h, out_w, _ = self.outputs[0].shape
-        align, half = self.flags()
-        y0, y1, dy = bilinear_float_coordinates(h, out_h, align, half)
-        x0, x1, dx = bilinear_float_coordinates(w, out_w, align, half)
-        one = np.float32(1)
-        self.rows = (self.upload(y0, np.int64), self.upload(y1, np.int64))
-        self.cols = (self.upload(x0, np.int64), self.upload(x1, np.int64))
-        f = self.compute_dtype
-        self.wy = (self.upload((one - dy)[None, :, None, None], f), self.upload(dy[None, :, None, None], f))
-        self.wx = (self.upload((one - dx)[None, None, :, None], f), self.upload(dx[None, None, :, None], f))
+        rows, cols, wy, wx = bilinear_tables(h, w, out_h, out_w, *self.flags())
+        self.tables = (self.upload(rows, np.int32), self.upload(cols, np.int32), self.upload(wy, np.float32), self.upload(wx, np.float32))
+        self.launcher = ResizeBilinearCuda(self.storage, **self.device.launcher_arguments("resize.cu"))
 
     def run(self, args):
-        xp = self.xp
-        x = self.compute(args[0])
-        (y0, y1), (x0, x1) = self.rows, self.cols
-        (wy0, wy1), (wx0, wx1) = self.wy, self.wx
-        top, bottom = xp.take(x, y0, axis=1), xp.take(x, y1, axis=1)
-        tl, tr = xp.take(top, x0, axis=2), xp.take(top, x1, axis=2)
-        bl, br = xp.take(bottom, x0, axis=2), xp.take(bottom, x1, axis=2)
-        # TFLite's order: a*(1-dy)*(1-dx) + b*dy*(1-dx) + c*(1-dy)*dx + d*dy*dx.
-        out = tl * wy0 * wx0 + bl * wy1 * wx0 + tr * wy0 * wx1 + br * wy1 * wx1
-        return [self.store(out)]
+        return [self.launcher(args[0], *self.tables)]
 
 
 class ResizeNearestNeighbor(_Resize):
@@ -236,11 +220,9 @@ class ResizeNearestNeighbor(_Resize):
     def prepare(self) -> None:
         _, h, w, _ = self.inputs[0].shape
         _, out_h, out_w, _ = self.outputs[0].shape
-        align, half = self.flags()
-        rows = nearest_indices(h, out_h, align, half) if out_h else np.zeros(0, np.int64)
-        cols = nearest_indices(w, out_w, align, half) if out_w else np.zeros(0, np.int64)
-        self.rows, self.cols = self.upload(rows, np.int64), self.upload(cols, np.int64)
+        rows, cols = nearest_tables(h, w, out_h, out_w, *self.flags())
+        self.rows, self.cols = self.upload(rows, np.int32), self.upload(cols, np.int32)
+        self.launcher = ResizeNearestCuda(self.storage, **self.device.launcher_arguments("resize.cu"))
 
     def run(self, args):
-        xp = self.xp
-        return [self.store(xp.take(xp.take(args[0], self.rows, axis=1), self.cols, axis=2))]
+        return [self.launcher(args[0], self.rows, self.cols)]

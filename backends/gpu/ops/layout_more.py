@@ -22,14 +22,15 @@ i.e. TFLite's reference kernels:
 - TILE: ``multiples[i]`` copies along each axis (constant multiples).
 - MIRROR_PAD: REFLECT (edge not repeated) or SYMMETRIC (edge repeated) by constant
   paddings, each at most the axis size (minus 1 for REFLECT), as TFLite requires. The
-  source index of every output position is computed on the host at prepare; run is one
-  ``take`` per padded axis.
+  source index of every output position of each axis is computed on the host at prepare;
+  run is one launch of ``cuda/layout.cu``'s gather along every axis (any element type;
+  its numpy twin in host emulation).
 - ONE_HOT: ``on`` where ``indices == d`` along the new axis, else ``off`` (an index out
   of ``[0, depth)`` gives a row of ``off``).
 
 How: each op is slicing, ``transpose``/``reshape`` and a copy, ``take`` with index
-arrays laid out at prepare, or slice assignment into a preallocated output; every output
-is a new array (never a view of an input).
+arrays laid out at prepare, slice assignment into a preallocated output, or (MIRROR_PAD)
+a hand-written kernel; every output is a new array (never a view of an input).
 
 Versions claimed (``schema/versioning/op_version.py``):
 
@@ -55,6 +56,7 @@ from typing import Sequence
 
 import numpy as np
 
+from backends.gpu.cuda.layout import GatherAxesCuda, gather_tables
 from backends.gpu.ops.base import MAX_RANK, GpuOp
 from backends.gpu.ops.layout_quantized import (
     MovingOp,
@@ -461,20 +463,13 @@ class MirrorPad(_LayoutOp):
         x = self.inputs[0]
         reflect = int(self.params.mode) == MirrorPadMode.REFLECT
         pads = np.asarray(self.inputs[1].data).astype(np.int64).reshape(len(x.shape), 2)
-        self.takes = [
-            (axis, self.upload(mirror_sources(size, before, after, reflect), np.int64))
-            for axis, ((before, after), size) in enumerate(zip(pads.tolist(), x.shape))
-            if before or after
-        ]
+        sources = [mirror_sources(size, before, after, reflect) for (before, after), size in zip(pads.tolist(), x.shape)]
+        self.out_shape = tuple(len(s) for s in sources)
+        self.tables = self.upload(gather_tables(sources), np.int32)
+        self.gather = GatherAxesCuda(**self.device.launcher_arguments("layout.cu"))
 
     def run(self, args):
-        xp = self.xp
-        y = args[0]
-        if not self.takes:
-            return [y.copy()]
-        for axis, sources in self.takes:
-            y = xp.take(y, sources, axis=axis)
-        return [y]
+        return [self.gather(args[0], self.tables, self.out_shape)]
 
 
 # --------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""BATCH_MATMUL on the GPU (float32 math, ``xp`` only).
+"""BATCH_MATMUL on the GPU (float32 math).
 
 Semantics are the CPU kernel's (``backends/cpu/kernels/batch_matmul.py``), i.e. TFLite's
 reference ``BatchMatMul``: ``out[..., i, j] = sum_k x'[..., i, k] * y'[..., k, j]`` where
@@ -6,17 +6,15 @@ reference ``BatchMatMul``: ``out[..., i, j] = sum_k x'[..., i, k] * y'[..., k, j
 ``adj_y``); the batch axes (all but the last two) broadcast numpy-style, right-aligned.
 Either operand may be a constant or a runtime tensor.
 
-How: each operand becomes ``[B_op, R, C]`` (its matrix as it enters the product), where
-``B_op`` is 1 when the operand has a single batch (shared by every batch of the output)
-or the output's batch count B, the operand broadcast to it first when its batch axes
-broadcast only partly (``[2, 1, ...]`` against ``[1, 3, ...]``). A constant operand is
-laid out so once, at prepare; a runtime one at every run (a transposing or broadcasting
-copy only where needed). Then one batched product:
-
-- on a device, one launch of ``matmul_f32`` (``cuda/matmul.cu``, capturable in a CUDA
-  graph, unlike CuPy's cuBLAS path) over the B batches, with a batch stride of 0 for a
-  shared operand (``matmul_args``' layout);
-- in host emulation, ``xp.matmul`` (numpy broadcasting of the leading 1).
+How: one launch of ``cuda/matmul.cu``'s ``matmul_bias_act`` (no bias, no clamp), on a
+device and in host emulation alike (there its numpy twin, as one launch). Each operand
+enters as ``[B_op, R, C]``, where ``B_op`` is 1 when the operand has a single batch (shared
+by every batch of the output: batch stride 0) or the output's batch count B. A constant
+operand is laid out so once, at prepare (transposed there for an adjoint). A runtime
+operand is read where it lies: an adjoint one through swapped strides, with no copy; only
+an operand whose batch axes broadcast partly (``[2, 1, ...]`` against ``[1, 3, ...]``) is
+broadcast by a copy first. float16 storage: the kernel reads and writes halves and
+computes in float32.
 
 Versions claimed: BATCH_MATMUL 1 (float32). v2 (int8), v3 (int16) and v4 (hybrid with
 asymmetric_quantize_inputs) are quantized: not here. Ranks 2 to 4 (the delegate's limit;
@@ -40,16 +38,10 @@ MIN_RANK = 2
 
 
 def launch_reason(batch: int, rows: int, cols: int) -> str | None:
-    """Why a ``[batch, rows, cols]`` product does not fit one ``matmul_f32`` launch, or None."""
-    from backends.gpu.cuda.sources import matmul_launch_config
+    """Why a ``[batch, rows, cols]`` product does not fit one ``matmul_bias_act`` launch, or None."""
+    from backends.gpu.cuda.conv2d import matmul_launch_reason
 
-    if batch * rows * cols == 0:
-        return None  # nothing to launch
-    try:
-        matmul_launch_config(batch, rows, cols)
-    except ValueError as error:
-        return str(error)
-    return None
+    return matmul_launch_reason(batch, rows, cols)
 
 
 def _product_shape(shape, adjoint: bool) -> tuple[int, int]:
@@ -89,9 +81,6 @@ class BatchMatMul(FloatOp):
         x, y = self.inputs
         self.adj = (bool(self.params.adj_x), bool(self.params.adj_y))
         self.batch_shape = broadcast_shape(x.shape[:-2], y.shape[:-2])
-        self.batches = math.prod(self.batch_shape)
-        self.m, self.k = _product_shape(x.shape, self.adj[0])
-        self.n = _product_shape(y.shape, self.adj[1])[1]
         self.out_shape = tuple(self.outputs[0].shape)
         # Per operand: how it enters the product ("shared", "batched", or "broadcast": made
         # batched by a copy), and its constant layout when it is a constant.
@@ -104,50 +93,30 @@ class BatchMatMul(FloatOp):
             self.modes.append(mode)
             constant = None
             if tensor.is_constant:
-                constant = self.upload(self.operand(np, np.asarray(tensor.data, np.float32), position))
+                value = np.asarray(tensor.data, np.float32)
+                if self.adj[position]:
+                    value = np.swapaxes(value, -1, -2)
+                constant = self.upload(self.operand(np, value, position))
                 self.prepared_inputs.add(position)
             self.constants.append(constant)
-        self.gemm = None
-        if not self.device.is_host:
-            from backends.gpu.cuda.sources import MatmulCuda
+        from backends.gpu.cuda.conv2d import MatmulBiasActivationCuda
 
-            self.gemm = MatmulCuda(xp=self.xp, module=self.device.module("matmul.cu"))
+        self.product = MatmulBiasActivationCuda(None, self.storage, **self.device.launcher_arguments("matmul.cu"))
 
     def operand(self, xp: Any, value: Any, position: int) -> Any:
-        """The operand as ``[1 or B, R, C]``, C-contiguous: swapped for an adjoint, broadcast
-        to every batch where its batch axes broadcast only partly."""
-        if self.adj[position]:
-            value = xp.swapaxes(value, -1, -2)
+        """The operand as ``[1 or B, R, C]`` as it is stored (R, C: its last two axes),
+        broadcast by a copy to every batch where its batch axes broadcast only partly."""
         rows, cols = value.shape[-2:]
         if self.modes[position] == "broadcast":
             value = xp.broadcast_to(value, (*self.batch_shape, rows, cols))
         return xp.ascontiguousarray(value).reshape(-1, rows, cols)
 
     def run(self, args):
-        xp = self.xp
         a, b = (
-            self.compute(self.constants[p]) if self.constants[p] is not None else self.operand(xp, self.compute(args[p]), p)
+            self.constants[p] if self.constants[p] is not None else self.operand(self.xp, args[p], p)
             for p in (0, 1)
         )
-        if self.gemm is None:
-            out = xp.matmul(a, b)  # [B, M, N] (a leading 1 broadcasts)
-        else:
-            out = self.batched_product(a, b)
-        return [self.store(out).reshape(self.out_shape)]
-
-    def batched_product(self, a: Any, b: Any) -> Any:
-        """``matmul_f32`` over the B batches, batch stride 0 for an operand of one batch."""
-        from backends.gpu.cuda.sources import matmul_launch_config
-
-        xp, m, n, k = self.xp, self.m, self.n, self.k
-        c = xp.empty((self.batches, m, n), dtype=self.compute_dtype)
-        if c.size == 0:
-            return c
-        if k == 0:
-            c[...] = 0
-            return c
-        strides = [np.int64(0 if operand.shape[0] == 1 else size) for operand, size in ((a, m * k), (b, k * n))]
-        args = (a, b, c, np.int32(m), np.int32(n), np.int32(k), *strides, np.int64(m * n))
-        grid, block = matmul_launch_config(self.batches, m, n)
-        self.gemm.kernel("matmul_f32")(grid, block, args)
-        return c
+        # A constant was transposed at prepare; a runtime operand is read transposed.
+        adjoint_a, adjoint_b = (self.adj[p] and self.constants[p] is None for p in (0, 1))
+        out = self.product(a, b, adjoint_a=adjoint_a, adjoint_b=adjoint_b)  # [B, M, N]
+        return [out.reshape(self.out_shape)]

@@ -4,14 +4,17 @@ Semantics are the CPU kernels' (``backends/cpu/kernels/pool2d.py``, ``reduce.py`
 TFLite's reference kernels:
 
 - pools: each window is clipped to the input and only the inside elements count: the
-  average divides by that count (not the filter size); the max skips NaN (``fmax``, as
-  ``std::max`` with the running value first); then the fused activation as a clamp
-  (TANH not applied). How: a loop over the filter taps; each tap combines the strided
-  block of input it reads into the block of outputs where it falls inside the input
-  (``conv.WindowGeometry.clipped_taps``, planned on the host at prepare), so no padded copy;
-  then TFLite's activation range, which is [-FLT_MAX, FLT_MAX] even with no activation.
+  average divides by that count (not the filter size); the max skips NaN (``std::max``
+  with the running value first: ``m < v ? v : m`` from -inf); then the fused activation
+  as a clamp (TANH not applied) with TFLite's activation range, which is [-FLT_MAX,
+  FLT_MAX] even with no activation (+-inf saturates; a max window of only NaN / -inf
+  gives lowest). How: one launch of ``cuda/pool2d.cu`` (one thread per output, the
+  window's taps in a loop, the clamp fused); host emulation runs its numpy twin
+  (``cuda/windows.py``) as that one launch.
 - MEAN: a float32 sum over the axes (negative and repeated axes resolved as TFLite),
   divided by the number of reduced elements; ``keep_dims``; an empty input gives NaN.
+  How: one launch of ``cuda/pool2d.cu``'s mean kernel (one thread per output, the reduced
+  elements summed in a loop); an empty input is one fill.
 
 Versions claimed: 1 for each (v2 int8 and v3 int16 are quantized versions).
 """
@@ -20,8 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from backends.gpu.ops.conv import WindowGeometry, window_reason
-from backends.gpu.ops.elementwise import FloatOp, clamp, fused_activation, fused_activation_reason, saturating_bounds
+from backends.gpu.cuda.windows import MeanCuda, Pool2DCuda
+from backends.gpu.ops.conv import window_reason
+from backends.gpu.ops.elementwise import FloatOp, fused_activation, fused_activation_reason
 from schema.enums import BuiltinOperator, TensorType
 
 B = BuiltinOperator
@@ -84,31 +88,13 @@ class Pool2D(FloatOp):
 
     def prepare(self) -> None:
         params = self.params
-        g = WindowGeometry.of(
-            self.inputs[0].shape, (params.filter_height, params.filter_width), params.padding,
-            (params.stride_h, params.stride_w),
+        self.launcher = Pool2DCuda(
+            self.op == B.MAX_POOL_2D, (params.filter_height, params.filter_width), (params.stride_h, params.stride_w),
+            params.padding, fused_activation(params), self.storage, **self.device.launcher_arguments("pool2d.cu"),
         )
-        self.geometry = g
-        self.is_max = self.op == B.MAX_POOL_2D
-        self.tap_blocks = g.clipped_taps()
-        self.identity = -np.inf if self.is_max else 0.0
-        self.counts = None if self.is_max else self.upload(g.valid_counts(), self.compute_dtype)  # [OH, OW, 1]
-        # TFLite's activation range, [lowest, max] of float32 even with no activation: +-inf
-        # becomes +-FLT_MAX, and a max window of only NaN / -inf gives lowest.
-        self.bounds = saturating_bounds(fused_activation(params))
 
     def run(self, args):
-        xp, g = self.xp, self.geometry
-        x = self.compute(args[0])
-        out = xp.full((g.batch, g.out_h, g.out_w, g.channels), self.identity, dtype=self.compute_dtype)
-        for out_block, in_block in self.tap_blocks:
-            if self.is_max:
-                out[out_block] = xp.fmax(out[out_block], x[in_block])  # NaN loses, as in TFLite
-            else:
-                out[out_block] += x[in_block]
-        if self.counts is not None:
-            out = out / self.counts
-        return [self.store(clamp(xp, out, self.bounds))]
+        return [self.launcher(args[0])]
 
 
 class Mean(FloatOp):
@@ -125,17 +111,11 @@ class Mean(FloatOp):
         x, axes = self.inputs
         values = axis_values(axes)
         self.axes = resolve_axes(values, len(x.shape))
-        self.keep_dims = bool(getattr(self.params, "keep_dims", False))
-        self.count = int(np.prod([x.shape[a] for a in self.axes], dtype=np.int64))
         self.empty = x.num_elements == 0
         self.out_shape = tuple(self.outputs[0].shape)
+        self.launcher = None if self.empty else MeanCuda(self.axes, self.storage, **self.device.launcher_arguments("pool2d.cu"))
 
     def run(self, args):
-        xp = self.xp
         if self.empty:
-            return [xp.full(self.out_shape, np.nan, dtype=self.storage)]
-        x = self.compute(args[0])
-        if not self.axes:
-            return [self.store(x.copy()).reshape(self.out_shape)]
-        total = xp.sum(x, axis=self.axes, keepdims=self.keep_dims, dtype=self.compute_dtype)
-        return [self.store(total / self.compute_dtype.type(self.count)).reshape(self.out_shape)]
+            return [self.xp.full(self.out_shape, np.nan, dtype=self.storage)]
+        return [self.launcher(args[0], self.out_shape)]

@@ -1,4 +1,4 @@
-"""TRANSPOSE_CONV on the GPU (float32 math, ``xp`` only), and the col2im machinery that
+"""TRANSPOSE_CONV on the GPU (float32 math), and the col2im machinery that
 MediaPipe's ``Convolution2DTransposeBias`` (``mediapipe_custom.py``) shares.
 
 Semantics are the CPU kernel's (``backends/cpu/kernels/transpose_conv.py``), i.e. TFLite's
@@ -15,9 +15,10 @@ give back ``H x W`` (a node where it does not is rejected, as LiteRT refuses it)
 How (col2im):
 
 - one matrix product gives every input pixel's patch: ``[N*H*W, I] @ [I, KH*KW*O]`` (the
-  weights laid out once at prepare when constant, at run otherwise): on a device the
-  hand-written ``cuda/matmul.cu`` (CuPy refuses cuBLAS during graph capture), in host
-  emulation ``xp.matmul``;
+  weights laid out once at prepare, in float32, when constant; at run otherwise), one
+  launch of the hand-written ``cuda/matmul.cu`` (``matmul_bias_act`` with no bias and no
+  clamp; CuPy refuses cuBLAS during graph capture) on a device and of its numpy twin in
+  host emulation, so both launch the same kernels;
 - a zeroed canvas receives the patches tap by tap: for each of the KH*KW taps, one
   strided-slice add of that tap's ``[N, H, W, O]`` patches (no two pixels of one tap land
   on the same canvas position, so no atomics are needed, and the taps add in the CPU
@@ -72,7 +73,9 @@ class Col2ImOp(FloatOp):
         weights = self.inputs[weights_position]
         self.weight_matrix = None
         if weights.is_constant:  # [O, KH, KW, I] -> [I, KH*KW*O]: a pixel times it is its patch
-            self.weight_matrix = self.upload(self.patches_matrix(np, np.asarray(weights.data, np.float32)))
+            self.weight_matrix = self.upload(
+                self.patches_matrix(np, np.asarray(weights.data, np.float32)), self.compute_dtype
+            )
             self.prepared_inputs.add(weights_position)
         bias = self.inputs[bias_position] if bias_position is not None and bias_position < len(self.inputs) else None
         self.has_bias = bias is not None
@@ -80,11 +83,11 @@ class Col2ImOp(FloatOp):
         if bias is not None and bias.is_constant:
             self.bias = self.upload(np.asarray(bias.data, np.float32).reshape(-1), self.compute_dtype)
             self.prepared_inputs.add(bias_position)
-        self.gemm = None
-        if not self.device.is_host:
-            from backends.gpu.cuda.sources import MatmulCuda
+        # The patches product: matmul.cu's matmul_bias_act in float32 (no bias, no clamp:
+        # those follow the col2im), its numpy twin in host emulation.
+        from backends.gpu.cuda.conv2d import MatmulBiasActivationCuda
 
-            self.gemm = MatmulCuda(xp=self.xp, module=self.device.module("matmul.cu"))
+        self.product = MatmulBiasActivationCuda(None, self.compute_dtype, **self.device.launcher_arguments("matmul.cu"))
 
     @staticmethod
     def patches_matrix(xp: Any, weights: Any) -> Any:
@@ -92,13 +95,13 @@ class Col2ImOp(FloatOp):
         return xp.ascontiguousarray(weights.transpose(3, 1, 2, 0)).reshape(in_channels, kh * kw * out_channels)
 
     def matmul(self, a: Any, b: Any) -> Any:
-        """``a @ b`` in float32: matmul.cu on a device, xp.matmul in host emulation."""
-        return self.gemm(a, b) if self.gemm is not None else self.xp.matmul(a, b)
+        """``a @ b`` in float32, one launch (matmul.cu; its twin in host emulation)."""
+        return self.product(a, b)
 
     def run_col2im(self, x: Any, args) -> Any:
         xp, g = self.xp, self.geometry
         if self.weight_matrix is not None:
-            weight_matrix = self.compute(self.weight_matrix)
+            weight_matrix = self.weight_matrix
         else:
             weight_matrix = self.patches_matrix(xp, self.compute(args[self.weights_position]))
         x = self.compute(x)

@@ -1,0 +1,405 @@
+"""Launchers, launch shapes and numpy twins of ``conv2d.cu`` (CONV_2D as one direct
+convolution kernel) and of ``matmul.cu``'s fused entry points ``matmul_bias_act_f32/_f16``
+(a matrix product with its bias and clamp: FULLY_CONNECTED, BATCH_MATMUL, the patches
+product of TRANSPOSE_CONV), one launch each.
+
+Both launchers follow ``sources._Launcher``: on a device they launch the ``.cu`` kernel,
+in host emulation (``host_device=...``) their numpy twin, as one launch of the emulated
+machine. The twins compute what the kernels compute, in float32, except for the order
+of the float sums (numpy/BLAS order against the kernels' sequential fused multiply-adds):
+``tests/gpu/test_conv_kernels.py`` compares them within a few float32 ulps of the terms.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from backends.cpu.kernels._window import WindowGeometry, _clipped_axis, window_view
+from backends.gpu.cuda.sources import (
+    MATMUL_ROWS,
+    _Launcher,
+    _MAX_GRID_YZ,
+    _clamp_into,
+    _pair,
+    _padding,
+    _storage_kernel,
+    activation_range,
+    elementwise_launch_config,
+)
+from schema.enums import ActivationFunctionType, Padding
+
+#: Output pixels each thread of ``conv2d.cu`` computes (its CONV2D_PIXELS).
+CONV2D_PIXELS = 4
+
+_NULL = np.uint64(0)  # an absent pointer argument, passed by value: 8 zero bytes
+
+
+# -- CONV_2D ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Conv2DGeometry:
+    """The integer arguments of ``conv2d.cu``: the window (TFLite's output size and padding,
+    ``WindowGeometry``, the CPU kernel's own) and the channel split into groups."""
+
+    window: WindowGeometry
+    out_channels: int
+    groups: int
+
+    @classmethod
+    def of(
+        cls,
+        input_shape: Sequence[int],
+        filter_shape: Sequence[int],
+        stride: int | Sequence[int],
+        dilation: int | Sequence[int],
+        padding: int | str,
+    ) -> "Conv2DGeometry":
+        """From an NHWC input shape and the kernel's filter shape ``[groups, KH, KW, I, O]``
+        (``conv2d_filter_layout``)."""
+        if len(input_shape) != 4 or len(filter_shape) != 5:
+            raise ValueError(
+                f"input must be [N, H, W, C] and filter [groups, KH, KW, I, O], got {list(input_shape)} "
+                f"and {list(filter_shape)}"
+            )
+        groups, kh, kw, group_in, group_out = (int(d) for d in filter_shape)
+        channels = int(input_shape[3])
+        if min(groups, group_in, group_out) <= 0 or channels != groups * group_in:
+            raise ValueError(
+                f"the input's {channels} channels must be the filter's {groups} groups of {group_in} channels"
+            )
+        window = WindowGeometry.of(input_shape, (kh, kw), _padding(padding), _pair(stride, "stride"), _pair(dilation, "dilation"))
+        return cls(window, groups * group_out, groups)
+
+    @property
+    def out_shape(self) -> tuple[int, int, int, int]:
+        return (*self.window.output_shape, self.out_channels)
+
+    @property
+    def group_in(self) -> int:
+        return self.window.channels // self.groups
+
+    @property
+    def group_out(self) -> int:
+        return self.out_channels // self.groups
+
+    def scalar_args(self) -> tuple[np.int32, ...]:
+        """The int parameters of the kernels, in their order."""
+        g = self.window
+        return tuple(
+            np.int32(v)
+            for v in (
+                g.batch, g.in_h, g.in_w, g.channels, g.out_h, g.out_w, self.out_channels, self.groups,
+                g.filter_h, g.filter_w, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w, g.pad_top, g.pad_left,
+            )
+        )
+
+
+def conv2d_filter_layout(filters: np.ndarray, groups: int) -> np.ndarray:
+    """TFLite's OHWI filter ``[groups * O, KH, KW, I]`` as ``conv2d.cu`` reads it:
+    ``[groups, KH, KW, I, O]`` (C-contiguous), so that consecutive output channels of a
+    group, a warp's threads, read consecutive values."""
+    filters = np.asarray(filters)
+    out_channels, kh, kw, group_in = filters.shape
+    if groups <= 0 or out_channels % groups:
+        raise ValueError(f"{out_channels} output channels do not split into {groups} groups")
+    per_group = filters.reshape(groups, out_channels // groups, kh, kw, group_in)
+    return np.ascontiguousarray(per_group.transpose(0, 2, 3, 4, 1))
+
+
+def conv2d_kernel_name(storage: Any) -> str:
+    """The kernel for a storage dtype: ``conv2d_f32`` or ``conv2d_f16``."""
+    return _storage_kernel("conv2d", storage)
+
+
+def conv2d_launch_config(geometry: Conv2DGeometry) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """``(grid, block)`` of ``conv2d.cu``: 1-D blocks of 256 threads, one thread per
+    (group of CONV2D_PIXELS output pixels, output channel)."""
+    pixels = math.prod(geometry.window.output_shape)
+    return elementwise_launch_config(-(-pixels // CONV2D_PIXELS) * geometry.out_channels)
+
+
+def conv2d_args(x: Any, w: Any, b: Any, out: Any, geometry: Conv2DGeometry, bounds: tuple[float, float], null: Any) -> tuple:
+    """The argument tuple of a conv2d launch, in parameter order; ``null`` stands for an
+    absent bias (a null pointer)."""
+    act_min, act_max = bounds
+    return (x, w, null if b is None else b, out, *geometry.scalar_args(), np.float32(act_min), np.float32(act_max))
+
+
+def _contiguous(xp: Any, array: Any) -> Any:
+    """``array`` itself when C-contiguous, else a C-contiguous copy (one launch)."""
+    return array if array.flags.c_contiguous else xp.ascontiguousarray(array)
+
+
+def _check_out(xp: Any, out: Any, shape: tuple[int, ...], storage: np.dtype) -> Any:
+    if out is None:
+        return xp.empty(shape, dtype=storage)
+    if tuple(out.shape) != tuple(shape) or out.dtype != storage or not out.flags.c_contiguous:
+        raise ValueError(f"out must be a C-contiguous {storage} array of shape {list(shape)}")
+    return out
+
+
+class Conv2DCuda(_Launcher):
+    """CONV_2D (versions 1 and 6) in one launch of ``conv2d.cu``: NHWC input, the filter
+    laid out by ``conv2d_filter_layout`` (``[groups, KH, KW, I, O]``), optional bias
+    ``[groups * O]``, all stored as ``storage`` (float32 or float16), computed in float32,
+    with the fused activation's clamp (``sources.activation_range``: NONE saturates at
+    +-FLT_MAX as TFLite). ``xp``, ``module`` and ``host_device`` as in ``_Launcher``."""
+
+    source = "conv2d.cu"
+
+    def __init__(
+        self,
+        stride: int | Sequence[int] = 1,
+        dilation: int | Sequence[int] = 1,
+        padding: int | str = Padding.SAME,
+        activation: int = ActivationFunctionType.NONE,
+        storage: Any = np.float32,
+        *,
+        xp: Any = None,
+        module: Any = None,
+        host_device: Any = None,
+    ) -> None:
+        self.stride = _pair(stride, "stride")
+        self.dilation = _pair(dilation, "dilation")
+        self.padding = _padding(padding)
+        self.bounds = activation_range(activation)
+        self.storage = np.dtype(storage)
+        self.kernel_name = conv2d_kernel_name(self.storage)
+        super().__init__(xp, module, host_device)
+
+    def __call__(self, x: Any, w: Any, b: Any = None, out: Any = None) -> Any:
+        xp = self.xp
+        geometry = Conv2DGeometry.of(x.shape, w.shape, self.stride, self.dilation, self.padding)
+        for array in (x, w) if b is None else (x, w, b):
+            if array.dtype != self.storage:
+                raise TypeError(f"expected {self.storage} arrays, got {array.dtype}")
+        if b is not None and b.size != geometry.out_channels:
+            raise ValueError(f"bias has {b.size} elements, expected {geometry.out_channels}")
+        x, w = _contiguous(xp, x), _contiguous(xp, w)
+        b = None if b is None else _contiguous(xp, b).reshape(-1)
+        out = _check_out(xp, out, geometry.out_shape, self.storage)
+        if out.size == 0:
+            return out
+        grid, block = conv2d_launch_config(geometry)
+        args = conv2d_args(x, w, b, out, geometry, self.bounds, null=_NULL)
+        twin = functools.partial(conv2d_twin, geometry=geometry, bounds=self.bounds)
+        self.launch(self.kernel_name, grid, block, args, twin, (x, w, b), (out,))
+        return out
+
+
+def conv2d_twin(
+    x: np.ndarray, w: np.ndarray, b: np.ndarray | None, out: np.ndarray, *,
+    geometry: Conv2DGeometry, bounds: tuple[float, float],
+) -> None:
+    """``conv2d_f32/_f16`` in numpy, in float32: the sums (``_window_sums``), then the
+    bias and the clamp; stored in ``out``'s dtype."""
+    acc = _window_sums(x.astype(np.float32, copy=False), w.astype(np.float32, copy=False), geometry)
+    if b is not None:
+        acc += b.astype(np.float32, copy=False).reshape(-1)
+    _clamp_into(out, acc, *bounds)
+
+
+def _window_sums(x: np.ndarray, w: np.ndarray, geometry: Conv2DGeometry) -> np.ndarray:
+    """``sum_{ky, kx, i} in * filter`` for every output, ``[N, OH, OW, groups * O]`` float32.
+
+    With a finite filter: im2col over the zero-padded input and one BLAS product per
+    group, as the CPU kernel computes it (a tap in the padding adds 0 * w = 0, which
+    changes no sum). A filter holding inf or NaN would turn such a tap into NaN, so then
+    each tap that sees the input (ky, then kx) adds its product only where it sees it,
+    as the kernel skips the others. Either way the order of the sum is BLAS's, not the
+    kernel's sequential one."""
+    g, groups = geometry.window, geometry.groups
+    group_in, group_out = geometry.group_in, geometry.group_out
+    if np.isfinite(w).all():
+        padded = np.pad(x, ((0, 0), (g.pad_top, g.pad_bottom), (g.pad_left, g.pad_right), (0, 0)))
+        windows = window_view(g, padded)  # [N, OH, OW, KH, KW, groups * I]
+        rows = g.batch * g.out_h * g.out_w
+        columns = windows.reshape(rows, g.filter_h * g.filter_w, groups, group_in).transpose(2, 0, 1, 3)
+        products = np.matmul(columns.reshape(groups, rows, -1), w.reshape(groups, -1, group_out))  # [groups, M, O]
+        return np.ascontiguousarray(products.transpose(1, 0, 2)).reshape(geometry.out_shape)
+    acc = np.zeros((g.batch, g.out_h, g.out_w, groups, group_out), np.float32)
+    for ky in range(g.filter_h):
+        for kx in range(g.filter_w):
+            rows = _clipped_axis(ky * g.dilation_h - g.pad_top, g.stride_h, g.out_h, g.in_h)
+            cols = _clipped_axis(kx * g.dilation_w - g.pad_left, g.stride_w, g.out_w, g.in_w)
+            if rows is None or cols is None:
+                continue
+            (out_rows, in_rows), (out_cols, in_cols) = rows, cols
+            taps = x[:, in_rows, in_cols, :]  # [N, h, w, groups * I]
+            shape = taps.shape[:3]
+            per_group = taps.reshape(-1, groups, group_in).transpose(1, 0, 2)  # [groups, M, I]
+            products = np.matmul(per_group, w[:, ky, kx])  # [groups, M, O]
+            acc[:, out_rows, out_cols] += products.transpose(1, 0, 2).reshape(*shape, groups, group_out)
+    return acc.reshape(geometry.out_shape)
+
+
+# -- the matrix product with its output stage (matmul.cu: matmul_bias_act_*) ----------------------
+
+#: Threads per block of ``matmul_bias_act_*``.
+MATMUL_THREADS = 256
+
+
+def matmul_bias_act_kernel_name(storage: Any) -> str:
+    """``matmul_bias_act_f32`` or ``matmul_bias_act_f16``."""
+    return _storage_kernel("matmul_bias_act", storage)
+
+
+def matmul_bias_act_launch_config(batch: int, m: int, n: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """``(grid, block)`` of ``matmul_bias_act_*``: x over the columns, y over groups of
+    MATMUL_ROWS rows, z over the batch; blocks of 256 threads, 32 x 8 or, for a product
+    of fewer rows, wider in x (a FULLY_CONNECTED of one row: 256 x 1, no idle rows)."""
+    row_groups = -(-m // MATMUL_ROWS)
+    by = 1
+    while by < 8 and by < row_groups:
+        by *= 2
+    bx = MATMUL_THREADS // by
+    grid = (-(-n // bx), -(-row_groups // by), batch)
+    if min(grid) <= 0:
+        raise ValueError(f"nothing to launch for a [{batch}, {m}, {n}] product")
+    if grid[1] > _MAX_GRID_YZ or grid[2] > _MAX_GRID_YZ:
+        raise ValueError(f"a [{batch}, {m}, {n}] product needs a grid of {grid}, more than CUDA allows")
+    return grid, (bx, by, 1)
+
+
+def matmul_launch_reason(batch: int, m: int, n: int) -> str | None:
+    """Why a ``[batch, m, n]`` product does not fit one ``matmul_bias_act`` launch, or None."""
+    if batch * m * n == 0:
+        return None  # nothing to launch
+    try:
+        matmul_bias_act_launch_config(batch, m, n)
+    except ValueError as error:
+        return str(error)
+    return None
+
+
+@dataclass(frozen=True)
+class MatmulShape:
+    """One ``matmul_bias_act`` product: ``batch`` products of ``[m, k] @ [k, n]``, and the
+    element strides of each operand (an operand of one batch shared by all: batch stride
+    0; a transposed operand: its row and column strides swapped)."""
+
+    batch: int
+    m: int
+    n: int
+    k: int
+    a_strides: tuple[int, int, int]  # batch, row, column
+    b_strides: tuple[int, int, int]
+    c_batch_stride: int
+
+    @classmethod
+    def of(cls, a_shape: Sequence[int], b_shape: Sequence[int], adjoint_a: bool = False, adjoint_b: bool = False) -> "MatmulShape":
+        """From C-contiguous operands ``a`` ``[M, K]`` or ``[Ba, M, K]`` (``[.., K, M]``
+        when ``adjoint_a``) and ``b`` ``[K, N]`` or ``[Bb, K, N]`` (``[.., N, K]`` when
+        ``adjoint_b``); Ba and Bb are 1 or the batch."""
+        if len(a_shape) not in (2, 3) or len(b_shape) not in (2, 3):
+            raise ValueError(f"operands must be 2-D or 3-D, got {list(a_shape)} and {list(b_shape)}")
+        a_batch = int(a_shape[0]) if len(a_shape) == 3 else 1
+        b_batch = int(b_shape[0]) if len(b_shape) == 3 else 1
+        batch = max(a_batch, b_batch)
+        if min(a_batch, b_batch) not in (1, batch):
+            raise ValueError(f"the batches of {list(a_shape)} and {list(b_shape)} differ")
+        a_rows, a_cols = (int(d) for d in a_shape[-2:])
+        b_rows, b_cols = (int(d) for d in b_shape[-2:])
+        m, k = (a_cols, a_rows) if adjoint_a else (a_rows, a_cols)
+        k_b, n = (b_cols, b_rows) if adjoint_b else (b_rows, b_cols)
+        if k != k_b:
+            raise ValueError(
+                f"cannot multiply {list(a_shape)} (adjoint {adjoint_a}) by {list(b_shape)} (adjoint {adjoint_b})"
+            )
+        a_strides = (a_rows * a_cols if a_batch > 1 else 0, *((1, m) if adjoint_a else (k, 1)))
+        b_strides = (b_rows * b_cols if b_batch > 1 else 0, *((1, k) if adjoint_b else (n, 1)))
+        return cls(batch, m, n, k, a_strides, b_strides, m * n)
+
+    def scalar_args(self) -> tuple[Any, ...]:
+        """m, n, k (int32) and the strides (int64), in the kernel's order."""
+        return (
+            np.int32(self.m), np.int32(self.n), np.int32(self.k),
+            *(np.int64(s) for s in self.a_strides), *(np.int64(s) for s in self.b_strides), np.int64(self.c_batch_stride),
+        )
+
+
+def matmul_bias_act_args(a: Any, b: Any, bias: Any, c: Any, shape: MatmulShape, bounds: tuple[float, float], null: Any) -> tuple:
+    """The argument tuple of a ``matmul_bias_act`` launch, in parameter order."""
+    act_min, act_max = bounds
+    return (a, b, null if bias is None else bias, c, *shape.scalar_args(), np.float32(act_min), np.float32(act_max))
+
+
+#: The clamp of a product with no activation: none at all (inf passes, NaN passes).
+NO_CLAMP = (-math.inf, math.inf)
+
+
+class MatmulBiasActivationCuda(_Launcher):
+    """``clamp(a @ b + bias)`` in one launch of ``matmul.cu``'s ``matmul_bias_act_f32/_f16``:
+    operands, bias and result stored as ``storage`` (float32 or float16), products and sums
+    in float32.
+
+    ``activation``: a fused activation (its ``sources.activation_range``: NONE saturates at
+    +-FLT_MAX, as TFLite's FULLY_CONNECTED), or None for no clamp at all (BATCH_MATMUL).
+    ``a`` is ``[M, K]`` or ``[B or 1, M, K]``, ``b`` ``[K, N]`` or ``[B or 1, K, N]`` (a
+    leading 1 or a 2-D operand is shared by every batch); ``adjoint_a`` / ``adjoint_b``:
+    the operand is stored transposed (``[.., K, M]`` / ``[.., N, K]``) and read so, with no
+    copy. The result is ``[M, N]`` when both operands are 2-D, else ``[B, M, N]``.
+    ``xp``, ``module`` and ``host_device`` as in ``_Launcher``."""
+
+    source = "matmul.cu"
+
+    def __init__(
+        self,
+        activation: int | None = None,
+        storage: Any = np.float32,
+        *,
+        xp: Any = None,
+        module: Any = None,
+        host_device: Any = None,
+    ) -> None:
+        self.bounds = NO_CLAMP if activation is None else activation_range(activation)
+        self.storage = np.dtype(storage)
+        self.kernel_name = matmul_bias_act_kernel_name(self.storage)
+        super().__init__(xp, module, host_device)
+
+    def __call__(
+        self, a: Any, b: Any, bias: Any = None, out: Any = None, *, adjoint_a: bool = False, adjoint_b: bool = False
+    ) -> Any:
+        xp = self.xp
+        for array in (a, b) if bias is None else (a, b, bias):
+            if array.dtype != self.storage:
+                raise TypeError(f"expected {self.storage} arrays, got {array.dtype}")
+        shape = MatmulShape.of(a.shape, b.shape, adjoint_a, adjoint_b)
+        if bias is not None and bias.size != shape.n:
+            raise ValueError(f"bias has {bias.size} elements, expected {shape.n}")
+        a, b = _contiguous(xp, a), _contiguous(xp, b)
+        bias = None if bias is None else _contiguous(xp, bias).reshape(-1)
+        out_shape = (shape.m, shape.n) if a.ndim == 2 and b.ndim == 2 else (shape.batch, shape.m, shape.n)
+        out = _check_out(xp, out, out_shape, self.storage)
+        if out.size == 0:
+            return out
+        grid, block = matmul_bias_act_launch_config(shape.batch, shape.m, shape.n)
+        args = matmul_bias_act_args(a, b, bias, out, shape, self.bounds, null=_NULL)
+        twin = functools.partial(matmul_bias_act_twin, adjoint_a=adjoint_a, adjoint_b=adjoint_b, bounds=self.bounds)
+        self.launch(self.kernel_name, grid, block, args, twin, (a, b, bias), (out,))
+        return out
+
+
+def matmul_bias_act_twin(
+    a: np.ndarray, b: np.ndarray, bias: np.ndarray | None, out: np.ndarray, *,
+    adjoint_a: bool, adjoint_b: bool, bounds: tuple[float, float],
+) -> None:
+    """``matmul_bias_act_f32/_f16`` in numpy: the float32 product (BLAS's order of the sum;
+    a shared operand broadcast), plus the bias, clamped, stored in ``out``'s dtype. A
+    product over k = 0 is 0, as the kernel's empty loop."""
+    a = a.astype(np.float32, copy=False)
+    b = b.astype(np.float32, copy=False)
+    if adjoint_a:
+        a = np.swapaxes(a, -1, -2)
+    if adjoint_b:
+        b = np.swapaxes(b, -1, -2)
+    acc = np.matmul(a, b).reshape(out.shape)
+    if bias is not None:
+        acc = acc + bias.astype(np.float32, copy=False).reshape(-1)
+    _clamp_into(out, acc, *bounds)

@@ -1,0 +1,188 @@
+// AVERAGE_POOL_2D and MAX_POOL_2D, version 1 (float), NHWC: one thread per output element
+// (batch, y, x, channel), TFLite's reference Pool (backends/cpu/kernels/pool2d.py). Also
+// MEAN over constant axes (a pool over whole axes), at the end of the file.
+//
+// Shapes:
+//   input  [batches, in_h, in_w, channels]
+//   output [batches, out_h, out_w, channels]
+// The window of output (oy, ox) starts at input row oy * stride_h - pad_top and column
+// ox * stride_w - pad_left and is clipped to the input: only the inside elements count.
+//   average: out = clamp(sum(window) / count)   count = the inside elements (never 0), the
+//            sum in float32 in the order ky, then kx, starting from 0
+//   max:     out = clamp(max(window))          the running max m starts at -inf and takes
+//            v when m < v (std::max(m, v)), so a NaN never wins: a window of NaN and -inf
+//            gives -inf, which the clamp turns into -FLT_MAX (TFLite starts from lowest)
+// clamp(v) is TFLite's ActivationFunctionWithMinMax: v < act_min ? act_min : v, then
+// v > act_max ? act_max : v (NaN passes). pad_top / pad_left and out_h / out_w are computed
+// on the host with TFLite's padding rule; act_min / act_max too (NONE: -FLT_MAX..FLT_MAX,
+// so +-inf saturates; NVRTC has no FLT_MAX or INFINITY).
+//
+// Storage float32 or float16 (binary16 bit patterns), computed in float32.
+// Launch: 1-D, blockDim.x * gridDim.x >= batches * out_h * out_w * channels
+// (cuda/windows.py: Pool2DCuda). This file must compile with NVRTC (no headers at all)
+// and with g++ through host_shim/cuda_host.h.
+
+#if !defined(__CUDACC__) && !defined(CUDA_HOST_SHIM)
+#error "compile this file with NVRTC (or nvcc), or with g++ after including host_shim/cuda_host.h"
+#endif
+
+// ---- storage types (as depthwise_conv2d.cu) -----------------------------------------------
+
+__device__ __forceinline__ float load_as_float(const float* p) { return *p; }
+__device__ __forceinline__ void store_from_float(float* p, float v) { *p = v; }
+
+__device__ __forceinline__ float load_as_float(const unsigned short* p) {
+#ifdef CUDA_HOST_SHIM
+    return cuda_host::half_bits_to_float(*p);
+#else
+    float value;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(value) : "h"(*p));
+    return value;
+#endif
+}
+
+__device__ __forceinline__ void store_from_float(unsigned short* p, float v) {
+#ifdef CUDA_HOST_SHIM
+    *p = cuda_host::float_to_half_bits(v);
+#else
+    unsigned short bits;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(bits) : "f"(v));  // round to nearest even
+    *p = bits;
+#endif
+}
+
+// ---- the kernel body ----------------------------------------------------------------------
+
+template <typename Storage, bool IsMax>
+__device__ __forceinline__ void pool2d_nhwc(
+    const Storage* __restrict__ input, Storage* __restrict__ output,
+    int batches, int in_h, int in_w, int channels, int out_h, int out_w,
+    int filter_h, int filter_w, int stride_h, int stride_w, int pad_top, int pad_left,
+    float act_min, float act_max)
+{
+    const long long total = (long long)batches * out_h * out_w * channels;
+    const long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (index >= total) return;  // the last block is partial
+
+    // index = ((b * out_h + oy) * out_w + ox) * channels + c
+    long long rest = index;
+    const int c = (int)(rest % channels);
+    rest /= channels;
+    const int ox = (int)(rest % out_w);
+    rest /= out_w;
+    const int oy = (int)(rest % out_h);
+    const int b = (int)(rest / out_h);
+
+    // The window clipped to the input, as TFLite: filter rows [ky_start, ky_end).
+    const int in_y_origin = oy * stride_h - pad_top;
+    const int in_x_origin = ox * stride_w - pad_left;
+    const int ky_start = in_y_origin < 0 ? -in_y_origin : 0;
+    const int ky_end = in_h - in_y_origin < filter_h ? in_h - in_y_origin : filter_h;
+    const int kx_start = in_x_origin < 0 ? -in_x_origin : 0;
+    const int kx_end = in_w - in_x_origin < filter_w ? in_w - in_x_origin : filter_w;
+    const long long batch_offset = (long long)b * in_h * in_w * channels;
+
+    float acc = IsMax ? -__int_as_float(0x7f800000) : 0.0f;  // -inf, or 0
+    for (int ky = ky_start; ky < ky_end; ++ky) {
+        const long long row = batch_offset + (long long)(in_y_origin + ky) * in_w * channels;
+        for (int kx = kx_start; kx < kx_end; ++kx) {
+            const float v = load_as_float(input + row + (long long)(in_x_origin + kx) * channels + c);
+            if (IsMax) {
+                acc = acc < v ? v : acc;  // std::max(acc, v): NaN loses
+            } else {
+                acc += v;
+            }
+        }
+    }
+    if (!IsMax) acc = acc / (float)((ky_end - ky_start) * (kx_end - kx_start));
+
+    acc = acc < act_min ? act_min : acc;
+    acc = acc > act_max ? act_max : acc;
+    store_from_float(output + index, acc);
+}
+
+// ---- entry points ---------------------------------------------------------------------------
+
+#define POOL2D_PARAMS                                                                          \
+    int batches, int in_h, int in_w, int channels, int out_h, int out_w, int filter_h,       \
+    int filter_w, int stride_h, int stride_w, int pad_top, int pad_left, float act_min, float act_max
+#define POOL2D_ARGS                                                                            \
+    batches, in_h, in_w, channels, out_h, out_w, filter_h, filter_w, stride_h, stride_w,     \
+    pad_top, pad_left, act_min, act_max
+
+extern "C" __global__ void average_pool2d_f32(const float* __restrict__ input, float* __restrict__ output, POOL2D_PARAMS)
+{
+    pool2d_nhwc<float, false>(input, output, POOL2D_ARGS);
+}
+
+extern "C" __global__ void average_pool2d_f16(
+    const unsigned short* __restrict__ input, unsigned short* __restrict__ output, POOL2D_PARAMS)
+{
+    pool2d_nhwc<unsigned short, false>(input, output, POOL2D_ARGS);
+}
+
+extern "C" __global__ void max_pool2d_f32(const float* __restrict__ input, float* __restrict__ output, POOL2D_PARAMS)
+{
+    pool2d_nhwc<float, true>(input, output, POOL2D_ARGS);
+}
+
+extern "C" __global__ void max_pool2d_f16(
+    const unsigned short* __restrict__ input, unsigned short* __restrict__ output, POOL2D_PARAMS)
+{
+    pool2d_nhwc<unsigned short, true>(input, output, POOL2D_ARGS);
+}
+
+// ---- MEAN -----------------------------------------------------------------------------------
+// MEAN version 1 (float) over constant axes: a pool over whole axes. The input is seen as
+// [d0, d1, d2, d3] (the host left-pads the shape with 1s); reduce_k is 1 for a reduced
+// axis. One thread per output element: the output's elements are the kept coordinates in
+// row-major order (keep_dims or not, the order is the same), and each sums the reduced
+// elements in row-major order of the reduced axes, in float32 from 0, then divides by
+// their count (TFLite's reference Mean: sum, then one division):
+//   out[kept] = (sum over the reduced coordinates of in[kept, reduced]) / count
+// Launch: 1-D, blockDim.x * gridDim.x >= the output's elements (cuda/windows.py: MeanCuda).
+
+template <typename Storage>
+__device__ __forceinline__ void mean_4d(
+    const Storage* __restrict__ input, Storage* __restrict__ output,
+    int d0, int d1, int d2, int d3, int reduce0, int reduce1, int reduce2, int reduce3)
+{
+    // Extents of the kept axes (1 where reduced) and of the reduced ones (1 where kept).
+    const int k0 = reduce0 ? 1 : d0, k1 = reduce1 ? 1 : d1, k2 = reduce2 ? 1 : d2, k3 = reduce3 ? 1 : d3;
+    const int r0 = reduce0 ? d0 : 1, r1 = reduce1 ? d1 : 1, r2 = reduce2 ? d2 : 1, r3 = reduce3 ? d3 : 1;
+    const long long total = (long long)k0 * k1 * k2 * k3;
+    const long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (index >= total) return;
+
+    long long rest = index;
+    const int c3 = (int)(rest % k3);
+    rest /= k3;
+    const int c2 = (int)(rest % k2);
+    rest /= k2;
+    const int c1 = (int)(rest % k1);
+    const int c0 = (int)(rest / k1);
+
+    float acc = 0.0f;
+    for (int a0 = 0; a0 < r0; ++a0) {
+        for (int a1 = 0; a1 < r1; ++a1) {
+            for (int a2 = 0; a2 < r2; ++a2) {
+                const long long row = (((long long)(c0 + a0) * d1 + (c1 + a1)) * d2 + (c2 + a2)) * d3 + c3;
+                for (int a3 = 0; a3 < r3; ++a3) acc += load_as_float(input + row + a3);
+            }
+        }
+    }
+    store_from_float(output + index, acc / (float)((long long)r0 * r1 * r2 * r3));
+}
+
+#define MEAN_PARAMS int d0, int d1, int d2, int d3, int reduce0, int reduce1, int reduce2, int reduce3
+#define MEAN_ARGS d0, d1, d2, d3, reduce0, reduce1, reduce2, reduce3
+
+extern "C" __global__ void mean_f32(const float* __restrict__ input, float* __restrict__ output, MEAN_PARAMS)
+{
+    mean_4d<float>(input, output, MEAN_ARGS);
+}
+
+extern "C" __global__ void mean_f16(const unsigned short* __restrict__ input, unsigned short* __restrict__ output, MEAN_PARAMS)
+{
+    mean_4d<unsigned short>(input, output, MEAN_ARGS);
+}
