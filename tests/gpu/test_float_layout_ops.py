@@ -3,7 +3,7 @@ reduce_more.py) against LiteRT's reference kernels (BUILTIN_REF): SLICE, UNPACK,
 TRANSPOSE, DEPTH_TO_SPACE, SPACE_TO_DEPTH, GATHER, TILE, MIRROR_PAD on float32, int8,
 uint8 and int32 (bit for bit); SUM, REDUCE_PROD, REDUCE_MAX, REDUCE_MIN, CUMSUM on
 float32 (within 1e-5 relative; REDUCE_MAX/MIN of int8, uint8, int32 bit for bit); and
-ONE_HOT, which the GPU runs but does not claim (the CPU backend has no ONE_HOT kernel).
+ONE_HOT.
 
 Every case runs through ``GpuDelegate(device="host")`` and through the emulated CUDA
 device (the device branch, CuPy's rules), over four invokes with new inputs (the graph is
@@ -21,11 +21,8 @@ import pathlib
 import numpy as np
 import pytest
 
-from backends.cpu import CpuKernel, builtin_op_resolver
-from backends.cpu.kernel import registration_for
 from backends.gpu import GpuDelegate, emulated_cuda_device
 from backends.gpu.ops import gpu_support_table
-from backends.gpu.ops.layout_more import OneHot
 from delegate_sdk.testing import assert_matches_cpu, plan_delegation
 from interpreter import Interpreter
 from model_helpers import stamped_version
@@ -612,64 +609,31 @@ def test_float16_storage(case):
     check(FLOAT16_CASES[case](), precision="float16")
 
 
-# -- ONE_HOT: runs on the GPU, not claimed ---------------------------------------------------------
+# -- ONE_HOT ---------------------------------------------------------------------------------------
 
 
-class _CpuOneHot(CpuKernel):
-    """A test-only CPU ONE_HOT (the backend has none): shapes for the partition, and a
-    second reference beside LiteRT."""
-
-    def prepare(self) -> None:
-        indices, depth = self.inputs[0], self.inputs[1]
-        self.depth = int(np.asarray(depth.data).reshape(-1)[0])
-        rank = len(indices.shape) + 1
-        self.axis = rank - 1 if self.params.axis == -1 else self.params.axis
-        shape = list(indices.shape)
-        shape.insert(self.axis, self.depth)
-        self.outputs[0].resize(shape)
-
-    def invoke(self) -> None:
-        indices = np.expand_dims(self.inputs[0].data, self.axis)
-        positions = np.arange(self.depth).reshape([-1 if a == self.axis else 1 for a in range(indices.ndim)])
-        on, off = (np.asarray(t.data).reshape(()) for t in self.inputs[2:4])
-        self.outputs[0].data[...] = np.where(indices == positions, on, off)
-
-
-def _one_hot_resolver():
-    resolver = builtin_op_resolver()
-    resolver.add_builtin(B.ONE_HOT, registration_for(B.ONE_HOT, [_CpuOneHot]), 1, 1)
-    return resolver
-
-
-def one_hot_model(shape, depth, axis, index_type=I32, resolver=None) -> bytes:
+def one_hot_model(shape, depth, axis, index_type=I32) -> bytes:
     inputs = [In(shape, index_type), np.array(depth, I32), np.array(2.5, np.float32), np.array(-0.5, np.float32)]
-    return model(B.ONE_HOT, inputs, [np.float32], OneHotParams(axis=axis), resolver=resolver)
+    return model(B.ONE_HOT, inputs, [np.float32], OneHotParams(axis=axis))
 
 
-def test_one_hot_is_not_claimed_while_the_cpu_cannot_run_it():
-    assert B.ONE_HOT not in gpu_support_table()
-    m = _build(B.ONE_HOT, [In([3], I32), np.array(4, I32), np.array(1.0, np.float32), np.array(0.0, np.float32)],
-               [(np.float32, None)], OneHotParams(axis=-1), [[3, 4]])
-    assert stamped_version(m) == 1
-    refused(m, "ONE_HOT")
+def test_one_hot_v1_is_claimed():
+    assert gpu_support_table()[B.ONE_HOT] == 1
 
 
 @pytest.mark.parametrize("shape,axis,index_type", [([5], -1, I32), ([2, 3], 0, I64), ([2, 3], 1, I32), ([2, 1, 3], -1, I32)],
                          ids=["vector", "axis0-int64", "axis1", "rank3"])
-def test_one_hot_when_claimed(monkeypatch, shape, axis, index_type):
-    monkeypatch.setattr(OneHot, "ops", {B.ONE_HOT: 1})
-    resolver = _one_hot_resolver()
-    m = one_hot_model(shape, 4, axis, index_type, resolver)
+def test_one_hot(shape, axis, index_type):
+    m = one_hot_model(shape, 4, axis, index_type)
 
     def make_inputs(k):  # -1 and 4..5 are outside [0, depth): a row of off values
         return [np.random.default_rng(k).integers(-1, 6, shape).astype(index_type)]
 
-    check(m, make_inputs, resolver=resolver)
-    check(m, make_inputs, resolver=resolver, precision="float16")
+    check(m, make_inputs)
+    check(m, make_inputs, precision="float16")
 
 
-def test_one_hot_refusals(monkeypatch):
-    monkeypatch.setattr(OneHot, "ops", {B.ONE_HOT: 1})
+def test_one_hot_refusals():
     m = _build(B.ONE_HOT, [In([3], I32), np.array(4, I32), np.array(1, I32), np.array(0, I32)],
                [(np.int32, None)], OneHotParams(axis=-1), [[3, 4]])
     refused(m, "INT32", "FLOAT32 on/off values")

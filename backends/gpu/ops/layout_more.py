@@ -1,6 +1,5 @@
 """More data movement on the GPU: SLICE, UNPACK, TRANSPOSE, DEPTH_TO_SPACE,
-SPACE_TO_DEPTH, GATHER, TILE, MIRROR_PAD (and ONE_HOT, implemented but not claimed: see
-below), for float32 (in the storage dtype), int8, uint8 and int32 tensors, bit-exact
+SPACE_TO_DEPTH, GATHER, TILE, MIRROR_PAD and ONE_HOT, for float32 (in the storage dtype), int8, uint8 and int32 tensors, bit-exact
 (values are moved, never computed).
 
 Semantics are the CPU kernels' (``backends/cpu/kernels/slice.py``, ``concat_split.py``,
@@ -44,10 +43,7 @@ Versions claimed (``schema/versioning/op_version.py``):
   (batch_dims), 6 (int16 indices).
 - TILE 1 (float32, uint8, int32) and 3 (int8); not 2 (string).
 - MIRROR_PAD 1 (float32, uint8, int32) and 2 (int8); not 3 (int16).
-- ONE_HOT: nothing. The class below runs ONE_HOT v1 (int32/int64 indices, constant
-  depth and float32 on/off values) and is tested against LiteRT, but the CPU backend
-  has no ONE_HOT kernel, and the delegate never claims a version the CPU cannot fall
-  back to (``tests/test_consistency.py``); set ``OneHot.ops = {B.ONE_HOT: 1}`` once it has.
+- ONE_HOT 1 (int32/int64 indices, constant depth, constant float32 on/off values).
 """
 
 from __future__ import annotations
@@ -473,16 +469,15 @@ class MirrorPad(_LayoutOp):
 
 
 # --------------------------------------------------------------------------------------
-# ONE_HOT (implemented, not claimed: the CPU backend has no ONE_HOT kernel to fall back to)
+# ONE_HOT
 # --------------------------------------------------------------------------------------
 
 
 class OneHot(GpuOp):
     """ONE_HOT v1: int32/int64 indices (rank <= 3) read on the device, constant depth,
-    constant float32 scalar on/off values, float32 output. Claims nothing yet (see the
-    module docstring)."""
+    constant float32 scalar on/off values, float32 output."""
 
-    ops: dict = {}  # {B.ONE_HOT: 1} once the CPU backend runs ONE_HOT
+    ops = {B.ONE_HOT: 1}
     index_inputs = (1, 2, 3)
 
     @classmethod
