@@ -50,3 +50,20 @@ def test_real_float_models_equal_builtin_ref_within_the_limit_of_each_outputs_sc
             scale = float(np.max(np.abs(theirs))) or 1.0
             error = float(np.max(np.abs(ours.astype(np.float64) - theirs))) / scale
             assert error <= limit, f"invoke {step + 1}, output {i}: {error:.3g} of the output's scale"
+
+
+@pytest.mark.parametrize("path", REAL_FLOAT, ids=lambda p: p.stem)
+def test_real_float_models_launch_at_most_one_kernel_per_node(path):
+    # What `litedelegate bench --delegate gpu-host` prints as "kernels per node": the
+    # kernels the replayed graph runs over the partition's nodes (folded nodes launch none);
+    # also at most one per node that runs at all. Host emulation launches what a device does.
+    delegate = GpuDelegate(device="host")
+    interpreter = delegated(path, delegate)
+    for detail in interpreter.get_input_details():
+        interpreter.set_tensor(detail["index"], np.zeros(detail["shape"], np.float32))
+    for _ in range(3):
+        interpreter.invoke()
+    (stats,) = delegate.partition_stats()
+    assert stats.graph == "replaying" and stats.last_invoke.graph_nodes <= len(stats.nodes)
+    running = len(delegate.kernels[0].steps)
+    assert stats.last_invoke.graph_nodes <= running, (stats.last_invoke.graph_nodes, running)
