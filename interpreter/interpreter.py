@@ -6,6 +6,8 @@ Code written for ``ai_edge_litert.interpreter.Interpreter`` runs unchanged with
 
 from __future__ import annotations
 
+import enum
+
 import os
 import warnings
 import weakref
@@ -40,7 +42,16 @@ class Interpreter:
       op_resolver: which kernels run which (op, version); defaults to every CPU kernel.
         Use ``builtin_op_resolver().capped({...})`` or ``.as_of_release(...)`` to behave
         like an older runtime.
-      experimental_op_resolver_type: accepted for compatibility and ignored.
+      experimental_op_resolver_type: an ``OpResolverType`` as in LiteRT. Every value runs
+        the same CPU kernels here (numpy implementations of TFLite's reference kernels,
+        so BUILTIN and BUILTIN_REF agree), and none applies a default delegate (LiteRT's
+        AUTO/BUILTIN may apply XNNPACK; apply a delegate here with ``experimental_delegates``
+        or ``modify_graph_with_delegate``). Anything else is a ValueError, as in LiteRT.
+      experimental_disable_delegate_clustering, experimental_default_delegate_latest_features,
+      experimental_compress_quantization_zero_points, experimental_disable_delegate_node_fusion,
+      experimental_force_delegate_node_profiling: LiteRT's tuning switches for its own
+        delegates and memory layout; accepted for compatibility and without effect here.
+        Any other keyword is a TypeError (a misspelt option must not pass unnoticed).
 
     Raises:
       ValueError: no model or both given, a malformed model (``schema.errors.ModelError``),
@@ -58,8 +69,13 @@ class Interpreter:
         op_resolver: OpResolver | None = None,
         experimental_arena_limit_bytes: int | None = None,
         experimental_max_while_iterations: int | None = None,
-        **unused_experimental_options: Any,
+        experimental_disable_delegate_clustering: bool = False,
+        experimental_default_delegate_latest_features: bool = False,
+        experimental_compress_quantization_zero_points: bool = False,
+        experimental_disable_delegate_node_fusion: bool = False,
+        experimental_force_delegate_node_profiling: bool = False,
     ) -> None:
+        self.op_resolver_type = _op_resolver_type(experimental_op_resolver_type)
         if num_threads is not None:
             if not isinstance(num_threads, int) or isinstance(num_threads, bool):
                 raise ValueError("type of num_threads should be int")
@@ -315,6 +331,11 @@ class Interpreter:
 
         return view
 
+    def _safe_to_run(self) -> bool:
+        """Whether no numpy view from ``tensor()`` is held (LiteRT's check before
+        ``invoke``, ``allocate_tensors`` and ``resize_tensor_input``)."""
+        return not (self._views and _HeldView.live_views(self))
+
     def _ensure_safe(self) -> None:
         if self._views and _HeldView.live_views(self):
             raise RuntimeError(
@@ -530,6 +551,29 @@ class SignatureRunner:
 
     def get_output_details(self) -> dict[str, dict[str, Any]]:
         return {name: self._interpreter._get_tensor_details(i, self._subgraph_index) for name, i in self._outputs.items()}
+
+
+class OpResolverType(enum.Enum):
+    """LiteRT's ``ai_edge_litert.interpreter.OpResolverType``: which kernels to run. Here
+    every value selects the CPU kernels (TFLite's reference semantics) with no default
+    delegate."""
+
+    AUTO = 0
+    BUILTIN = 1
+    BUILTIN_REF = 2
+    BUILTIN_WITHOUT_DEFAULT_DELEGATES = 3
+
+
+def _op_resolver_type(value: Any) -> OpResolverType:
+    """The OpResolverType for ``value``: None (AUTO), ours, or LiteRT's enum by name."""
+    if value is None:
+        return OpResolverType.AUTO
+    if isinstance(value, OpResolverType):
+        return value
+    name = getattr(value, "name", None)  # ai_edge_litert's own OpResolverType
+    if isinstance(name, str) and name in OpResolverType.__members__ and type(value).__name__ == "OpResolverType":
+        return OpResolverType[name]
+    raise ValueError(f"Unrecognized passed in op resolver type: {value}")
 
 
 def _index_argument(value: Any, what: str) -> int:

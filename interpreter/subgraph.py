@@ -90,7 +90,7 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
 
     def get_node_and_registration(self, node_index: int) -> tuple[Node, Registration]:
         if not 0 <= node_index < len(self.nodes):
-            raise ValueError(f"node index {node_index} out of range: subgraph {self.index} has {len(self.nodes)} nodes")
+            raise ValueError(f"Invalid node index {node_index}: subgraph {self.index} has {len(self.nodes)} nodes")
         return self.nodes[node_index], self.registrations[node_index]
 
     def get_subgraph(self, index: int) -> "SubgraphRuntime":

@@ -220,7 +220,8 @@ class Model:
             with open(path, "rb") as handle:
                 data = handle.read()
         except OSError as error:
-            raise ModelError(f"cannot read model file {os.fspath(path)!r}: {error}") from error
+            reason = error.strerror or str(error)
+            raise ModelError(f"Could not open '{os.fspath(path)}': {reason}") from error
         return cls.from_bytes(data)
 
     @classmethod
@@ -280,16 +281,21 @@ class _ModelReader:
     def read(self) -> Model:
         data = self.data
         if len(data) < 8:
-            raise ModelError(f"not a TFLite model: the file is only {len(data)} bytes long")
+            raise ModelError(
+                f"The model is not a valid Flatbuffer buffer: not a TFLite model, the file is only {len(data)} bytes long"
+            )
         identifier = data[4:8]
         if identifier != FILE_IDENTIFIER:
             raise ModelError(
-                f"not a TFLite model: file identifier is {identifier!r}, expected {FILE_IDENTIFIER!r}"
+                f"The model is not a valid Flatbuffer buffer: not a TFLite model, file identifier is "
+                f"{identifier!r}, expected {FILE_IDENTIFIER!r}"
             )
         with _reading("the model root table"):
             root_offset = struct.unpack_from("<I", data, 0)[0]
             if root_offset + 4 > len(data):
-                raise ModelError("malformed model: the root table offset points past the end of the file")
+                raise ModelError(
+                    "The model is not a valid Flatbuffer buffer: the root table offset points past the end of the file"
+                )
             model = fb.Model.GetRootAs(data, 0)
             version = model.Version()
             description = (model.Description() or b"").decode("utf-8", errors="replace")

@@ -225,6 +225,7 @@ def test_support_table_is_exactly_the_implemented_versions():
         B.MEAN: 2,
         B.MINIMUM: 2,
         B.MIRROR_PAD: 2,
+        B.ONE_HOT: 1,
         B.MUL: 3,
         B.NEG: 1,
         B.NOT_EQUAL: 2,
@@ -744,7 +745,7 @@ NOT_FLOAT_OPS = {
 }
 #: Float ops whose float16 cases live in their own test file: several outputs (UNPACK),
 #: inputs that must be positive (LOG, SQRT, RSQRT: test_float_elementwise_ops.py).
-FLOAT16_ELSEWHERE = {B.UNPACK, B.LOG, B.SQRT, B.RSQRT}
+FLOAT16_ELSEWHERE = {B.UNPACK, B.LOG, B.SQRT, B.RSQRT, B.ONE_HOT}  # ONE_HOT: test_float_layout_ops.test_one_hot
 
 
 def test_float16_cases_cover_every_float_op_of_the_table():

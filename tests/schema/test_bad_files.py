@@ -129,7 +129,7 @@ def test_external_buffer_past_end_of_file_is_refused():
 
 
 def test_missing_file_is_a_model_error():
-    with pytest.raises(ModelError, match="cannot read model file"):
+    with pytest.raises(ModelError, match="Could not open"):
         Model.from_path("/nonexistent/model.tflite")
 
 
