@@ -20,7 +20,7 @@ from delegate_sdk.op_resolver import OpResolver, resolve_model
 from delegate_sdk.tensor import RuntimeTensor
 from interpreter.delegation import DelegationReport, NodePlacement, apply_delegate, placements
 from interpreter.subgraph import SharedState, SubgraphRuntime
-from schema.enums import TENSOR_TYPE_OF_NUMPY_DTYPE, tensor_type_name
+from schema.enums import TENSOR_TYPE_OF_NUMPY_DTYPE, TensorType, tensor_type_name
 from schema.model import Model
 
 
@@ -234,7 +234,7 @@ class Interpreter:
             "index": int(tensor_index),
             "shape": np.array(tensor.shape, dtype=np.int32),
             "shape_signature": np.array(signature, dtype=np.int32),
-            "dtype": tensor.dtype.type if tensor.dtype is not None else None,
+            "dtype": np.object_ if tensor.type in _HANDLE_TYPES else tensor.dtype.type if tensor.dtype is not None else None,
             "quantization": per_tensor,
             "quantization_parameters": {
                 "scales": scales,
@@ -296,7 +296,7 @@ class Interpreter:
     def get_tensor(self, tensor_index: int, subgraph_index: int = 0) -> np.ndarray:
         """A copy of a tensor's value."""
         tensor = self._tensor(tensor_index, subgraph_index)
-        if tensor.data is None:
+        if tensor.data is None or tensor.type in _HANDLE_TYPES:
             raise ValueError(self._null_data_message(tensor_index, subgraph_index))
         return np.array(tensor.data, copy=True)
 
@@ -304,6 +304,11 @@ class Interpreter:
         """LiteRT's "Tensor data is null" with the reason that applies."""
         subgraph = self._subgraph(subgraph_index)
         tensor = subgraph.tensors[int(tensor_index)]
+        if tensor.type in _HANDLE_TYPES:
+            return (
+                f"Tensor data is null: tensor {int(tensor_index)} ({tensor.name!r}) is a {tensor.type_name} handle, "
+                "which holds no value readable from Python (as in LiteRT)"
+            )
         if not subgraph.allocated:
             return "Tensor data is null. Run allocate_tensors() first"
         written = any(int(tensor_index) in node.outputs for node in subgraph.nodes)
@@ -352,7 +357,10 @@ class Interpreter:
         self._ensure_safe()
         tensor = self._tensor(input_index)
         if int(input_index) not in self._main.inputs:
-            raise ValueError(f"tensor {int(input_index)} ({tensor.name}) is not an input of the model")
+            raise RuntimeError(
+                f"Attempting to resize a fixed-size tensor: tensor {int(input_index)} ({tensor.name}) is not an input "
+                "of the model"
+            )
         new_shape = _shape_argument(tensor_size, tensor.name)
         if strict:
             signature = tensor.shape_signature if tensor.shape_signature is not None else tensor.shape
@@ -551,6 +559,11 @@ class SignatureRunner:
 
     def get_output_details(self) -> dict[str, dict[str, Any]]:
         return {name: self._interpreter._get_tensor_details(i, self._subgraph_index) for name, i in self._outputs.items()}
+
+
+#: Tensor types that are handles, not values: LiteRT reports their dtype as object and
+#: has no data to return for them.
+_HANDLE_TYPES = (TensorType.RESOURCE, TensorType.VARIANT)
 
 
 class OpResolverType(enum.Enum):

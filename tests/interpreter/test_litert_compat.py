@@ -95,3 +95,56 @@ def test_a_bad_node_index_is_an_invalid_node_index(runtime):
     interpreter.allocate_tensors()
     with pytest.raises(ValueError, match="Invalid node index"):
         interpreter._get_op_details(10_000)
+
+
+STREAMING = MODEL.parent / "mww_hey_jarvis_int8_streaming.tflite"  # has RESOURCE tensors
+
+
+@both
+def test_a_resource_tensor_reports_an_object_dtype_and_no_data(runtime):
+    interpreter = module(runtime).Interpreter(model_path=str(STREAMING))
+    interpreter.allocate_tensors()
+    detail = next(d for d in interpreter.get_tensor_details() if d["name"] == "stream/states")
+    assert detail["dtype"] is np.object_ and detail["shape"].tolist() == []
+    with pytest.raises(ValueError, match="Tensor data is null"):
+        interpreter.get_tensor(detail["index"])
+
+
+@both
+def test_resizing_a_tensor_that_is_not_an_input_is_refused(runtime):
+    interpreter = module(runtime).Interpreter(model_path=str(STREAMING))
+    interpreter.allocate_tensors()
+    inputs = {d["index"] for d in interpreter.get_input_details()}
+    other = next(d for d in interpreter.get_tensor_details() if d["index"] not in inputs and d["shape"].size)
+    with pytest.raises(RuntimeError, match="Attempting to resize a fixed-size tensor"):
+        interpreter.resize_tensor_input(other["index"], [1, 2])
+
+
+@both
+def test_sparsity_parameters_are_empty_for_a_dense_tensor(runtime):
+    interpreter = module(runtime).Interpreter(model_path=str(MODEL))
+    assert all(d["sparsity_parameters"] == {} for d in interpreter.get_tensor_details())
+
+
+@pytest.mark.parametrize("block", [False, True], ids=["no-block-map", "1x4-blocks"])
+def test_sparsity_parameters_equal_litert_s(block):
+    # LiteRT 2.x reports block_map as an empty array when the model has none; so do we.
+    from cpu.test_densify import CSR, DENSE, random_sparse, sparse_model
+    from oracle import litert_interpreter
+
+    dense = random_sparse(np.random.default_rng(0), (4, 8), np.float32)
+    model = (sparse_model(dense, [0, 1, 2], [DENSE, CSR, DENSE], block_map=[1], block_size=[4]) if block
+             else sparse_model(dense, [0, 1], [DENSE, CSR]))
+
+    def sparse_details(interpreter):
+        return [d["sparsity_parameters"] for d in interpreter.get_tensor_details() if d["sparsity_parameters"]]
+
+    theirs, mine = sparse_details(litert_interpreter(model)), sparse_details(ours.Interpreter(model_content=model))
+    assert len(theirs) == len(mine) == 1
+    assert sorted(theirs[0]) == sorted(mine[0])
+    for key in ("traversal_order", "block_map"):
+        np.testing.assert_array_equal(mine[0][key], theirs[0][key])
+    for their_dim, my_dim in zip(theirs[0]["dim_metadata"], mine[0]["dim_metadata"]):
+        assert sorted(their_dim) == sorted(my_dim)
+        for key in their_dim:
+            np.testing.assert_array_equal(my_dim[key], their_dim[key])
