@@ -6,7 +6,7 @@
 
 from interpreter.arena import ArenaLimitError
 from interpreter.delegation import DelegateError, DelegationReport, NodePlacement
-from interpreter.interpreter import Interpreter, OpResolverType, SignatureRunner
+from interpreter.interpreter import Interpreter, InterpreterWithCustomOps, OpResolverType, SignatureRunner
 from interpreter.subgraph import InvokeCancelledError
 
-__all__ = ["ArenaLimitError", "DelegateError", "DelegationReport", "Interpreter", "InvokeCancelledError", "NodePlacement", "OpResolverType", "SignatureRunner"]
+__all__ = ["ArenaLimitError", "DelegateError", "DelegationReport", "Interpreter", "InterpreterWithCustomOps", "InvokeCancelledError", "NodePlacement", "OpResolverType", "SignatureRunner"]

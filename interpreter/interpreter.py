@@ -515,6 +515,49 @@ class Interpreter:
             return False
 
 
+class InterpreterWithCustomOps(Interpreter):
+    """LiteRT's ``InterpreterWithCustomOps``: an Interpreter whose op resolver first gets
+    custom ops from ``custom_op_registerers``.
+
+    Each registerer is a callable taking the ``MutableOpResolver`` (it calls
+    ``resolver.add_custom(name, registration)`` or ``add_builtin``), or the name of one:
+    ``"package.module.function"`` (or ``"package.module:function"``). A name that does
+    not resolve is LiteRT's ``ValueError: Looking up symbol '<name>' failed``. LiteRT's
+    registerers are C functions taking a pointer to its C++ resolver; here they are Python.
+    Every other keyword is the Interpreter's.
+    """
+
+    def __init__(self, custom_op_registerers: Sequence[Any] | None = None, **kwargs: Any) -> None:
+        resolver = kwargs.pop("op_resolver", None)
+        if resolver is None:
+            from backends.cpu import builtin_op_resolver
+
+            resolver = builtin_op_resolver()
+        for registerer in custom_op_registerers or ():
+            _look_up_registerer(registerer)(resolver)
+        super().__init__(op_resolver=resolver, **kwargs)
+
+
+def _look_up_registerer(registerer: Any) -> Any:
+    if callable(registerer):
+        return registerer
+    if not isinstance(registerer, str):
+        raise TypeError(f"a custom op registerer is a callable or its name, not {type(registerer).__name__}")
+    module_name, _, attribute = registerer.replace(":", ".").rpartition(".")
+    try:
+        import importlib
+
+        function = getattr(importlib.import_module(module_name), attribute) if module_name else None
+    except (ImportError, AttributeError, ValueError) as error:
+        raise ValueError(f"Looking up symbol '{registerer}' failed with error '{error}'.") from error
+    if not callable(function):
+        raise ValueError(
+            f"Looking up symbol '{registerer}' failed with error 'not a Python function: give "
+            "\"package.module.function\"'."
+        )
+    return function
+
+
 class SignatureRunner:
     """Runs one SignatureDef: ``runner(x=array) -> {'output_name': array}``."""
 

@@ -148,3 +148,39 @@ def test_sparsity_parameters_equal_litert_s(block):
         assert sorted(their_dim) == sorted(my_dim)
         for key in their_dim:
             np.testing.assert_array_equal(my_dim[key], their_dim[key])
+
+
+def doubler_model() -> bytes:
+    from schema.builder import ModelBuilder
+
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    x = graph.add_input("x", [3], np.float32)
+    y = graph.add_tensor("y", [3], np.float32)
+    graph.add_operator("Doubler", [x], [y])
+    graph.add_output(y)
+    builder.add_signature("serving_default", graph)
+    return builder.build()
+
+
+@pytest.mark.parametrize("registerer", ["callable", "custom_op_registerers.register_doubler", "custom_op_registerers:register_doubler"])
+def test_interpreter_with_custom_ops_runs_a_custom_op_its_registerer_adds(registerer):
+    import custom_op_registerers
+
+    given = custom_op_registerers.register_doubler if registerer == "callable" else registerer
+    interpreter = ours.InterpreterWithCustomOps(custom_op_registerers=[given], model_content=doubler_model())
+    interpreter.allocate_tensors()
+    interpreter.set_tensor(0, np.array([1, -2, 3.5], np.float32))
+    interpreter.invoke()
+    assert interpreter.get_tensor(interpreter.get_output_details()[0]["index"]).tolist() == [2, -4, 7]
+
+
+def test_without_the_registerer_the_custom_op_is_unsupported():
+    with pytest.raises(ValueError, match="Doubler"):
+        ours.Interpreter(model_content=doubler_model())
+
+
+@both
+def test_an_unknown_registerer_name_is_a_failed_symbol_lookup(runtime):
+    with pytest.raises(ValueError, match="Looking up symbol 'NoSuchRegisterer' failed"):
+        module(runtime).InterpreterWithCustomOps(custom_op_registerers=["NoSuchRegisterer"], model_path=str(MODEL))
