@@ -19,6 +19,7 @@ from delegate_sdk.context import KernelError
 from delegate_sdk.op_resolver import OpResolver, resolve_model
 from delegate_sdk.tensor import RuntimeTensor
 from interpreter.delegation import DelegationReport, NodePlacement, apply_delegate, placements
+from interpreter.string_values import holds_unset_strings, is_string_value, strings_for_tensor
 from interpreter.subgraph import SharedState, SubgraphRuntime
 from schema.enums import TENSOR_TYPE_OF_NUMPY_DTYPE, TensorType, tensor_type_name
 from schema.model import Model
@@ -234,7 +235,7 @@ class Interpreter:
             "index": int(tensor_index),
             "shape": np.array(tensor.shape, dtype=np.int32),
             "shape_signature": np.array(signature, dtype=np.int32),
-            "dtype": np.object_ if tensor.type in _HANDLE_TYPES else tensor.dtype.type if tensor.dtype is not None else None,
+            "dtype": _reported_dtype(tensor),
             "quantization": per_tensor,
             "quantization_parameters": {
                 "scales": scales,
@@ -262,15 +263,25 @@ class Interpreter:
     def set_tensor(self, tensor_index: int, value: Any, subgraph_index: int = 0) -> None:
         """Copy ``value`` into a tensor (normally an input).
 
+        A STRING tensor (dtype ``numpy.bytes_`` in the details) takes, as in LiteRT, a numpy
+        array of dtype ``S`` (bytes), ``U`` (str, stored as UTF-8) or object (bytes or str
+        elements), not a list or a bare ``bytes``; a 0-d ``S`` / ``U`` array is stored as its
+        raw buffer, padding included (see ``interpreter.string_values``).
+
         Raises:
           ValueError: the dtype or shape differs from the tensor's (the message names the
-            tensor and says what was expected), or tensors are not allocated.
+            tensor and says what was expected), tensors are not allocated, or a STRING value
+            is not an array of bytes / str.
         """
         tensor = self._tensor(tensor_index, subgraph_index)
+        given_value = value
         value = np.asarray(value)
         where = f"tensor {int(tensor_index)}, name: {tensor.name}"
-        if tensor.dtype is None or value.dtype != tensor.dtype:
-            given = TENSOR_TYPE_OF_NUMPY_DTYPE.get(value.dtype)
+        is_string = tensor.type == TensorType.STRING
+        if (is_string and not is_string_value(value)) or (
+            not is_string and (tensor.dtype is None or value.dtype != tensor.dtype)
+        ):
+            given = TensorType.STRING if is_string_value(value) else TENSOR_TYPE_OF_NUMPY_DTYPE.get(value.dtype)
             given_name = tensor_type_name(given) if given is not None else str(value.dtype)
             raise ValueError(
                 f"Cannot set tensor: Got value of type {given_name} but expected type "
@@ -289,15 +300,24 @@ class Interpreter:
                 )
         if tensor.is_constant:
             raise ValueError(f"Cannot set tensor: {where} is a constant of the model")
+        if is_string:
+            value = strings_for_tensor(given_value, value)
+            if tensor.data is None:  # LiteRT takes strings before allocate_tensors, and keeps them
+                tensor.data = np.empty(tensor.shape, dtype=object)
         if tensor.data is None:
             raise ValueError("Tensor data is null. Run allocate_tensors() first")
         tensor.data[...] = value
 
     def get_tensor(self, tensor_index: int, subgraph_index: int = 0) -> np.ndarray:
-        """A copy of a tensor's value."""
+        """A copy of a tensor's value (for a STRING tensor, an object array of ``bytes``)."""
         tensor = self._tensor(tensor_index, subgraph_index)
         if tensor.data is None or tensor.type in _HANDLE_TYPES:
             raise ValueError(self._null_data_message(tensor_index, subgraph_index))
+        if tensor.type == TensorType.STRING and holds_unset_strings(tensor.data):
+            raise ValueError(
+                f"Tensor data is null: STRING tensor {int(tensor_index)} ({tensor.name!r}) holds no strings yet "
+                "(set_tensor writes an input; invoke computes the others)"
+            )
         return np.array(tensor.data, copy=True)
 
     def _null_data_message(self, tensor_index: int, subgraph_index: int = 0) -> str:
@@ -426,8 +446,8 @@ class Interpreter:
             "version": registration.version,
             "inputs": np.array(node.inputs, dtype=np.int32),
             "outputs": np.array(node.outputs, dtype=np.int32),
-            "operand_types": [tensors[i].dtype.type for i in node.inputs if i >= 0 and tensors[i].dtype is not None],
-            "result_types": [tensors[i].dtype.type for i in node.outputs if i >= 0 and tensors[i].dtype is not None],
+            "operand_types": [_operand_dtype(tensors[i]) for i in node.inputs if i >= 0 and tensors[i].dtype is not None],
+            "result_types": [_operand_dtype(tensors[i]) for i in node.outputs if i >= 0 and tensors[i].dtype is not None],
         }
 
     # -- delegates ---------------------------------------------------------------------------
@@ -437,11 +457,15 @@ class Interpreter:
         Delegates apply in order: a later one sees the plan the earlier ones left. May be
         called before or after ``allocate_tensors`` (an allocated interpreter is
         re-allocated). If the delegate raises in its ``prepare``, the plan is left exactly
-        as it was and a ``RuntimeWarning`` names the delegate and the cause.
+        as it was (allocated if it was) and, as in LiteRT, the call raises.
 
         Raises:
+          DelegatePrepareError: the delegate (or its kernels' init/prepare) raised; a
+            ``RuntimeError`` starting "Restored original execution plan after delegate
+            application failure", with the report as ``.report``.
           DelegateError: the delegate supports only static shapes and the graph has
-            dynamic-sized tensors.
+            dynamic-sized tensors, is declared wrongly (``DelegateDeclarationError``) or
+            asked for a bad replacement (``InvalidReplacementError``).
         """
         self._ensure_safe()
         if not callable(getattr(delegate, "prepare", None)):
@@ -607,6 +631,22 @@ class SignatureRunner:
 #: Tensor types that are handles, not values: LiteRT reports their dtype as object and
 #: has no data to return for them.
 _HANDLE_TYPES = (TensorType.RESOURCE, TensorType.VARIANT)
+
+
+def _reported_dtype(tensor: RuntimeTensor) -> type | None:
+    """The dtype LiteRT's details give a tensor: ``numpy.bytes_`` for STRING (whose values
+    ``get_tensor`` returns as an object array of bytes), object for handles."""
+    if tensor.type == TensorType.STRING:
+        return np.bytes_
+    if tensor.type in _HANDLE_TYPES:
+        return np.object_
+    return tensor.dtype.type if tensor.dtype is not None else None
+
+
+def _operand_dtype(tensor: RuntimeTensor) -> type:
+    """The type ``get_ops_details`` lists for an operand: ``numpy.bytes_`` for STRING, as
+    LiteRT, else the numpy type of the values."""
+    return np.bytes_ if tensor.type == TensorType.STRING else tensor.dtype.type
 
 
 class OpResolverType(enum.Enum):

@@ -282,11 +282,15 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
         for t in self.inputs:
             if self.tensors[t].allocation in (Allocation.NONE, Allocation.ARENA):
                 arena_tensors.add(t)
-        # Strings are Python objects: they get arrays of their own, outside the byte arena.
+        # Strings are Python objects: they get arrays of their own, outside the byte arena
+        # (None until written). A value set_tensor gave before this first allocation is
+        # kept, as LiteRT keeps it (its string tensors are dynamic buffers).
         for t in [t for t in arena_tensors if self.tensors[t].dtype == np.object_]:
             arena_tensors.discard(t)
-            self.tensors[t].allocation = Allocation.ARENA
-            self.tensors[t].data = np.empty(self.tensors[t].shape, dtype=object)
+            tensor = self.tensors[t]
+            tensor.allocation = Allocation.ARENA
+            if tensor.data is None or tensor.data.shape != tensor.shape or tensor.data.dtype != np.object_:
+                tensor.data = np.empty(tensor.shape, dtype=object)
         for t in arena_tensors:
             self.tensors[t].allocation = Allocation.ARENA
         for t in dynamic:

@@ -33,6 +33,7 @@ from schema.model import (
     Quantization,
     Tensor,
     encode_string_tensor,
+    string_array,
 )
 from schema.option_parsers import builtin_options_of_params
 from schema.versioning.op_signature import op_signature_from_tensors
@@ -96,7 +97,7 @@ class SubgraphBuilder:
         tensor_type = _tensor_type(dtype)
         if data is not None:
             if tensor_type == TensorType.STRING:
-                data = np.asarray(data, dtype=object).reshape(tuple(shape))
+                data = string_array(data).reshape(tuple(shape))
             else:
                 data = np.ascontiguousarray(data, dtype=numpy_dtype(tensor_type)).reshape(tuple(shape))
         self.tensors.append(
@@ -125,7 +126,13 @@ class SubgraphBuilder:
     def add_constant(
         self, name: str, value: np.ndarray, *, dtype=None, quantization: Quantization | None = None
     ) -> int:
-        """Add a constant tensor holding ``value`` (its dtype gives the tensor type)."""
+        """Add a constant tensor holding ``value`` (its dtype gives the tensor type).
+
+        Strings: a ``bytes`` / ``str`` array, an object array or a list of them, or a single
+        ``bytes`` / ``str`` (a 0-d STRING constant); ``str`` is stored as UTF-8.
+        """
+        if isinstance(value, (bytes, str)) or (dtype is None and _holds_strings(value)):
+            value, dtype = string_array(value), TensorType.STRING
         value = np.asarray(value)
         tensor_type = _tensor_type(dtype if dtype is not None else value.dtype)
         return self.add_tensor(name, value.shape, tensor_type, data=value, quantization=quantization)
@@ -358,7 +365,21 @@ def _tensor_map_t(name: str, index: int) -> fb.TensorMapT:
 def _tensor_type(dtype) -> int:
     if isinstance(dtype, (int, np.integer)) and not isinstance(dtype, bool):
         return int(dtype)
-    return TENSOR_TYPE_OF_NUMPY_DTYPE[np.dtype(dtype)]
+    dtype = np.dtype(dtype)
+    if dtype.kind in "SU":  # bytes / str arrays (np.bytes_, as LiteRT reports STRING)
+        return TensorType.STRING
+    return TENSOR_TYPE_OF_NUMPY_DTYPE[dtype]
+
+
+def _holds_strings(value) -> bool:
+    """Whether a constant given without a dtype is strings (bytes/str, or an object array
+    or list of them)."""
+    array = value if isinstance(value, np.ndarray) else np.asarray(value, dtype=object)
+    if array.dtype.kind in "SU":
+        return True
+    if array.dtype != np.object_ or array.size == 0:
+        return False
+    return all(isinstance(item, (bytes, str)) for item in array.reshape(-1).tolist())
 
 
 def _default_params(code: int):

@@ -671,7 +671,10 @@ class _ModelReader:
 
 
 def decode_string_tensor(raw: bytes, shape: Sequence[int], where: str) -> np.ndarray:
-    """Decode TFLite's string buffer layout: count, offsets[count + 1], then the bytes."""
+    """Decode TFLite's string buffer layout: int32 count, int32 offsets[count + 1] (from the
+    start of the buffer), then the bytes. Returns a read-only object array of ``bytes`` of
+    ``shape`` (a 0-d array for a scalar); bytes after the last string are ignored, as in
+    TFLite's ``GetString``."""
     if len(raw) < 4:
         raise ModelError(f"malformed model: {where} string buffer is {len(raw)} bytes long")
     count = struct.unpack_from("<i", raw, 0)[0]
@@ -684,12 +687,42 @@ def decode_string_tensor(raw: bytes, shape: Sequence[int], where: str) -> np.nda
     values = np.empty(count, dtype=object)
     for i in range(count):
         values[i] = raw[offsets[i] : offsets[i + 1]]
-    return values.reshape(shape)
+    values = values.reshape(tuple(shape))
+    values.flags.writeable = False
+    return values
 
 
-def encode_string_tensor(values: np.ndarray) -> bytes:
-    """Encode strings in TFLite's buffer layout (inverse of ``decode_string_tensor``)."""
-    items = [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in np.asarray(values, dtype=object).ravel()]
+def string_array(values) -> np.ndarray:
+    """``values`` as a STRING tensor holds them: an object array of ``bytes``.
+
+    Accepts bytes / str arrays (``S`` / ``U`` dtypes), object arrays and nested lists of
+    ``bytes`` or ``str`` (``str`` is encoded as UTF-8), and a single ``bytes`` / ``str``
+    (a 0-d array). Raises TypeError for any other element.
+    """
+    if isinstance(values, (bytes, str)):
+        array = np.empty((), dtype=object)
+        array[()] = values
+    elif isinstance(values, np.ndarray):
+        array = values
+    else:
+        array = np.asarray(values, dtype=object)
+    items = array.reshape(-1).tolist()
+    for i, item in enumerate(items):
+        if isinstance(item, str):
+            items[i] = item.encode("utf-8")
+        elif isinstance(item, bytes):
+            items[i] = bytes(item)
+        else:
+            raise TypeError(f"a STRING tensor holds bytes or str, not {type(item).__name__} ({item!r})")
+    result = np.empty(len(items), dtype=object)
+    result[:] = items
+    return result.reshape(array.shape)
+
+
+def encode_string_tensor(values) -> bytes:
+    """Encode strings in TFLite's buffer layout (inverse of ``decode_string_tensor``);
+    ``values`` is anything ``string_array`` takes."""
+    items = string_array(values).reshape(-1).tolist()
     header = 4 * (len(items) + 2)
     offsets = [header]
     for item in items:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
-from backends.cpu.kernels.reshape import MOVABLE_TYPES, inputs_pending, normalize_axis
+from backends.cpu.kernels.reshape import MOVABLE_OR_STRING_TYPES, inputs_pending, normalize_axis
 from schema.enums import BuiltinOperator, TensorType
 
 T = TensorType
@@ -26,19 +26,26 @@ def check_indices(op_name: str, indices: np.ndarray, size: int, what: str) -> No
         raise ValueError(f"{op_name}: index {bad} is out of range [0, {size}) {what}")
 
 
-# v1: float32, int32, int64, uint8; v2: int8; v3: bool; v4: int16; v5: batch_dims;
-# v6: int16 indices. (v7 is int4; string, also v1, is not supported.)
+# v1: float32, int32, int64, uint8, string; v2: int8; v3: bool; v4: int16; v5: batch_dims;
+# v6: int16 indices. (v7 is int4.) Strings are gathered at any of these versions, from a
+# 1-D input only (TFLite's gather.cc checks ``NumDimensions(input) == 1`` for them).
 @register(BuiltinOperator.GATHER, 1, 6)
 class Gather(CpuKernel):
-    """GATHER v1-v6: ``output = input[:axis] x positions[batch_dims:] x input[axis+1:]``."""
+    """GATHER v1-v6: ``output = input[:axis] x positions[batch_dims:] x input[axis+1:]``
+    (a STRING input must be a vector)."""
 
     def prepare(self) -> None:
         if inputs_pending(self):
             return
         x, positions = self.inputs
-        self.require_types(x, *MOVABLE_TYPES)
+        self.require_types(x, *MOVABLE_OR_STRING_TYPES)
         self.require_types(positions, *INDICES_TYPES, role="positions")
         self.require_types(self.outputs[0], x.type, role="output")
+        if x.type == T.STRING and len(x.shape) != 1:
+            raise self.unsupported(
+                f"a STRING input must be 1-D, {x.name!r} has shape {list(x.shape)} "
+                "(TFLite gathers strings only from vectors)"
+            )
         rank, index_rank = len(x.shape), len(positions.shape)
         self.axis = normalize_axis(self, self.params.axis, rank)
         batch_dims = self.params.batch_dims
@@ -65,6 +72,8 @@ class Gather(CpuKernel):
 
     def invoke(self) -> None:
         x, positions, out = self.inputs[0].data, self.inputs[1].data, self.outputs[0].data
+        if positions is None:  # an empty constant (the file gives it no buffer)
+            positions = np.zeros(self.inputs[1].shape, np.int32)
         check_indices(self.op_name, positions, x.shape[self.axis], f"for axis {self.axis} of shape {list(x.shape)}")
         if not self.batch_dims:
             np.take(x, positions, axis=self.axis, out=out, mode="clip")
@@ -73,17 +82,17 @@ class Gather(CpuKernel):
         np.copyto(out, picked.reshape(out.shape))
 
 
-# v1: float32, int32, int64, int8, uint8; (v2 is string); v3: int16; v4: int16 indices; v5: bool.
-@register(BuiltinOperator.GATHER_ND, 1, 1)
-@register(BuiltinOperator.GATHER_ND, 3, 5)
+# v1: float32, int32, int64, int8, uint8; v2: string; v3: int16; v4: int16 indices; v5: bool.
+# (LiteRT's kernel takes every type at every version; so does this one.)
+@register(BuiltinOperator.GATHER_ND, 1, 5)
 class GatherNd(CpuKernel):
-    """GATHER_ND v1, v3-v5: slices of ``params`` at the index tuples in ``indices``' last axis."""
+    """GATHER_ND v1-v5: slices of ``params`` at the index tuples in ``indices``' last axis."""
 
     def prepare(self) -> None:
         if inputs_pending(self):
             return
         params, indices = self.inputs
-        self.require_types(params, *MOVABLE_TYPES)
+        self.require_types(params, *MOVABLE_OR_STRING_TYPES)
         self.require_types(indices, *INDICES_TYPES, role="indices")
         self.require_types(self.outputs[0], params.type, role="output")
         if len(params.shape) < 1 or len(indices.shape) < 1:

@@ -22,6 +22,9 @@ T = TensorType
 #: Types these data-movement kernels copy without looking at the values.
 #: int8/uint8/int16 are quantized data: moved unchanged, scale and zero point included.
 MOVABLE_TYPES = (T.FLOAT32, T.INT8, T.UINT8, T.INT16, T.INT32, T.INT64, T.BOOL)
+#: ``MOVABLE_TYPES`` and STRING, for the kernels TFLite also runs on strings (held here as
+#: object arrays of ``bytes``, which numpy copies, slices and gathers like any array).
+MOVABLE_OR_STRING_TYPES = (*MOVABLE_TYPES, T.STRING)
 QUANTIZED_TYPES = (T.INT8, T.UINT8, T.INT16)
 INDEX_TYPES = (T.INT32, T.INT64)
 
@@ -128,7 +131,7 @@ def resolve_new_shape(kernel: CpuKernel, requested: Sequence[int], input_shape: 
     return tuple(shape)
 
 
-# v1: every type (the op has a single version).
+# v1: every type, strings included (the op has a single version).
 @register(BuiltinOperator.RESHAPE, 1, 1)
 class Reshape(CpuKernel):
     """RESHAPE v1: new shape from a constant or runtime shape tensor, else from params."""
@@ -138,7 +141,7 @@ class Reshape(CpuKernel):
         if inputs_pending(self):
             return
         x = self.inputs[0]
-        self.require_types(x, *MOVABLE_TYPES)
+        self.require_types(x, *MOVABLE_OR_STRING_TYPES)
         self.require_types(self.outputs[0], x.type, role="output")
         shape_tensor = self.inputs[1] if len(self.inputs) > 1 else None
         # TFLite reads the shape tensor only when it is an int32 vector; else the params.
@@ -174,17 +177,18 @@ class Reshape(CpuKernel):
 # --------------------------------------------------------------------------------------
 
 
-# v1: numeric and bool types (v2 adds string, not supported here).
-@register(BuiltinOperator.SQUEEZE, 1, 1)
+# v1: numeric and bool types; v2: string (LiteRT's kernel takes strings at v1 too, and
+# registers v2 in its BUILTIN resolver, not in BUILTIN_REF).
+@register(BuiltinOperator.SQUEEZE, 1, 2)
 class Squeeze(CpuKernel):
-    """SQUEEZE v1: drop the listed size-1 axes (all size-1 axes when none are listed)."""
+    """SQUEEZE v1-v2: drop the listed size-1 axes (all size-1 axes when none are listed)."""
 
     def prepare(self) -> None:
         self.output_shares_input = False
         if inputs_pending(self):
             return
         x = self.inputs[0]
-        self.require_types(x, *MOVABLE_TYPES)
+        self.require_types(x, *MOVABLE_OR_STRING_TYPES)
         self.require_types(self.outputs[0], x.type, role="output")
         rank = len(x.shape)
         if rank > 8:
@@ -223,7 +227,7 @@ def expanded_shape(kernel: CpuKernel, shape: Sequence[int], axis: int) -> tuple[
     return (*shape[:axis], 1, *shape[axis:])
 
 
-# v1: every type (the op has a single version).
+# v1: every type, strings included (the op has a single version).
 @register(BuiltinOperator.EXPAND_DIMS, 1, 1)
 class ExpandDims(CpuKernel):
     """EXPAND_DIMS v1: insert a size-1 axis; the axis comes from input 1 (int32 or int64)."""
@@ -233,7 +237,7 @@ class ExpandDims(CpuKernel):
         if inputs_pending(self):
             return
         x, axis = self.inputs[0], self.inputs[1]
-        self.require_types(x, *MOVABLE_TYPES)
+        self.require_types(x, *MOVABLE_OR_STRING_TYPES)
         self.require_types(axis, *INDEX_TYPES, role="axis")
         self.require_types(self.outputs[0], x.type, role="output")
         require_same_quantization(self, x, self.outputs[0])

@@ -76,8 +76,7 @@ class Rank(_ShapeOf):
         return np.array(len(shape), dtype=np.int32)
 
 
-# v1: float32, int32, int64 values; v2: bool (string, also v2, is not supported); v3: int8,
-# int16; v4: float16.
+# v1: float32, int32, int64 values; v2: bool, string; v3: int8, int16; v4: float16.
 @register(BuiltinOperator.FILL, 1, 4)
 class Fill(CpuKernel):
     """FILL v1-v4: a tensor of shape ``dims`` filled with the scalar ``value``."""
@@ -87,7 +86,7 @@ class Fill(CpuKernel):
             return
         dims, value, out = self.inputs[0], self.inputs[1], self.outputs[0]
         self.require_types(dims, *INDEX_TYPES, role="dims")
-        self.require_types(value, *MOVABLE_TYPES, T.FLOAT16, role="value")
+        self.require_types(value, *MOVABLE_TYPES, T.FLOAT16, T.STRING, role="value")
         self.require_types(out, value.type, role="output")
         if len(dims.shape) != 1:
             raise self.unsupported(f"dims must be a vector, it has shape {list(dims.shape)}")
@@ -111,7 +110,9 @@ class Fill(CpuKernel):
         out = self.outputs[0]
         if self.from_values:
             out.set_data(np.empty(self.shape(), out.dtype))
-        out.data.fill(self.inputs[1].data.reshape(()))
+        # ``[()]`` takes the element: a string's ``bytes`` (``fill`` with a 0-d object array
+        # would store the array itself).
+        out.data.fill(self.inputs[1].data.reshape(())[()])
 
 
 RANGE_TYPES = (T.FLOAT32, T.INT32, T.INT64, T.INT8, T.INT16)

@@ -17,7 +17,9 @@ from backends.cpu.kernel import CpuKernel, register
 from backends.cpu.kernels.reshape import INDEX_TYPES, MOVABLE_TYPES, inputs_pending, int_values
 from schema.enums import BuiltinOperator, TensorType
 
-SLICE_TYPES = (*MOVABLE_TYPES, TensorType.UINT32)
+#: STRING too: TFLite slices strings at every version (v3 of SLICE and v5 of STRIDED_SLICE
+#: are the versions the converter stamps for them).
+SLICE_TYPES = (*MOVABLE_TYPES, TensorType.UINT32, TensorType.STRING)
 
 
 # --------------------------------------------------------------------------------------
@@ -25,12 +27,11 @@ SLICE_TYPES = (*MOVABLE_TYPES, TensorType.UINT32)
 # --------------------------------------------------------------------------------------
 
 
-# v1: float32, int32, int64, uint8, bool up to 4-D; v2: int8. (v3 is string.)
-@register(BuiltinOperator.SLICE, 1, 2)
-# v4: int16; v5: more than 4 dimensions; v6: uint32. (v7 is int4.)
-@register(BuiltinOperator.SLICE, 4, 6)
+# v1: float32, int32, int64, uint8, bool up to 4-D; v2: int8; v3: string; v4: int16;
+# v5: more than 4 dimensions; v6: uint32. (v7 is int4.)
+@register(BuiltinOperator.SLICE, 1, 6)
 class Slice(CpuKernel):
-    """SLICE v1-v2, v4-v6: ``size`` elements from ``begin`` along each axis (-1: to the end)."""
+    """SLICE v1-v6: ``size`` elements from ``begin`` along each axis (-1: to the end)."""
 
     def prepare(self) -> None:
         if inputs_pending(self):
@@ -247,13 +248,12 @@ def strided_slice_plan(shape, begin, end, strides, params) -> tuple[list[int], t
     return e.shape, tuple(index), out_shape
 
 
-# v1: float32, int32, int64, uint8 up to 4-D; v2: int8; v3: bool; v4: 5-D. (v5 is string.)
-@register(BuiltinOperator.STRIDED_SLICE, 1, 4)
+# v1: float32, int32, int64, uint8 up to 4-D; v2: int8; v3: bool; v4: 5-D; v5: string;
 # v6: ellipsis_mask / new_axis_mask; v7: uint32; v8: the ``offset`` param (end = begin + end).
-@register(BuiltinOperator.STRIDED_SLICE, 6, 8)
+@register(BuiltinOperator.STRIDED_SLICE, 1, 8)
 class StridedSlice(CpuKernel):
-    """STRIDED_SLICE v1-v4, v6-v8: begin/end/strides with begin, end, ellipsis, new-axis
-    and shrink-axis masks, and ``offset``."""
+    """STRIDED_SLICE v1-v8: begin/end/strides with begin, end, ellipsis, new-axis and
+    shrink-axis masks, and ``offset``."""
 
     def prepare(self) -> None:
         if inputs_pending(self):

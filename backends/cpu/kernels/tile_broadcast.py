@@ -11,18 +11,16 @@ from schema.enums import BuiltinOperator, TensorType
 T = TensorType
 
 
-# v1: float32, int32, int64, uint8, int16, bool. (v2 is string.)
-@register(BuiltinOperator.TILE, 1, 1)
-# v3: int8.
-@register(BuiltinOperator.TILE, 3, 3)
+# v1: float32, int32, int64, uint8, int16, bool; v2: string; v3: int8.
+@register(BuiltinOperator.TILE, 1, 3)
 class Tile(CpuKernel):
-    """TILE v1, v3: repeat the input ``multiples[i]`` times along each axis."""
+    """TILE v1-v3: repeat the input ``multiples[i]`` times along each axis."""
 
     def prepare(self) -> None:
         if inputs_pending(self):
             return
         x, multiples = self.inputs
-        self.require_types(x, *MOVABLE_TYPES)
+        self.require_types(x, *MOVABLE_TYPES, T.STRING)
         self.require_types(multiples, *INDEX_TYPES, role="multiples")
         self.require_types(self.outputs[0], x.type, role="output")
         if multiples.num_elements != len(x.shape):
