@@ -13,10 +13,12 @@ Two levels, as in TFLite:
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from schema.enums import BuiltinOperator, builtin_operator_name
+from delegate_sdk.context import KernelError
 from delegate_sdk.registration import Registration
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -27,6 +29,42 @@ if TYPE_CHECKING:  # pragma: no cover
 def _op_key(op: int | str) -> int | str:
     """A builtin op as its int code, a custom op as its name (caps and exclusions)."""
     return op if isinstance(op, str) else int(op)
+
+
+class DelegateError(ValueError):
+    """A delegate cannot be applied to this graph (for example static shapes only), or is
+    declared wrongly. When raised by ``modify_graph_with_delegate``, ``report`` is the
+    ``DelegationReport`` of the attempt (the plan was restored: every node on the CPU, or
+    where earlier delegates put it)."""
+
+    report: Any = None
+
+
+class DelegateDeclarationError(DelegateError, TypeError):
+    """A delegate's declaration is wrong: a support table keyed by something that is not an
+    op, a version that is not a positive int, a ``kernel_class`` that is not a
+    :class:`DelegateKernel` class, a rejection reason that is not a str. The message says
+    what to write instead."""
+
+
+class DelegatePrepareError(DelegateError, RuntimeError):
+    """The delegate raised in ``prepare`` (or its kernels in init/prepare) while it was
+    applied: the execution plan was restored, as LiteRT does ("Restored original execution
+    plan after delegate application failure."), and the interpreter runs as before.
+    ``report`` says where every node runs now and carries the failure in ``report.error``;
+    ``__cause__`` is the delegate's exception. A ``RuntimeError`` too, as LiteRT's."""
+
+
+class InvalidReplacementError(DelegateError):
+    """A delegate asked ``replace_node_subsets_with_delegate_kernels`` for a bad node set
+    (a node twice, a node not in the execution plan, something that is not a node index),
+    or passed a registration or delegate that cannot run the partition."""
+
+
+class DelegateKernelError(KernelError):
+    """A delegate kernel broke the contract at invoke: it left an output with the wrong
+    shape or dtype, replaced an output's array instead of writing into it, or (with
+    ``LITEDELEGATE_DEBUG=1``) did not write an output at all. Names the delegate node."""
 
 
 @dataclass(frozen=True)
@@ -71,7 +109,10 @@ class DelegateKernel:
         return None
 
     def eval(self, context: "DelegateContext", node: "Node") -> None:
-        raise NotImplementedError
+        raise NotImplementedError(
+            f"{type(self).__name__}.eval is not written: a DelegateKernel subclass computes the partition's outputs "
+            "in eval(context, node) (context.tensors[t].data[...] = value for t in node.outputs)"
+        )
 
 
 class _Uncapped:
@@ -103,7 +144,8 @@ class SimpleDelegate(Delegate):
         the kernels implement. A node of a higher version is rejected with the reason
         ``"ADD v2: max version supported by NAME is 1"``. Where the versions in between
         are not implemented (they exist only for other types), give the set instead:
-        ``{BuiltinOperator.CONV_2D: frozenset({1, 6})}``.
+        ``{BuiltinOperator.CONV_2D: frozenset({1, 6})}``. Op names are accepted and
+        converted (``{"ADD": 1}`` is ``{BuiltinOperator.ADD: 1}``).
       custom_support_table: custom ops by name, ``{"Convolution2DTransposeBias": 1}``,
         checked the same way against the node's custom name and version (a CUSTOM node
         whose name is not there is rejected).
@@ -111,10 +153,15 @@ class SimpleDelegate(Delegate):
     and optionally override :meth:`node_rejection_reason` to reject nodes for other
     reasons (types, shapes, params).
 
+    The declaration is checked when the delegate is constructed and again when it is
+    applied: a key that is not an op, a version that is not a positive int or a set of
+    them, a ``kernel_class`` that is not a kernel class, or a rejection reason that is
+    not a str raises :class:`DelegateDeclarationError` saying what to write instead.
+
     Options: ``max_delegated_partitions`` (0 = no limit; the largest partitions are
     kept), ``min_nodes_per_partition`` (smaller partitions stay on the CPU),
     ``version_caps`` (lower the support table per op, to behave like an older
-    delegate) and ``excluded_ops``; both may name custom ops too.
+    delegate) and ``excluded_ops``; both may name custom ops too, and builtin ops by name.
     """
 
     support_table: Mapping[int, int | frozenset[int]] = {}
@@ -133,17 +180,59 @@ class SimpleDelegate(Delegate):
             raise ValueError("max_delegated_partitions must be >= 0 and min_nodes_per_partition >= 1")
         self.max_delegated_partitions = max_delegated_partitions
         self.min_nodes_per_partition = min_nodes_per_partition
-        self.version_caps = {_op_key(op): int(v) for op, v in (version_caps or {}).items()}
+        if version_caps is not None and not isinstance(version_caps, Mapping):
+            raise DelegateDeclarationError(
+                f"version_caps must be a dict of op -> highest version (e.g. {{BuiltinOperator.ADD: 1}}), "
+                f"got {type(version_caps).__name__}"
+            )
+        if isinstance(excluded_ops, (str, int)):
+            raise DelegateDeclarationError(
+                f"excluded_ops must be a list of ops (e.g. [BuiltinOperator.ADD]), got {excluded_ops!r}"
+            )
+        self.version_caps = {_op_key(op): v for op, v in (version_caps or {}).items()}
         self.excluded_ops = {_op_key(op) for op in excluded_ops}
+        self.check_declaration()
 
     # -- what authors override ----------------------------------------------------------
     def node_rejection_reason(self, context: "DelegateContext", node: "Node", registration: Registration) -> str | None:
         """Return why this (version-supported) node cannot be delegated, or None to accept."""
         return None
 
+    # -- the declaration ------------------------------------------------------------------
+    def check_declaration(self) -> None:
+        """Check ``support_table``, ``custom_support_table``, ``version_caps``,
+        ``excluded_ops`` and ``kernel_class``, and normalize them: op names become
+        ``BuiltinOperator`` members, version sets become frozensets. Runs at construction
+        and each time the delegate is applied (a subclass may set its tables later).
+
+        Raises:
+          DelegateDeclarationError: what is wrong, and what to write instead.
+        """
+        who = type(self).__name__
+        if not getattr(self, "name", "") or self.name == Delegate.name:
+            self.name = who  # the name reports and reasons use: the class's, unless set
+        tables = (
+            ("support_table", False, self.support_table),
+            ("custom_support_table", True, self.custom_support_table),
+        )
+        for attribute, custom, table in tables:
+            normalized = _normalize_table(who, attribute, table, custom)
+            if normalized != table or type(table) is not dict:
+                setattr(self, attribute, normalized)
+        customs = set(self.custom_support_table)
+        self.version_caps = {
+            _normalize_option_key(who, "version_caps", op, customs): _check_cap(who, op, v)
+            for op, v in self.version_caps.items()
+        }
+        self.excluded_ops = {_normalize_option_key(who, "excluded_ops", op, customs) for op in self.excluded_ops}
+        if type(self).kernel_registration is SimpleDelegate.kernel_registration:
+            _check_kernel_class(who, self.kernel_class)
+
     # -- the SDK ----------------------------------------------------------------------------
     def supported_versions(self, op: int) -> frozenset[int]:
         """Every version of ``op`` this delegate takes, after caps and exclusions."""
+        if isinstance(op, str) and op not in self.custom_support_table and op.upper() in BuiltinOperator.__members__:
+            op = BuiltinOperator[op.upper()]
         table = self.custom_support_table if isinstance(op, str) else self.support_table
         entry = table.get(op, 0)
         versions = frozenset(range(1, int(entry) + 1)) if isinstance(entry, int) else frozenset(entry)
@@ -155,8 +244,10 @@ class SimpleDelegate(Delegate):
         """The highest version of ``op`` this delegate takes (0 when it does not take ``op``)."""
         return max(self.supported_versions(op), default=0)
 
-    def rejection_reason(self, context: "DelegateContext", node: "Node", registration: Registration) -> str | None:
-        """The version check, then the author's predicate."""
+    def version_rejection_reason(self, registration: Registration) -> str | None:
+        """Why the SDK rejects a node of this op and version before the predicate runs (an
+        excluded op, an op not in the tables, a version above the cap or outside the set),
+        or None when the version is supported. The reason starts with ``"OP vN: "``."""
         custom = registration.builtin_code == BuiltinOperator.CUSTOM
         op = (registration.custom_name or "") if custom else registration.builtin_code  # custom ops: by name
         label = f"{registration.op_name} v{registration.version}"
@@ -173,10 +264,33 @@ class SimpleDelegate(Delegate):
         if registration.version not in versions:
             listed = ", ".join(map(str, sorted(versions)))
             return f"{label}: {self.name} supports {registration.op_name} versions {listed} only"
+        return None
+
+    def rejection_reason(self, context: "DelegateContext", node: "Node", registration: Registration) -> str | None:
+        """The version check, then the author's predicate.
+
+        Raises:
+          DelegateDeclarationError: the predicate returned something other than None or a
+            non-empty str.
+        """
+        reason = self.version_rejection_reason(registration)
+        if reason is not None:
+            return reason
         reason = self.node_rejection_reason(context, node, registration)
-        return f"{label}: {reason}" if reason else None
+        if reason is None:
+            return None
+        label = f"{registration.op_name} v{registration.version}"
+        if not isinstance(reason, str) or not reason.strip():
+            hint = " (False does not accept a node: return None)" if reason is False else ""
+            raise DelegateDeclarationError(
+                f"{type(self).__name__}.node_rejection_reason returned {reason!r} for node {node.index} ({label}){hint}: "
+                "return None to accept the node, or a str saying why it is rejected "
+                "(e.g. 'only float32 tensors are supported'), which the delegation report shows"
+            )
+        return f"{label}: {reason}"
 
     def prepare(self, context: "DelegateContext") -> None:
+        self.check_declaration()
         supported = []
         for node_index in context.execution_plan:
             node, registration = context.get_node_and_registration(node_index)
@@ -214,8 +328,15 @@ class SimpleDelegate(Delegate):
     def kernel_registration(self) -> Registration:
         """The registration of this delegate's partition nodes (builtin code DELEGATE)."""
         kernel_class = self.kernel_class
+        _check_kernel_class(type(self).__name__, kernel_class)
+        who = type(self).__name__
 
         def init(context, node):
+            if getattr(kernel_class, "eval", None) is DelegateKernel.eval:
+                raise DelegateDeclarationError(
+                    f"{who}.kernel_class is {kernel_class.__name__}, whose eval is not written: set kernel_class to a "
+                    "DelegateKernel subclass that overrides eval(context, node)"
+                )
             kernel = kernel_class()
             kernel.init(context, node.delegate_params)
             return kernel
@@ -235,3 +356,130 @@ class SimpleDelegate(Delegate):
         entries += [f"{name} v{sorted(self.supported_versions(name))}" for name in self.custom_support_table]
         table = ", ".join(entries)
         return f"{type(self).__name__}({self.name}: {table})"
+
+
+# -- checking declarations ---------------------------------------------------------------------------
+
+_EXAMPLE = "{BuiltinOperator.ADD: 2}"
+
+
+def _builtin_named(name: str) -> BuiltinOperator | None:
+    return BuiltinOperator.__members__.get(name.strip().upper())
+
+
+def _close_ops(name: str) -> str:
+    close = difflib.get_close_matches(name.upper(), list(BuiltinOperator.__members__), n=3, cutoff=0.6)
+    return f" (did you mean {', '.join(close)}?)" if close else ""
+
+
+def _normalize_table(who: str, attribute: str, table: Any, custom: bool) -> dict:
+    if not isinstance(table, Mapping):
+        example = '{"MyCustomOp": 1}' if custom else _EXAMPLE
+        raise DelegateDeclarationError(
+            f"{who}.{attribute} must be a dict of op -> highest version (e.g. {example}), got {type(table).__name__} {table!r}"
+        )
+    normalized: dict = {}
+    for key, value in table.items():
+        op = _custom_key(who, attribute, key) if custom else _builtin_key(who, attribute, key)
+        if op in normalized:
+            raise DelegateDeclarationError(f"{who}.{attribute} names {_label(op)} twice ({key!r} and an earlier key)")
+        normalized[op] = _versions(who, attribute, op, value)
+    return normalized
+
+
+def _label(op: int | str) -> str:
+    return op if isinstance(op, str) else builtin_operator_name(op)
+
+
+def _builtin_key(who: str, attribute: str, key: Any) -> BuiltinOperator:
+    if isinstance(key, str):
+        op = _builtin_named(key)
+        if op is None:
+            raise DelegateDeclarationError(
+                f"{who}.{attribute} key {key!r} is not a builtin op{_close_ops(key)}: builtin ops are keyed by "
+                f"BuiltinOperator (e.g. {_EXAMPLE}); a custom op goes in custom_support_table = {{{key!r}: 1}}"
+            )
+        return op
+    if isinstance(key, bool) or not isinstance(key, int):
+        raise DelegateDeclarationError(
+            f"{who}.{attribute} key {key!r} ({type(key).__name__}) is not an op: key it by BuiltinOperator (e.g. {_EXAMPLE})"
+        )
+    try:
+        return BuiltinOperator(int(key))
+    except ValueError:
+        raise DelegateDeclarationError(
+            f"{who}.{attribute} key {key} is no builtin op code: key it by BuiltinOperator (e.g. {_EXAMPLE})"
+        ) from None
+
+
+def _custom_key(who: str, attribute: str, key: Any) -> str:
+    if isinstance(key, str) and key:
+        return key
+    hint = ""
+    if isinstance(key, int) and not isinstance(key, bool):
+        hint = "; builtin ops go in support_table"
+    raise DelegateDeclarationError(
+        f"{who}.{attribute} is keyed by the custom op's name (a non-empty str, e.g. {{'MyCustomOp': 1}}), got {key!r}{hint}"
+    )
+
+
+def _versions(who: str, attribute: str, op: int | str, value: Any) -> int | frozenset[int]:
+    name = _label(op)
+    fix = (f"give the highest version the kernel implements ({{{_render(op)}: 2}}), or the set of versions "
+           f"({{{_render(op)}: frozenset({{1, 3}})}})")
+    if isinstance(value, bool) or isinstance(value, (str, bytes, float)) or value is None:
+        raise DelegateDeclarationError(f"{who}.{attribute}[{name}] is {value!r}: {fix}")
+    if isinstance(value, int):
+        if value < 1:
+            raise DelegateDeclarationError(
+                f"{who}.{attribute}[{name}] is {value}, which supports no version: remove the entry, or {fix}"
+            )
+        return int(value)
+    if isinstance(value, Iterable):
+        versions = list(value)
+        if not versions or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in versions):
+            raise DelegateDeclarationError(f"{who}.{attribute}[{name}] is {value!r}: {fix}")
+        return frozenset(int(v) for v in versions)
+    raise DelegateDeclarationError(f"{who}.{attribute}[{name}] is {value!r} ({type(value).__name__}): {fix}")
+
+
+def _render(op: int | str) -> str:
+    return repr(op) if isinstance(op, str) else f"BuiltinOperator.{builtin_operator_name(op)}"
+
+
+def _normalize_option_key(who: str, attribute: str, op: Any, customs: set[str]) -> int | str:
+    """Caps and exclusions: a builtin op (code or name), or a custom op's name."""
+    if isinstance(op, str):
+        if op in customs:  # a declared custom op wins over a builtin of the same name
+            return op
+        builtin = _builtin_named(op)
+        return int(builtin) if builtin is not None else op
+    if isinstance(op, bool) or not isinstance(op, int):
+        raise DelegateDeclarationError(
+            f"{who} {attribute}: {op!r} is not an op: name a builtin op by BuiltinOperator (or its name), a custom op by its name"
+        )
+    return int(op)
+
+
+def _check_cap(who: str, op: int | str, version: Any) -> int:
+    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+        raise DelegateDeclarationError(
+            f"{who} version_caps[{_label(op)}] is {version!r}: give the highest version to take, an int >= 0 "
+            f"(e.g. version_caps={{{_render(op)}: 1}})"
+        )
+    return int(version)
+
+
+def _check_kernel_class(who: str, kernel_class: Any) -> None:
+    if isinstance(kernel_class, type) and callable(getattr(kernel_class, "eval", None)):
+        return
+    if kernel_class is None:
+        problem = "is None"
+    elif isinstance(kernel_class, DelegateKernel):
+        problem = f"is an instance of {type(kernel_class).__name__}, not the class"
+    else:
+        problem = f"is {kernel_class!r}, not a DelegateKernel class"
+    raise DelegateDeclarationError(
+        f"{who}.kernel_class {problem}: set kernel_class = YourKernel, a delegate_sdk.DelegateKernel subclass "
+        "(the SDK makes one instance per partition and calls its init, prepare and eval)"
+    )

@@ -9,8 +9,11 @@ nodes around it.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
+
+import numpy as np
 
 
 @dataclass
@@ -100,3 +103,61 @@ def partition_graph_into_independent_node_subsets(
         subset.input_tensors = sorted(set(subset.input_tensors))
         subset.output_tensors = sorted(set(subset.output_tensors))
     return subsets
+
+
+def check_replacement(
+    execution_plan: Sequence[int],
+    nodes_to_replace: Iterable[int],
+    registration: object = None,
+    delegate: object = None,
+    *,
+    applying: object = None,
+    subgraph: int = 0,
+) -> list[int]:
+    """Check the arguments of ``replace_node_subsets_with_delegate_kernels`` and return the
+    node list: ints, each once, each in the execution plan; a ``Registration`` with builtin
+    code DELEGATE; the delegate itself (``applying``, when known).
+
+    Raises:
+      InvalidReplacementError: what is wrong with the set, and what to pass instead.
+    """
+    from delegate_sdk.delegate import InvalidReplacementError
+    from delegate_sdk.registration import Registration
+    from schema.enums import BuiltinOperator
+
+    where = f" of subgraph {subgraph}" if subgraph else ""
+    if isinstance(nodes_to_replace, (str, bytes)) or not isinstance(nodes_to_replace, Iterable):
+        raise InvalidReplacementError(
+            f"nodes_to_replace must be a list of node indices{where}, got {nodes_to_replace!r}"
+        )
+    nodes = list(nodes_to_replace)
+    odd = [n for n in nodes if isinstance(n, (bool, np.bool_)) or not hasattr(n, "__index__")]
+    if odd:
+        raise InvalidReplacementError(f"nodes_to_replace{where} holds {odd[0]!r}, not a node index (an int)")
+    nodes = [operator.index(n) for n in nodes]
+    seen: set[int] = set()
+    duplicates = sorted({n for n in nodes if n in seen or seen.add(n)})
+    if duplicates:
+        raise InvalidReplacementError(
+            f"nodes_to_replace{where} lists node(s) {duplicates} more than once: give each node once "
+            "(e.g. sorted(set(nodes)))"
+        )
+    in_plan = set(execution_plan)
+    stray = [n for n in nodes if n not in in_plan]
+    if stray:
+        raise InvalidReplacementError(
+            f"nodes {stray} are not in the execution plan{where} ({list(execution_plan)}): a delegate replaces "
+            "nodes of context.execution_plan only (a node an earlier delegate took is no longer in it)"
+        )
+    if registration is not None or delegate is not None or applying is not None:
+        if not isinstance(registration, Registration) or registration.builtin_code != BuiltinOperator.DELEGATE:
+            raise InvalidReplacementError(
+                f"the registration of a delegate node must be a Registration with builtin_code=BuiltinOperator.DELEGATE "
+                f"(and its init/prepare/invoke), got {registration!r}; SimpleDelegate.kernel_registration() makes one"
+            )
+        if delegate is None or (applying is not None and delegate is not applying):
+            raise InvalidReplacementError(
+                f"replace_node_subsets_with_delegate_kernels(registration, nodes, delegate): delegate must be the delegate "
+                f"being applied (pass self), got {delegate!r}"
+            )
+    return nodes

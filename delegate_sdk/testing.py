@@ -1,18 +1,21 @@
-"""Testing helpers for delegate authors (use them in pytest).
+"""Testing helpers for delegate authors (use them in pytest). None of them runs a model,
+so this module imports nothing above ``delegate_sdk``; the helpers that run models with an
+interpreter (``assert_matches_cpu``, ``run_model``, ``check_delegate``) are in
+``interpreter.testing``.
 
-- :func:`single_op_model` builds a one-node model of an op *at a given version*
-  (float32, int8, dilation... whatever that version means), with the project's builder.
+- :func:`single_op_model` builds the smallest model of an op *at a given version*
+  (float32 wherever that version allows, else int8, dilation... whatever that version
+  means): there is a recipe for every (op, version) the CPU backend registers
+  (``VERSION_RECIPES``; ``UNBUILDABLE_VERSIONS`` says which the rules cannot give, and
+  why), and :func:`register_recipe` adds one.
 - :func:`plan_delegation` is a dry run: which nodes a delegate would take and why it
   would leave the others. It needs no kernels, so it works for every version,
   including those the CPU backend cannot run yet.
-- :func:`assert_takes_versions_up_to` checks the version cap: versions 1..N taken,
-  N+1 rejected with a reason that names the version.
-- :func:`assert_matches_cpu` runs a model with and without the delegate and compares.
+- :func:`assert_declared_caps` tests every cap a delegate declares, in one call;
+  :func:`assert_takes_versions_up_to` one op's: versions 1..N taken, N+1 rejected with a
+  reason that names the version.
 - :class:`ReferenceDelegate` takes the nodes of a support table and runs them with their
   own CPU kernels on buffers it owns: a stand-in device for partitioning tests.
-
-The last two run models, so they import the interpreter (this module is a test tool,
-the one place in ``delegate_sdk`` allowed to).
 """
 
 from __future__ import annotations
@@ -23,91 +26,55 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from delegate_sdk.context import DelegateContext
-from delegate_sdk.delegate import Delegate, DelegateKernel, DelegateParams, NodeDecision, SimpleDelegate
+from delegate_sdk.delegate import Delegate, DelegateKernel, DelegateParams, SimpleDelegate
+from delegate_sdk.dry_run import FileContext
 from delegate_sdk.node import Node
-from delegate_sdk.partition import NodeSubset, PlanNode, partition_graph_into_independent_node_subsets
+from delegate_sdk.recipes import (
+    UNBUILDABLE_VERSIONS,
+    VERSION_RECIPES,
+    Recipe,
+    RecipeError,
+    recipe,
+    recipes_for,
+    register_recipe,
+    rule_version,
+    single_op_model,
+)
 from delegate_sdk.registration import Registration
-from delegate_sdk.tensor import Allocation, RuntimeTensor
-from schema.builder import ModelBuilder, quantization
-from schema.enums import BuiltinOperator, Padding, builtin_operator_name
+from schema.enums import builtin_operator_name
 from schema.model import Model
-from schema.params import AddParams, DepthwiseConv2DParams, MulParams, SubParams
 
-# -- one-node models at a chosen version ----------------------------------------------------------
+__all__ = [
+    "CapReport",
+    "CapRow",
+    "DelegationPlan",
+    "ReferenceDelegate",
+    "ReferenceDelegateKernel",
+    "Recipe",
+    "RecipeError",
+    "UNBUILDABLE_VERSIONS",
+    "VERSION_RECIPES",
+    "assert_declared_caps",
+    "assert_takes_versions_up_to",
+    "plan_delegation",
+    "recipe",
+    "recipes_for",
+    "register_recipe",
+    "rule_version",
+    "single_op_model",
+]
 
-_INT8_IN = quantization(0.05, 2)
-_INT8_OUT = quantization(0.1, -3)
-
-
-def _binary(op: int, params_class: type, int8: bool) -> bytes:
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    kwargs = {"quantization": _INT8_IN} if int8 else {}
-    dtype = np.int8 if int8 else np.float32
-    x = graph.add_input("x", [1, 4, 4, 3], dtype, **kwargs)
-    y = graph.add_input("y", [1, 4, 4, 3], dtype, **kwargs)
-    out = graph.add_tensor("out", [1, 4, 4, 3], dtype, **({"quantization": _INT8_OUT} if int8 else {}))
-    graph.add_operator(op, [x, y], [out], params_class())
-    graph.add_output(out)
-    builder.add_signature("serving_default", graph)
-    return builder.build()
-
-
-def _depthwise(dilation: int, int8: bool) -> bytes:
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    rng = np.random.default_rng(0)
-    params = DepthwiseConv2DParams(padding=Padding.SAME, stride_w=1, stride_h=1, depth_multiplier=1,
-                                   dilation_w_factor=dilation, dilation_h_factor=dilation)
-    if int8:
-        x = graph.add_input("x", [1, 8, 8, 4], np.int8, quantization=_INT8_IN)
-        w = graph.add_constant("w", rng.integers(-127, 128, (1, 3, 3, 4)).astype(np.int8), quantization=quantization([0.02] * 4, 0, 3))
-        b = graph.add_constant("b", np.zeros(4, np.int32), quantization=quantization([0.001] * 4, 0))
-        out = graph.add_tensor("out", [1, 8, 8, 4], np.int8, quantization=_INT8_OUT)
-    else:
-        x = graph.add_input("x", [1, 8, 8, 4])
-        w = graph.add_constant("w", rng.standard_normal((1, 3, 3, 4)).astype(np.float32))
-        b = graph.add_constant("b", rng.standard_normal(4).astype(np.float32))
-        out = graph.add_tensor("out", [1, 8, 8, 4])
-    graph.add_operator(BuiltinOperator.DEPTHWISE_CONV_2D, [x, w, b], [out], params)
-    graph.add_output(out)
-    builder.add_signature("serving_default", graph)
-    return builder.build()
+#: Helpers that run models moved to ``interpreter.testing`` (they need an interpreter).
+_MOVED = {"assert_matches_cpu", "run_model", "check_delegate"}
 
 
-#: (op, version) -> a function building a one-node model stamped with that version.
-VERSION_RECIPES: dict[tuple[int, int], Callable[[], bytes]] = {
-    (BuiltinOperator.ADD, 1): lambda: _binary(BuiltinOperator.ADD, AddParams, int8=False),
-    (BuiltinOperator.ADD, 2): lambda: _binary(BuiltinOperator.ADD, AddParams, int8=True),
-    (BuiltinOperator.SUB, 1): lambda: _binary(BuiltinOperator.SUB, SubParams, int8=False),
-    (BuiltinOperator.SUB, 2): lambda: _binary(BuiltinOperator.SUB, SubParams, int8=True),
-    (BuiltinOperator.MUL, 1): lambda: _binary(BuiltinOperator.MUL, MulParams, int8=False),
-    (BuiltinOperator.MUL, 2): lambda: _binary(BuiltinOperator.MUL, MulParams, int8=True),
-    (BuiltinOperator.DEPTHWISE_CONV_2D, 1): lambda: _depthwise(1, int8=False),
-    (BuiltinOperator.DEPTHWISE_CONV_2D, 2): lambda: _depthwise(2, int8=False),
-    (BuiltinOperator.DEPTHWISE_CONV_2D, 3): lambda: _depthwise(2, int8=True),
-}
-
-
-def single_op_model(op: int, version: int) -> bytes:
-    """A one-node model of ``op`` stamped ``version`` because it needs that version.
-
-    Raises:
-      KeyError: no recipe for that (op, version); add one to ``VERSION_RECIPES``.
-    """
-    try:
-        recipe = VERSION_RECIPES[(int(op), int(version))]
-    except KeyError:
-        known = sorted(v for (o, v) in VERSION_RECIPES if o == int(op))
-        raise KeyError(
-            f"no recipe for {builtin_operator_name(op)} v{version} (recipes exist for versions {known}); "
-            "add one to delegate_sdk.testing.VERSION_RECIPES"
-        ) from None
-    model = recipe()
-    stamped = Model.from_bytes(model).subgraphs[0].operators[0].version
-    if stamped != version:
-        raise AssertionError(f"recipe for {builtin_operator_name(op)} v{version} produced a v{stamped} node")
-    return model
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        raise ImportError(
+            f"delegate_sdk.testing.{name} moved to interpreter.testing (it runs an Interpreter, and delegate_sdk "
+            f"imports nothing above itself): from interpreter.testing import {name}"
+        )
+    raise AttributeError(f"module 'delegate_sdk.testing' has no attribute {name!r}")
 
 
 # -- dry runs ---------------------------------------------------------------------------------------
@@ -124,50 +91,12 @@ class DelegationPlan:
         return "; ".join(self.reasons.get(node, []))
 
 
-class _ModelContext(DelegateContext):
-    """A DelegateContext over a model file alone: nodes, versions, tensors, no kernels."""
-
-    def __init__(self, model: Model) -> None:
-        subgraph = model.subgraphs[0]
-        self.tensors = [
-            RuntimeTensor(t.index, t.name, t.type, t.shape, shape_signature=t.shape_signature, quantization=t.quantization,
-                          sparsity=t.sparsity, data=t.data,
-                          allocation=Allocation.CONSTANT if t.data is not None else Allocation.NONE, is_variable=t.is_variable)
-            for t in subgraph.tensors
-        ]
-        self.nodes = [Node(op.index, op.inputs, op.outputs, op.params, op.custom_options, op.intermediates) for op in subgraph.operators]
-        self.registrations = [Registration(op.builtin_code, op.custom_name, op.version) for op in subgraph.operators]
-        self.outputs = list(subgraph.outputs)
-        self.plan = DelegationPlan()
-
-    @property
-    def execution_plan(self) -> list[int]:
-        return list(range(len(self.nodes)))
-
-    def get_node_and_registration(self, node_index: int):
-        return self.nodes[node_index], self.registrations[node_index]
-
-    def _subsets(self, nodes: Sequence[int]) -> list[NodeSubset]:
-        plan = [PlanNode(n.index, n.inputs, n.outputs) for n in self.nodes]
-        return partition_graph_into_independent_node_subsets(plan, nodes, self.outputs)
-
-    def preview_delegate_partitioning(self, nodes_to_replace: Sequence[int]) -> list[NodeSubset]:
-        return [s for s in self._subsets(nodes_to_replace) if s.delegated]
-
-    def replace_node_subsets_with_delegate_kernels(self, registration, nodes_to_replace, delegate) -> None:
-        self.plan.taken = sorted(nodes_to_replace)
-        self.plan.partitions = [s.nodes for s in self.preview_delegate_partitioning(nodes_to_replace)]
-
-    def record_decision(self, decision: NodeDecision) -> None:
-        if not decision.accepted:
-            self.plan.reasons.setdefault(decision.node, []).append(decision.reason)
-
-
 def plan_delegation(delegate: Delegate, model: bytes | Model) -> DelegationPlan:
     """Dry run: which nodes of the main subgraph ``delegate`` would take, and why not the rest."""
-    context = _ModelContext(model if isinstance(model, Model) else Model.from_bytes(model))
+    context = FileContext((model if isinstance(model, Model) else Model.from_bytes(model)).subgraphs[0])
     delegate.prepare(context)
-    return context.plan
+    result = context.result
+    return DelegationPlan(result.taken, [list(p) for p in result.partitions], result.reasons)
 
 
 def assert_takes_versions_up_to(make_delegate: Callable[[], Delegate], op: int, max_version: int) -> None:
@@ -179,95 +108,113 @@ def assert_takes_versions_up_to(make_delegate: Callable[[], Delegate], op: int, 
     for version in range(1, max_version + 1):
         if (int(op), version) not in VERSION_RECIPES:
             continue
+        subject = VERSION_RECIPES[(int(op), version)].subject
         plan = plan_delegation(make_delegate(), single_op_model(op, version))
-        assert plan.taken == [0], f"{name} v{version} should be delegated, but was left: {plan.reason(0)}"
+        assert subject in plan.taken, f"{name} v{version} should be delegated, but was left: {plan.reason(subject)}"
         checked += 1
     assert checked, f"no recipe for any version of {name} up to {max_version}"
     over = max_version + 1
+    subject = recipe(op, over).subject
     plan = plan_delegation(make_delegate(), single_op_model(op, over))
-    assert plan.taken == [], f"{name} v{over} is above the cap {max_version} but was delegated"
-    assert f"v{over}" in plan.reason(0), f"the rejection should name the version: {plan.reason(0)!r}"
+    assert subject not in plan.taken, f"{name} v{over} is above the cap {max_version} but was delegated"
+    assert f"v{over}" in plan.reason(subject), f"the rejection should name the version: {plan.reason(subject)!r}"
 
 
-# -- running with and without a delegate ----------------------------------------------------------
+@dataclass
+class CapRow:
+    """One (op, version) :func:`assert_declared_caps` looked at."""
 
-def _random_inputs(interpreter, seed: int) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    values = []
-    for detail in interpreter.get_input_details():
-        dtype, shape = np.dtype(detail["dtype"]), tuple(detail["shape"])
-        if dtype.kind == "f":
-            values.append(rng.uniform(-2, 2, shape).astype(dtype))
-        elif dtype == np.bool_:
-            values.append(rng.integers(0, 2, shape).astype(bool))
-        else:
-            values.append(rng.integers(-100, 100, shape).astype(dtype))
-    return values
+    op: int
+    version: int
+    declared: bool  #: the delegate declares this version (after its caps and exclusions)
+    outcome: str  #: "taken", "left by the predicate", "refused", "no recipe", or "FAILED"
+    reason: str = ""
+    description: str = ""
+    ran: bool = False  #: ``interpreter.testing.check_delegate`` ran it against the CPU
 
-
-def run_model(model: bytes, inputs: Sequence[np.ndarray], delegates: Sequence[Delegate] = ()) -> tuple[list[np.ndarray], Any]:
-    """Outputs of the main subgraph after one invoke, and the interpreter (to read its
-    delegation report)."""
-    interpreter = _interpreter(model, delegates)
-    return _invoke(interpreter, inputs), interpreter
+    @property
+    def label(self) -> str:
+        return f"{builtin_operator_name(self.op)} v{self.version}"
 
 
-def _interpreter(model: bytes, delegates: Sequence[Delegate] = ()) -> Any:
-    from interpreter import Interpreter  # a test tool may run models
+@dataclass
+class CapReport:
+    """What :func:`assert_declared_caps` checked, one row per (op, version)."""
 
-    interpreter = Interpreter(model_content=model)
-    for delegate in delegates:
-        interpreter.modify_graph_with_delegate(delegate)
-    interpreter.allocate_tensors()
-    return interpreter
+    delegate: str
+    rows: list[CapRow] = field(default_factory=list)
+    custom_ops: list[str] = field(default_factory=list)  #: declared custom ops (no recipes: not checked)
+
+    def __str__(self) -> str:
+        lines = [f"{self.delegate}: {len(self.rows)} (op, version) checked"]
+        for row in self.rows:
+            mark = "declared" if row.declared else "above/outside"
+            lines.append(f"  {row.label:28s} {mark:13s} {row.outcome}" + (f": {row.reason}" if row.reason else ""))
+        if self.custom_ops:
+            lines.append(f"  custom ops not checked (no recipes): {', '.join(self.custom_ops)}")
+        return "\n".join(lines)
 
 
-def _invoke(interpreter: Any, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-    for detail, value in zip(interpreter.get_input_details(), inputs):
-        interpreter.set_tensor(detail["index"], value)
-    interpreter.invoke()
-    return [interpreter.get_tensor(d["index"]) for d in interpreter.get_output_details()]
+def assert_declared_caps(make_delegate: Callable[[], Delegate], *, strict: bool = False) -> CapReport:
+    """Test every cap a ``SimpleDelegate`` declares, with a dry run per version recipe.
 
-
-def assert_matches_cpu(
-    model: bytes,
-    make_delegates: Callable[[], Sequence[Delegate]] | Callable[[], Delegate],
-    inputs: Sequence[np.ndarray] | None = None,
-    rtol: float = 1e-5,
-    atol: float = 1e-6,
-    seed: int = 0,
-    require_delegation: bool = True,
-    invokes: int = 3,
-) -> Any:
-    """Run ``model`` on the CPU alone and with the delegate(s), ``invokes`` times with new
-    input values each time; the outputs must agree at every invoke.
-
-    A delegate's later invokes often take other paths than its first (a CUDA graph
-    captured at the second and replayed from the third, cached buffers), so one invoke
-    proves little. ``inputs`` are the first invoke's (default: random); invoke ``k``
-    uses them rolled by ``k`` places (same values, other positions), or new random ones.
-    With ``require_delegation`` (the default) at least one node must have been delegated,
-    so the comparison cannot pass vacuously. Returns the delegated interpreter.
+    For each builtin op of ``support_table`` (after ``version_caps`` and ``excluded_ops``):
+    every declared version with a recipe must pass the SDK's version check (its node is
+    taken, or left by ``node_rejection_reason`` only, which ``strict`` makes a failure
+    too); every version up to the cap that is not declared (a gap in a version set), and
+    the version just above the cap, must be refused with the SDK's version reason
+    (``"ADD v3: max version supported by NAME is 2"``). Versions without a recipe are
+    listed as such. Returns the :class:`CapReport`; raises ``AssertionError`` listing
+    every failure.
     """
-    delegates = make_delegates()
-    delegates = list(delegates) if isinstance(delegates, (list, tuple)) else [delegates]
-    cpu, delegated = _interpreter(model), _interpreter(model, delegates)
-    if require_delegation:
-        assert any(p.delegated for p in delegated.node_placements()), "no node was delegated"
-    for k in range(invokes):
-        if inputs is None:
-            values = _random_inputs(cpu, seed + k)
-        else:
-            values = [np.roll(np.asarray(x), k * 7) for x in inputs]
-        expected, got = _invoke(cpu, values), _invoke(delegated, values)
-        for i, (g, e) in enumerate(zip(got, expected)):
-            where = f"invoke {k + 1}, output {i}"
-            assert g.shape == e.shape and g.dtype == e.dtype, f"{where}: {g.dtype}{g.shape} vs CPU {e.dtype}{e.shape}"
-            if e.dtype.kind == "f":
-                np.testing.assert_allclose(g, e, rtol=rtol, atol=atol, err_msg=where)
+    probe = make_delegate()
+    if not isinstance(probe, SimpleDelegate):
+        raise TypeError(f"assert_declared_caps checks a SimpleDelegate's support_table; got {type(probe).__name__}")
+    probe.check_declaration()
+    report = CapReport(probe.name, custom_ops=sorted(probe.custom_support_table))
+    failures = []
+    for op in sorted(probe.support_table, key=int):
+        declared = probe.supported_versions(op)
+        top = max(declared, default=0)
+        for version in range(1, top + 2):
+            is_declared = version in declared
+            if (int(op), version) not in VERSION_RECIPES:
+                report.rows.append(CapRow(int(op), version, is_declared, "no recipe",
+                                          UNBUILDABLE_VERSIONS.get((int(op), version), "")))
+                continue
+            entry = VERSION_RECIPES[(int(op), version)]
+            plan = plan_delegation(make_delegate(), single_op_model(op, version))
+            reason = plan.reason(entry.subject)
+            expected = probe.version_rejection_reason(Registration(int(op), version=version))
+            row = CapRow(int(op), version, is_declared, "", reason, entry.description)
+            if is_declared:
+                if entry.subject in plan.taken:
+                    row.outcome = "taken"
+                elif expected is None and reason and not _is_version_reason(reason, probe):
+                    row.outcome = "left by the predicate"
+                    if strict:
+                        failures.append(f"{row.label} ({entry.description}) is declared but left: {reason}")
+                else:
+                    row.outcome = "FAILED"
+                    failures.append(f"{row.label} ({entry.description}) is declared but refused: {reason or 'no reason'}")
             else:
-                np.testing.assert_array_equal(g, e, err_msg=where)
-    return delegated
+                if entry.subject not in plan.taken and expected is not None and expected in reason:
+                    row.outcome = "refused"
+                else:
+                    row.outcome = "FAILED"
+                    what = "taken" if entry.subject in plan.taken else f"refused with {reason!r}"
+                    failures.append(f"{row.label} ({entry.description}) is not declared, so it must be refused with "
+                                    f"{expected!r}, but it was {what}")
+            report.rows.append(row)
+    assert not failures, f"{probe.name}: the declared caps do not hold:\n" + "\n".join(failures) + f"\n{report}"
+    return report
+
+
+def _is_version_reason(reason: str, delegate: SimpleDelegate) -> bool:
+    return any(phrase in reason for phrase in (
+        f"max version supported by {delegate.name}", f"{delegate.name} supports", f"{delegate.name} does not support",
+        f"excluded by the {delegate.name} options",
+    ))
 
 
 # -- a reference delegate ---------------------------------------------------------------------------
@@ -306,9 +253,10 @@ class ReferenceDelegate(SimpleDelegate):
     def __init__(self, support_table: Mapping[int, int | frozenset[int]], name: str = "ReferenceDelegate",
                  only_nodes: Sequence[int] | None = None, **options: Any) -> None:
         super().__init__(**options)
-        self.support_table = {int(op): v if isinstance(v, int) else frozenset(v) for op, v in support_table.items()}
+        self.support_table = dict(support_table)
         self.name = name
         self.only_nodes = set(only_nodes) if only_nodes is not None else None
+        self.check_declaration()
 
     def node_rejection_reason(self, context, node, registration) -> str | None:
         if self.only_nodes is not None and node.index not in self.only_nodes:

@@ -12,6 +12,10 @@ import numpy as np
 from delegate_sdk import DelegateKernel, SimpleDelegate
 from schema.enums import ActivationFunctionType, BuiltinOperator, TensorType
 
+#: The fused activations this device applies (ADD's and MUL's params carry one; a kernel
+#: that ignored it would give wrong results, so the others are refused).
+ACTIVATIONS = {ActivationFunctionType.NONE: lambda x: x, ActivationFunctionType.RELU: lambda x: np.maximum(x, 0)}
+
 
 class AddMulKernel(DelegateKernel):
     """One partition of ADD/MUL nodes, run on the delegate's own buffers."""
@@ -29,10 +33,8 @@ class AddMulKernel(DelegateKernel):
         for inner, registration in self.steps:
             x, y = (device[t] for t in inner.inputs)
             result = x + y if registration.builtin_code == BuiltinOperator.ADD else x * y
-            if inner.params.fused_activation_function == ActivationFunctionType.RELU:
-                result = np.maximum(result, 0)
-            device[inner.outputs[0]] = result
-        for t in node.outputs:  # download the partition's outputs once
+            device[inner.outputs[0]] = ACTIVATIONS[inner.params.fused_activation_function](result)
+        for t in node.outputs:  # download the partition's outputs once, into the tensors' own arrays
             context.tensors[t].data[...] = device[t]
             self.downloads += 1
 
@@ -50,6 +52,6 @@ class AddMulDelegate(SimpleDelegate):
             return "only float32 tensors are supported"
         if len({t.shape for t in tensors}) != 1:
             return "broadcasting is not supported"
-        if node.params.fused_activation_function not in (ActivationFunctionType.NONE, ActivationFunctionType.RELU):
-            return "only no activation or RELU can be fused"
+        if node.params.fused_activation_function not in ACTIVATIONS:
+            return f"fused activation {node.params.fused_activation_function.name} is not supported"
         return None

@@ -1,6 +1,6 @@
 """The ``litedelegate`` command line (also ``python -m interpreter``).
 
-    litedelegate run      [MODEL] [--delegate gpu|gpu-host|none] [--input NAME=FILE.npy ...] [--output-dir DIR]
+    litedelegate run      [MODEL] [--delegate gpu|gpu-host|none|MODULE:CLASS[:K=V,...]] [--input NAME=FILE.npy ...] [--output-dir DIR]
     litedelegate analyze  [MODEL] [--delegate ...] [--cap OP=VERSION ...] [--json] [--graph FILE.svg|.html|.dot]
     litedelegate versions [MODEL] [--runtime X.Y.Z] [--tflite X.Y.Z] [--rewrite OUT.tflite] [--json]
     litedelegate bench    [MODEL] [--delegate ...] [--runs N] [--compare-litert] [--json]
@@ -9,6 +9,10 @@ With no MODEL every command uses the example model shipped in the package
 (``interpreter.example_model``). Exit codes: 0 ok, 1 a runtime or model error, 2 a usage
 error, 3 (``versions``) an older release named by ``--runtime``/``--tflite`` cannot run
 some node. Errors are one line; ``--debug`` shows the traceback.
+
+``--delegate MODULE:CLASS[:KEY=VALUE,...]`` applies any delegate (a class or a function
+returning one, imported from MODULE or a ``.py`` file, the current directory included),
+so an author sees their delegate in the same reports, timings and pictures as the GPU's.
 
 One module per command (``run``, ``analyze``, ``versions``, ``bench``); ``analysis``
 places nodes, ``graph`` draws them, ``rewrite`` edits versions, ``output`` prints.

@@ -10,11 +10,11 @@ file alone (:mod:`interpreter.cli.dryrun`) and the report says so.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 from backends.cpu import builtin_op_resolver
+from delegate_sdk.delegate import DelegateError
 from delegate_sdk.op_resolver import OpResolver, find_unresolved_operators
 from delegate_sdk.partition import PlanNode, partition_graph_into_independent_node_subsets
 from interpreter import Interpreter
@@ -160,12 +160,11 @@ def _place_with_interpreter(interpreter: Interpreter, choice: DelegateChoice) ->
     """Apply the delegate for real and read the placements; then allocate tensors."""
     delegate_error = allocate_error = None
     if choice.delegate is not None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # the report carries the error
-            try:
-                delegate_error = interpreter.modify_graph_with_delegate(choice.delegate).error
-            except Exception as error:  # DelegateError: dynamic tensors
-                delegate_error = _first_line(error)
+        try:
+            interpreter.modify_graph_with_delegate(choice.delegate)
+        except DelegateError as error:  # failed in prepare (the plan is restored), dynamic tensors, a bad declaration
+            report = getattr(error, "report", None)
+            delegate_error = report.error if report is not None and report.error else _first_line(error)
     placements = {
         (p.subgraph, p.node): (p.runs_on, (p.subgraph, p.partition) if p.partition is not None else None, p.rejections)
         for p in interpreter.node_placements()

@@ -7,7 +7,7 @@ import argparse
 import pathlib
 
 from interpreter.cli.analysis import CPU, DRY_RUN, Analysis, analyze
-from interpreter.cli.common import UsageError, describe_caps, load_model, make_delegate, parse_caps, parse_op
+from interpreter.cli.common import DELEGATE_HELP, DELEGATE_METAVAR, UsageError, describe_caps, load_model, make_delegate, parse_caps, parse_op
 from interpreter.cli.output import Printer, Styled, Table, format_bytes, format_shape, print_json
 
 RUNS_ON_STYLE = {CPU: "", None: "bold red"}
@@ -21,8 +21,8 @@ def add_parser(commands, parents) -> None:
         "statistics.",
     )
     parser.add_argument("model", nargs="?", help="a .tflite file (default: the shipped example model)")
-    parser.add_argument("--delegate", choices=["gpu", "gpu-host", "none"], default=None,
-                        help="default: the GPU if CUDA is usable, else gpu-host (host emulation)")
+    parser.add_argument("--delegate", default=None, metavar=DELEGATE_METAVAR,
+                        help="default: the GPU if CUDA is usable, else gpu-host (host emulation); " + DELEGATE_HELP)
     parser.add_argument("--cap", action="append", default=[], metavar="OP=VERSION",
                         help="lower the delegate's version cap for OP (e.g. DEPTHWISE_CONV_2D=1)")
     parser.add_argument("--exclude", action="append", default=[], metavar="OP", help="keep OP off the delegate")

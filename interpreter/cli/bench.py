@@ -12,10 +12,9 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-import warnings
 from typing import Any, Callable
 
-from interpreter.cli.common import DELEGATES, UsageError, load_model, make_delegate, set_inputs
+from interpreter.cli.common import DELEGATE_HELP, DELEGATE_METAVAR, UsageError, load_model, make_delegate, set_inputs
 from interpreter.cli.output import Printer, Styled, Table, print_json, progress
 
 
@@ -26,7 +25,7 @@ def add_parser(commands, parents) -> None:
         "delegate partition; --compare-litert adds ai-edge-litert (one thread, XNNPACK and BUILTIN_REF).",
     )
     parser.add_argument("model", nargs="?", help="a .tflite file (default: the shipped example model)")
-    parser.add_argument("--delegate", choices=DELEGATES, default="none", help="as for run")
+    parser.add_argument("--delegate", default="none", metavar=DELEGATE_METAVAR, help="as for run: " + DELEGATE_HELP)
     parser.add_argument("--runs", type=int, default=50, help="timed runs (default 50), after one warm-up (two with the GPU delegate, which captures its CUDA graphs at the second)")
     parser.add_argument("--compare-litert", action="store_true", help="also time ai-edge-litert when it is installed")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
@@ -62,12 +61,8 @@ def main(args: argparse.Namespace) -> int:
     choice = make_delegate(args.delegate)
     loaded = load_model(args.model)
     interpreter = Interpreter(model_content=loaded.data, num_threads=1)
-    if choice.delegate is not None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            report = interpreter.modify_graph_with_delegate(choice.delegate)
-        if report.error:
-            raise RuntimeError(f"{choice.name} failed in prepare: {report.error}")
+    if choice.delegate is not None:  # a delegate that fails in prepare raises DelegatePrepareError
+        interpreter.modify_graph_with_delegate(choice.delegate)
     interpreter.allocate_tensors()
     set_inputs(interpreter, {}, args.seed)
 

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
+import importlib.util
+import inspect
+import os
 import pathlib
+import sys
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -14,8 +20,15 @@ from schema.model import Model
 EXAMPLE_LABEL = "example model (dilated depthwise classifier)"
 
 #: ``--delegate`` choices. ``auto`` (analyze's default) is the GPU when one is usable,
-#: else host emulation, and says which.
+#: else host emulation, and says which. Any other delegate is ``MODULE:CLASS[:KEY=VALUE,...]``.
 DELEGATES = ("gpu", "gpu-host", "none")
+DELEGATE_METAVAR = "gpu|gpu-host|none|MODULE:CLASS[:K=V,...]"
+DELEGATE_HELP = (
+    "gpu: GpuDelegate() on CUDA device 0; gpu-host: GpuDelegate(device='host'); none: CPU only; "
+    "MODULE:CLASS[:KEY=VALUE,...]: any delegate, e.g. examples.toy_npu:ToyNpu or path/to/file.py:MyDelegate:"
+    "min_nodes_per_partition=2 (CLASS is a delegate class or a function returning a delegate, called with the "
+    "KEY=VALUE options, values read as Python literals; MODULE is imported from the current directory too)"
+)
 
 
 class UsageError(Exception):
@@ -96,10 +109,15 @@ class DelegateChoice:
     delegate: Any
     kind: str
     note: str = ""
+    source: str = ""  #: ``MODULE:CLASS`` for a delegate named on the command line
 
     @property
     def name(self) -> str:
-        return getattr(self.delegate, "name", "none") if self.delegate is not None else "none"
+        if self.delegate is None:
+            return "none"
+        from interpreter.delegation import delegate_name
+
+        return delegate_name(self.delegate)
 
     def describe(self) -> str:
         if self.delegate is None:
@@ -108,17 +126,32 @@ class DelegateChoice:
         text = f"{self.name} on {device}" if device else self.name
         if device == "host":
             text += " (host emulation: numpy stands in for the device)"
+        if self.source:
+            text += f" ({self.source})"
         return text
 
 
+def is_delegate_spec(kind: str) -> bool:
+    """``MODULE:CLASS[:OPTIONS]`` (anything with a colon) rather than a built-in name."""
+    return ":" in kind
+
+
 def make_delegate(kind: str, caps: dict[int, int] | None = None, excluded: Sequence[int] = ()) -> DelegateChoice:
-    """``gpu`` (a CUDA device, or GpuUnavailableError), ``gpu-host``, ``none``, or ``auto``
-    (the GPU when usable, else host emulation with a note saying why)."""
+    """``gpu`` (a CUDA device, or GpuUnavailableError), ``gpu-host``, ``none``, ``auto``
+    (the GPU when usable, else host emulation with a note saying why), or
+    ``MODULE:CLASS[:KEY=VALUE,...]`` (any delegate: see :func:`load_delegate_spec`)."""
     caps = dict(caps or {})
+    if is_delegate_spec(kind):
+        return load_delegate_spec(kind, caps, excluded)
     if kind == "none":
         if caps or excluded:
-            raise UsageError("--cap and --exclude need a delegate (--delegate gpu or gpu-host)")
+            raise UsageError("--cap and --exclude need a delegate (--delegate gpu, gpu-host or MODULE:CLASS)")
         return DelegateChoice(None, "none")
+    if kind not in (*DELEGATES, "auto"):
+        raise UsageError(
+            f"unknown delegate {kind!r}; expected one of {', '.join(DELEGATES)}, or MODULE:CLASS[:KEY=VALUE,...] "
+            "for any other delegate (e.g. examples.toy_npu:ToyNpu)"
+        )
     from backends.gpu import GpuDelegate, GpuUnavailableError
 
     options = {"version_caps": caps, "excluded_ops": tuple(excluded)}
@@ -126,14 +159,146 @@ def make_delegate(kind: str, caps: dict[int, int] | None = None, excluded: Seque
         return DelegateChoice(GpuDelegate(**options), "gpu")
     if kind == "gpu-host":
         return DelegateChoice(GpuDelegate(device="host", **options), "gpu-host")
-    if kind == "auto":
+    try:
+        return DelegateChoice(GpuDelegate(**options), "gpu")
+    except GpuUnavailableError as error:
+        cause = str(error).split("; ")[0]
+        note = f"no usable GPU ({cause}); analyzing GPU compatibility with host emulation (gpu-host)"
+        return DelegateChoice(GpuDelegate(device="host", **options), "gpu-host", note)
+
+
+def parse_delegate_options(text: str, spec: str) -> dict[str, Any]:
+    """``a=1,b='x',c=[1, 2]`` -> ``{"a": 1, "b": "x", "c": [1, 2]}``: values are Python
+    literals (``ast.literal_eval``), or plain strings when they are not."""
+    options: dict[str, Any] = {}
+    for item in _split_top_level(text):
+        if not item.strip():
+            continue
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            raise UsageError(f"--delegate {spec}: options are KEY=VALUE separated by commas, got {item.strip()!r}")
         try:
-            return DelegateChoice(GpuDelegate(**options), "gpu")
-        except GpuUnavailableError as error:
-            cause = str(error).split("; ")[0]
-            note = f"no usable GPU ({cause}); analyzing GPU compatibility with host emulation (gpu-host)"
-            return DelegateChoice(GpuDelegate(device="host", **options), "gpu-host", note)
-    raise UsageError(f"unknown delegate {kind!r}; expected one of {', '.join(DELEGATES)}")
+            options[key] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            options[key] = value.strip()
+    return options
+
+
+def _split_top_level(text: str) -> list[str]:
+    """Split at commas outside brackets and quotes."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, char in enumerate(text):
+        if quote:
+            if char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+def _import_module(name: str, spec: str):
+    """Import ``name`` (a module, or a ``.py`` file); the current directory counts, as for
+    ``python -m``."""
+    if name.endswith(".py") or os.sep in name or "/" in name:
+        path = pathlib.Path(name)
+        if not path.is_file():
+            raise UsageError(f"--delegate {spec}: no such file: {name}")
+        module_name = f"_litedelegate_cli_{path.stem}"
+        loader_spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.path.insert(0, str(path.resolve().parent))  # its own imports of sibling modules
+        sys.modules[module_name] = module
+        loader_spec.loader.exec_module(module)
+        return module
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as error:
+        top = name.split(".")[0]
+        here = os.getcwd()
+        if error.name not in (name, top) and not name.startswith(f"{error.name}."):
+            raise  # the delegate's own module is missing an import: show it as it is
+        if here not in sys.path and "" not in sys.path:
+            sys.path.insert(0, here)
+            try:
+                return importlib.import_module(name)
+            except ModuleNotFoundError as retry:
+                if retry.name not in (name, top) and not name.startswith(f"{retry.name}."):
+                    raise
+        raise UsageError(
+            f"--delegate {spec}: no module named {name!r} (looked in the Python path and the current directory "
+            f"{here}; give MODULE as a dotted name importable from there, or a file: path/to/file.py:CLASS)"
+        ) from None
+
+
+def load_delegate_spec(spec: str, caps: dict[int, int] | None = None, excluded: Sequence[int] = ()) -> DelegateChoice:
+    """The delegate ``MODULE:CLASS[:KEY=VALUE,...]`` names: ``CLASS`` (a delegate class, a
+    function returning a delegate, or a delegate object) from ``MODULE`` (a dotted module
+    name, or a ``.py`` file), called with the options; ``--cap``/``--exclude`` become its
+    ``version_caps``/``excluded_ops`` options."""
+    module_name, _, rest = spec.partition(":")
+    attribute, _, option_text = rest.partition(":")
+    if not module_name or not attribute:
+        raise UsageError(f"--delegate takes MODULE:CLASS[:KEY=VALUE,...] for another delegate, got {spec!r}")
+    options = parse_delegate_options(option_text, spec)
+    module = _import_module(module_name, spec)
+    target = module
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            found = _delegates_in(module)
+            hint = f"; it has {', '.join(found)}" if found else ""
+            raise UsageError(f"--delegate {spec}: {module_name} has no {attribute!r}{hint}")
+        target = getattr(target, part)
+    if caps:
+        options.setdefault("version_caps", dict(caps))
+    if excluded:
+        options.setdefault("excluded_ops", tuple(excluded))
+    if callable(getattr(target, "prepare", None)) and not isinstance(target, type):
+        if options:
+            raise UsageError(f"--delegate {spec}: {attribute} is a delegate object, which takes no options")
+        delegate = target
+    elif callable(target):
+        try:
+            inspect.signature(target).bind(**options)
+        except TypeError as error:
+            raise UsageError(f"--delegate {spec}: {attribute}{_signature(target)} does not take these options ({error})") from None
+        except ValueError:  # no signature to check (a builtin): let the call say
+            pass
+        delegate = target(**options)
+    else:
+        raise UsageError(f"--delegate {spec}: {attribute} is not a delegate, a delegate class or a function returning one")
+    if not callable(getattr(delegate, "prepare", None)):
+        raise UsageError(
+            f"--delegate {spec}: {attribute}(...) gave {type(delegate).__name__}, not a delegate (a delegate has a "
+            "prepare(context) method: a delegate_sdk.Delegate or SimpleDelegate)"
+        )
+    return DelegateChoice(delegate, "custom", source=f"{module_name}:{attribute}")
+
+
+def _signature(target: Any) -> str:
+    try:
+        return str(inspect.signature(target))
+    except (TypeError, ValueError):
+        return "(...)"
+
+
+def _delegates_in(module: Any) -> list[str]:
+    names = []
+    for name, value in vars(module).items():
+        if name.startswith("_"):
+            continue
+        if (isinstance(value, type) and callable(getattr(value, "prepare", None)) and not hasattr(value, "eval")
+                and value.__module__ == module.__name__):  # delegates, not their kernels
+            names.append(name)
+    return names
 
 
 # -- inputs --------------------------------------------------------------------------------------

@@ -5,11 +5,10 @@ from __future__ import annotations
 import argparse
 import pathlib
 import time
-import warnings
 
 import numpy as np
 
-from interpreter.cli.common import DELEGATES, load_model, make_delegate, parse_inputs, safe_file_name, set_inputs
+from interpreter.cli.common import DELEGATE_HELP, DELEGATE_METAVAR, load_model, make_delegate, parse_inputs, safe_file_name, set_inputs
 from interpreter.cli.output import Printer, Styled, Table, format_shape, print_json
 
 
@@ -20,8 +19,7 @@ def add_parser(commands, parents) -> None:
         "With no MODEL, runs the example model shipped in the package.",
     )
     parser.add_argument("model", nargs="?", help="a .tflite file (default: the shipped example model)")
-    parser.add_argument("--delegate", choices=DELEGATES, default="none",
-                        help="gpu: GpuDelegate() on CUDA device 0; gpu-host: GpuDelegate(device='host'); none: CPU only")
+    parser.add_argument("--delegate", default="none", metavar=DELEGATE_METAVAR, help=DELEGATE_HELP)
     parser.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy", help="an input value")
     parser.add_argument("--output-dir", type=pathlib.Path, help="write every output as NAME.npy here")
     parser.add_argument("--seed", type=int, default=0, help="seed for random inputs that are not given")
@@ -37,12 +35,8 @@ def main(args: argparse.Namespace) -> int:
     loaded = load_model(args.model)
     interpreter = Interpreter(model_content=loaded.data)
     report = None
-    if choice.delegate is not None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # the report carries the error
-            report = interpreter.modify_graph_with_delegate(choice.delegate)
-        if report.error:
-            raise RuntimeError(f"{choice.name} failed in prepare: {report.error}")
+    if choice.delegate is not None:  # a delegate that fails in prepare raises DelegatePrepareError
+        report = interpreter.modify_graph_with_delegate(choice.delegate)
     interpreter.allocate_tensors()
     sources = set_inputs(interpreter, given, args.seed)
     start = time.perf_counter()

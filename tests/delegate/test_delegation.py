@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 from delegate_sdk import DelegateKernel, KernelError, SimpleDelegate
-from delegate_sdk.testing import ReferenceDelegate, assert_matches_cpu, run_model
+from delegate_sdk.testing import ReferenceDelegate
+from interpreter.testing import assert_matches_cpu, run_model
+from delegate_sdk.delegate import DelegatePrepareError
 from interpreter import DelegateError, Interpreter
 from schema.builder import ModelBuilder
 from schema.enums import ActivationFunctionType, BuiltinOperator, Padding
@@ -126,11 +128,18 @@ class BrokenInPrepare(ReferenceDelegate):
 
 
 def test_a_delegate_that_raises_in_prepare_leaves_the_plan_as_it_was():
+    # As LiteRT: the plan is restored and the caller gets an exception (a RuntimeError,
+    # with LiteRT's words), carrying the report.
     interpreter = Interpreter(model_content=dilated_model())
     plan_before = interpreter._main.execution_plan
-    with pytest.warns(RuntimeWarning, match=r"delegate ReferenceDelegate failed in prepare .*the device went away"):
-        report = interpreter.modify_graph_with_delegate(BrokenInPrepare(SUPPORT))
+    with pytest.raises(DelegatePrepareError, match=r"^Restored original execution plan after delegate application "
+                       r"failure: delegate ReferenceDelegate failed in prepare: RuntimeError: the device went away") as caught:
+        interpreter.modify_graph_with_delegate(BrokenInPrepare(SUPPORT))
+    assert isinstance(caught.value, RuntimeError) and isinstance(caught.value, DelegateError)
+    assert isinstance(caught.value.__cause__, RuntimeError)
+    report = caught.value.report
     assert report.error == "RuntimeError: the device went away"
+    assert report.num_delegated == 0 and not any(p.delegated for p in report.placements)
     assert interpreter._main.execution_plan == plan_before
     assert not any(p.delegated for p in interpreter.node_placements())
     x = np.ones((1, 10, 10, 4), np.float32)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from delegate_sdk.testing import ReferenceDelegate, run_model
+from delegate_sdk.testing import ReferenceDelegate
+from interpreter.testing import run_model
 from interpreter import Interpreter
 from schema.builder import ModelBuilder
 from schema.enums import BuiltinOperator

@@ -8,7 +8,8 @@ import pytest
 
 from backends.cpu.kernels.mediapipe_custom import CONVOLUTION_2D_TRANSPOSE_BIAS, TransposeConvBiasOptions
 from delegate_sdk.delegate import SimpleDelegate
-from delegate_sdk.testing import ReferenceDelegate, assert_matches_cpu, plan_delegation
+from delegate_sdk.testing import ReferenceDelegate, plan_delegation
+from interpreter.testing import assert_matches_cpu
 from schema.builder import ModelBuilder
 from schema.enums import BuiltinOperator
 from schema.params import AddParams

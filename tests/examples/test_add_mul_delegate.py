@@ -8,7 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from delegate_sdk.testing import assert_matches_cpu, assert_takes_versions_up_to, plan_delegation, single_op_model
+from delegate_sdk.testing import assert_takes_versions_up_to, plan_delegation, single_op_model
+from interpreter.testing import assert_matches_cpu
 from schema.builder import ModelBuilder
 from schema.enums import BuiltinOperator
 from schema.params import AddParams, MulParams

@@ -25,7 +25,8 @@ from backends.cpu.kernels.mediapipe_custom import (
 )
 from backends.gpu import GpuDelegate, emulated_cuda_device
 from backends.gpu.ops import gpu_custom_support_table, gpu_support_table
-from delegate_sdk.testing import assert_matches_cpu, plan_delegation
+from delegate_sdk.testing import plan_delegation
+from interpreter.testing import assert_matches_cpu
 from oracle import assert_outputs_equal, run_litert
 from schema.builder import ModelBuilder, quantization
 from schema.enums import ActivationFunctionType, BuiltinOperator, Padding, TensorType

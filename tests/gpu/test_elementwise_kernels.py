@@ -33,7 +33,7 @@ from backends.gpu.cuda.elementwise import (
     unary_twin,
 )
 from backends.gpu.cuda.sources import read_source
-from delegate_sdk.testing import assert_matches_cpu
+from interpreter.testing import assert_matches_cpu
 from interpreter import Interpreter
 from kernel_twin import assert_twin_matches, run_both_ways
 from schema.builder import ModelBuilder

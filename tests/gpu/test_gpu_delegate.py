@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from backends.gpu import GpuDelegate, GpuUnavailableError
-from delegate_sdk.testing import assert_matches_cpu, run_model, single_op_model
+from delegate_sdk.testing import single_op_model
+from interpreter.testing import assert_matches_cpu, run_model
 from interpreter import Interpreter
 from interpreter.example_model import build_example_model
 from schema.enums import BuiltinOperator

@@ -21,7 +21,8 @@ from backends.gpu import GpuDelegate, emulated_cuda_device
 from backends.gpu.device import Device
 from backends.gpu.emulation import FreedMemoryError, StreamRaceError
 from backends.gpu.ops.base import GpuOp
-from delegate_sdk.testing import assert_matches_cpu
+from delegate_sdk.delegate import DelegatePrepareError
+from interpreter.testing import assert_matches_cpu
 from interpreter import Interpreter
 from interpreter.example_model import build_example_model
 from schema.builder import ModelBuilder
@@ -94,8 +95,8 @@ def test_ops_run_outside_the_delegates_device_is_caught(monkeypatch):
 
     device = emulated_cuda_device(device_id=1, device_count=2)
     monkeypatch.setattr(Device, "active", stream_only)
-    # Prepare fails, so the interpreter keeps the CPU plan and says why.
-    with pytest.warns(RuntimeWarning, match="WrongDeviceError: .*stream .* of device 1> made current while device 0"):
+    # Prepare fails, so the interpreter keeps the CPU plan and raises why (as LiteRT).
+    with pytest.raises(DelegatePrepareError, match="WrongDeviceError: .*stream .* of device 1> made current while device 0"):
         run(build_example_model(), GpuDelegate(device=device), invokes=1)
 
 

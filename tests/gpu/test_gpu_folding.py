@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from backends.gpu import GpuDelegate
-from delegate_sdk.testing import assert_matches_cpu
+from interpreter.testing import assert_matches_cpu
 from schema.builder import ModelBuilder
 from schema.enums import BuiltinOperator, TensorType
 from schema.params import AddParams, PackParams, ReshapeParams, ShapeParams, StridedSliceParams

@@ -11,6 +11,7 @@ from model_helpers import INIT_VALUE, read_then_assign_model
 from oracle import litert_interpreter, run_interpreter
 
 from backends.gpu import GpuDelegate, emulated_cuda_device
+from delegate_sdk.delegate import DelegatePrepareError
 from interpreter import Interpreter
 from schema.enums import BuiltinOperator
 
@@ -72,9 +73,9 @@ def test_a_variable_the_cpu_initialised_is_uploaded_once_then_stays():
 def test_a_variable_also_used_on_the_cpu_keeps_the_partition_off_the_gpu():
     delegate = GpuDelegate(device="host", excluded_ops=[BuiltinOperator.ASSIGN_VARIABLE])
     interpreter = Interpreter(model_content=read_then_assign_model())
-    with pytest.warns(RuntimeWarning, match="variable 0 is used by GPU partition nodes and by ASSIGN_VARIABLE"):
+    with pytest.raises(DelegatePrepareError, match="variable 0 is used by GPU partition nodes and by ASSIGN_VARIABLE"):
         interpreter.modify_graph_with_delegate(delegate)
-        interpreter.allocate_tensors()
+    interpreter.allocate_tensors()
     assert run_interpreter(interpreter, [np.ones(2, np.float32)])[0].tolist() == INIT_VALUE.tolist()
 
 

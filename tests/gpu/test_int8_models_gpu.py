@@ -79,7 +79,7 @@ def test_real_int8_models_go_to_the_gpu_almost_whole(path):
 
 @pytest.mark.parametrize("path", CONVERTER_INT8, ids=lambda p: p.stem)
 def test_converter_int8_models_equal_the_cpu_path_bit_for_bit_over_invokes(path):
-    from delegate_sdk.testing import assert_matches_cpu
+    from interpreter.testing import assert_matches_cpu
 
     assert_matches_cpu(path.read_bytes(), lambda: GpuDelegate(device="host"), invokes=4)
 

@@ -170,7 +170,7 @@ BOOL_AND_INTEGER_CASES = _bool_and_integer_cases()
 
 @pytest.mark.parametrize("case", BOOL_AND_INTEGER_CASES)
 def test_bool_and_integer_ops_run_on_the_device_like_the_cpu(cuda_device, case):
-    from delegate_sdk.testing import assert_matches_cpu
+    from interpreter.testing import assert_matches_cpu
 
     delegate = GpuDelegate(device=cuda_device())
     assert_matches_cpu(BOOL_AND_INTEGER_CASES[case](), lambda: delegate, invokes=4)

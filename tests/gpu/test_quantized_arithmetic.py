@@ -24,7 +24,8 @@ from backends.gpu.device import emulated_cuda_device
 from backends.gpu.ops import gpu_op_classes, select_op_class
 from delegate_sdk.node import Node
 from delegate_sdk.tensor import Allocation, RuntimeTensor
-from delegate_sdk.testing import assert_matches_cpu, plan_delegation
+from delegate_sdk.testing import plan_delegation
+from interpreter.testing import assert_matches_cpu
 from interpreter import Interpreter
 from oracle import litert_interpreter, run_interpreter
 from schema.builder import ModelBuilder, quantization

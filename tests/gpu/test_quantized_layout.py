@@ -20,7 +20,8 @@ import pytest
 
 from backends.gpu import GpuDelegate, emulated_cuda_device
 from backends.gpu.ops import gpu_support_table
-from delegate_sdk.testing import assert_matches_cpu, plan_delegation
+from delegate_sdk.testing import plan_delegation
+from interpreter.testing import assert_matches_cpu
 from interpreter import Interpreter
 from model_helpers import stamped_version
 from oracle import litert_interpreter, run_interpreter

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from backends.gpu import GpuDelegate, emulated_cuda_device
-from delegate_sdk.testing import assert_matches_cpu, plan_delegation
+from delegate_sdk.testing import plan_delegation
+from interpreter.testing import assert_matches_cpu
 from interpreter import Interpreter
 from oracle import MODELS_DIR, litert_interpreter, run_interpreter
 from schema.builder import ModelBuilder, quantization
