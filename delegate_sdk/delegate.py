@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from schema.enums import BuiltinOperator, builtin_operator_name
+from schema.op_arity import arity_problem
 from delegate_sdk.context import KernelError
 from delegate_sdk.registration import Registration
 
@@ -276,6 +277,9 @@ class SimpleDelegate(Delegate):
         reason = self.version_rejection_reason(registration)
         if reason is not None:
             return reason
+        problem = arity_problem(registration.builtin_code, node.inputs, node.outputs, lambda t: _static_rank(context, t))
+        if problem is not None:
+            return f"{registration.op_name} v{registration.version}: malformed node: {problem}"
         reason = self.node_rejection_reason(context, node, registration)
         if reason is None:
             return None
@@ -361,6 +365,11 @@ class SimpleDelegate(Delegate):
 # -- checking declarations ---------------------------------------------------------------------------
 
 _EXAMPLE = "{BuiltinOperator.ADD: 2}"
+
+
+def _static_rank(context: "DelegateContext", tensor_index: int) -> int | None:
+    tensor = context.tensors[tensor_index]
+    return None if tensor.is_dynamic else len(tensor.shape)
 
 
 def _builtin_named(name: str) -> BuiltinOperator | None:

@@ -694,14 +694,22 @@ def _shape_argument(tensor_size: Any, name: str) -> tuple[int, ...]:
     return shape
 
 
-class _HeldView(np.ndarray):
-    """An ndarray view handed out by ``tensor()``; the interpreter counts live ones."""
+class _HeldView:
+    """The owner of the numpy views handed out by ``tensor()``: each view is made from one
+    (through ``__array_interface__``), so it is the ``base`` of the view and of every
+    array derived from it (``np.asarray(view)``, slices, reshapes), which keep it alive.
+    The interpreter counts the live owners: as in LiteRT, any numpy array sharing the
+    buffer counts as a reference."""
+
+    def __init__(self, data: np.ndarray) -> None:
+        self._data = data  # the arena stays alive as long as a view does
+        self.__array_interface__ = dict(data.__array_interface__)
 
     @classmethod
     def wrap(cls, interpreter: Interpreter, data: np.ndarray) -> np.ndarray:
-        view = data.view(cls)
-        interpreter._views.append(weakref.ref(view))
-        return view
+        owner = cls(data)
+        interpreter._views.append(weakref.ref(owner))
+        return np.asarray(owner)
 
     @classmethod
     def live_views(cls, interpreter: Interpreter) -> int:

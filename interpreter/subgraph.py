@@ -15,6 +15,8 @@ from delegate_sdk.tensor import Allocation, RuntimeTensor
 from interpreter.arena import ArenaLimitError, default_arena_limit, format_bytes, make_views, plan_arena, tensor_lifetimes
 from schema import model as schema_model
 from schema.enums import BuiltinOperator, TensorType
+from schema.errors import ModelError
+from schema.op_arity import arity_problem
 
 
 class InvokeCancelledError(RuntimeError):
@@ -75,6 +77,7 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
             )
             self.registrations.append(registration)
         self._execution_plan = list(range(len(self.nodes)))
+        self._check_every_read_tensor_has_a_source(subgraph)
         self._steps: list[tuple[int, Callable[[], None]]] = []
         self._profile_steps: list[tuple[int, Callable[[], None] | None]] = []
         self.allocated = False
@@ -200,10 +203,44 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
                 shape_only = not inputs[0].is_dynamic and not any(d < 0 for d in (inputs[0].shape_signature or ()))
             if registration.prepare is None or not inputs or not (shape_only or all(t.is_constant for t in inputs)):
                 continue
+            if self.declaration_problem(node_index) is not None:
+                continue
             try:
                 registration.prepare(self, node)
             except Exception:
                 continue
+
+    def declaration_problem(self, node_index: int, at_invoke: bool = False) -> str | None:
+        """What is wrong with a node by its op's declaration (``schema.op_arity``: inputs,
+        outputs, ranks of the current shapes; a dynamic tensor's rank only ``at_invoke``),
+        or None. Reported when the node is prepared, as TFLite's kernels report it."""
+        node, registration = self.nodes[node_index], self.registrations[node_index]
+
+        def rank_of(tensor_index: int) -> int | None:
+            tensor = self.tensors[tensor_index]
+            return None if tensor.is_dynamic and not at_invoke else len(tensor.shape)
+
+        return arity_problem(registration.builtin_code, node.inputs, node.outputs, rank_of)
+
+    def _check_every_read_tensor_has_a_source(self, subgraph: schema_model.Subgraph) -> None:
+        """Every tensor a node reads is a constant, a variable, an input of the subgraph or
+        written by some node: otherwise its value would be whatever the memory held (TFLite
+        reads uninitialised arena bytes), so the model is refused at load."""
+        written = set(self.inputs)
+        for node in self.nodes:
+            written.update(node.outputs)
+        for node in self.nodes:
+            for position, t in enumerate(node.inputs):
+                if t < 0 or t in written:
+                    continue
+                tensor = self.tensors[t]
+                if tensor.is_constant or tensor.is_variable or 0 in tuple(tensor.shape):
+                    continue  # (an empty constant, shape [0], has an empty buffer)
+                raise ModelError(
+                    f"malformed model: {self.describe_node(node.index)} input {position} is tensor {t} "
+                    f"({tensor.name!r}), which has no data (its buffer is empty), is not a variable, not an input of the "
+                    "subgraph and not written by any node"
+                )
 
     def free_nodes(self) -> None:
         for node_index in list(self._initialized):
@@ -245,8 +282,11 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
                     self.tensors[t].set_dynamic()
                     dynamic.add(t)
                 continue
-            if registration.prepare is not None:
-                with self._blame(node_index, "prepare"):
+            with self._blame(node_index, "prepare"):
+                problem = self.declaration_problem(node_index)
+                if problem is not None:
+                    raise ModelError(problem)
+                if registration.prepare is not None:
                     registration.prepare(self, node)
             dynamic.update(t for t in node.outputs if self.tensors[t].allocation is Allocation.DYNAMIC)
         self._allocate_arena()
@@ -389,6 +429,9 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
 
     def _reprepared_step(self, node: Node, registration: Registration) -> Callable[[], None]:
         def step() -> None:
+            problem = self.declaration_problem(node.index, at_invoke=True)
+            if problem is not None:
+                raise ModelError(f"{self.describe_node(node.index)}: {problem}")
             if registration.prepare is not None:
                 registration.prepare(self, node)
             for t in node.outputs:

@@ -412,6 +412,8 @@ class _ModelReader:
                 f"malformed model: {where} shape {list(shape)} would need {num_elements * itemsize} bytes, "
                 f"more than the {MAX_TENSOR_BYTES}-byte limit"
             )
+        if quantization is not None:
+            check_quantization(quantization, tensor_type, shape, where)
         self.check_index(buffer_index, max(self.num_buffers, 1), "buffer", where)
         raw = self.read_buffer(buffer_index, where)
         data = None
@@ -668,6 +670,46 @@ class _ModelReader:
                 maps.append(mapping)
             signatures.append(SignatureDef(key, subgraph_index, maps[0], maps[1]))
         return tuple(signatures)
+
+
+#: The integer types whose quantization parameters the kernels compute with.
+_QUANTIZED_VALUES = (TensorType.INT4, TensorType.INT8, TensorType.UINT8, TensorType.INT16)
+#: TFLite keeps zero points as int32 (TfLiteQuantizationParams): wider ones cannot be run.
+_INT32_RANGE = (-(1 << 31), (1 << 31) - 1)
+
+
+def check_quantization(quantization: Quantization, tensor_type: int, shape: Sequence[int], where: str) -> None:
+    """Quantization parameters a kernel can compute with, or ModelError naming the field:
+    scales finite and not negative (and positive on int4/int8/uint8/int16 values), zero
+    points that fit in int32, per-channel parameters along a dimension of the
+    tensor with one entry per channel."""
+    scale = quantization.scale
+    if scale.size and not np.all(np.isfinite(scale)):
+        raise ModelError(f"malformed model: {where} quantization has a scale that is not finite: {scale[~np.isfinite(scale)][0]}")
+    if scale.size and np.any(scale < 0):
+        raise ModelError(f"malformed model: {where} quantization has a negative scale: {scale[scale < 0][0]}")
+    if tensor_type in _QUANTIZED_VALUES and scale.size and np.any(scale == 0):
+        raise ModelError(
+            f"malformed model: {where} quantization has scale 0 on {tensor_type_name(tensor_type)} values "
+            "(a quantized value must stand for real numbers: scale > 0)"
+        )
+    low, high = _INT32_RANGE
+    zero_point = quantization.zero_point
+    outside = zero_point[(zero_point < low) | (zero_point > high)]
+    if outside.size:
+        raise ModelError(f"malformed model: {where} quantization zero point {int(outside[0])} does not fit in int32")
+    if scale.size > 1:
+        dimension = quantization.quantized_dimension
+        if not 0 <= dimension < len(shape):
+            raise ModelError(
+                f"malformed model: {where} quantization is per-channel along dimension {dimension}, "
+                f"but the tensor has rank {len(shape)}"
+            )
+        if shape[dimension] != scale.size:
+            raise ModelError(
+                f"malformed model: {where} quantization has {scale.size} scales for the {shape[dimension]} "
+                f"channels of dimension {dimension}"
+            )
 
 
 def decode_string_tensor(raw: bytes, shape: Sequence[int], where: str) -> np.ndarray:

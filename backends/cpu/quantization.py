@@ -91,6 +91,11 @@ def quantize_multiplier(real_multiplier: float, *, single_rounding: bool | None 
     if single_rounding is None:
         single_rounding = SINGLE_ROUNDING
     real_multiplier = float(real_multiplier)
+    if not math.isfinite(real_multiplier):
+        raise ValueError(
+            f"quantization: the effective scale {real_multiplier} is not finite (the tensors' scales are too far "
+            "apart for integer requantization)"
+        )
     if real_multiplier == 0.0:
         return 0, 0
     fraction, shift = math.frexp(real_multiplier)

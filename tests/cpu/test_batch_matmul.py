@@ -75,7 +75,7 @@ def test_inner_dimensions_that_differ_fail_clearly():
 
 def test_rank_above_5_fails_clearly_like_litert():
     model = matmul_model([1, 1, 1, 1, 2, 3], [3, 2])
-    with pytest.raises(KernelError, match="BATCH_MATMUL.*rank 2 to 5"):
+    with pytest.raises(KernelError, match="BATCH_MATMUL.*2-D to 5-D"):
         Interpreter(model_content=model).allocate_tensors()
 
 

@@ -90,6 +90,26 @@ def test_safe_to_run_says_whether_a_tensor_view_is_held(runtime):
 
 
 @both
+@pytest.mark.parametrize("derive", [np.asarray, lambda view: view[0], lambda view: view.reshape(-1), np.array],
+                         ids=["asarray", "slice", "reshape", "copy"])
+def test_any_array_sharing_a_tensor_view_s_buffer_counts_as_held(runtime, derive):
+    """LiteRT's rule: an array derived from the view without a copy keeps the interpreter
+    unsafe to run (``np.asarray(interpreter.tensor(i)())`` cannot escape the check); a
+    copy does not."""
+    interpreter = module(runtime).Interpreter(model_path=str(MODEL))
+    interpreter.allocate_tensors()
+    derived = derive(interpreter.tensor(interpreter.get_input_details()[0]["index"])())
+    if derive is np.array:
+        assert interpreter._safe_to_run()
+        return
+    assert not interpreter._safe_to_run()
+    with pytest.raises(RuntimeError, match="reference to internal data"):
+        interpreter.allocate_tensors()
+    del derived
+    assert interpreter._safe_to_run()
+
+
+@both
 def test_a_bad_node_index_is_an_invalid_node_index(runtime):
     interpreter = module(runtime).Interpreter(model_path=str(MODEL))
     interpreter.allocate_tensors()

@@ -108,8 +108,10 @@ class PoolGeometry:
         """For each filter tap (ky, then kx) that falls inside the input somewhere: the
         (rows, columns) block of outputs where it does, and the strided block of input it
         reads there."""
-        rows = [_tap_range(ky, self.out_h, self.in_h, self.stride_h, self.pad_top) for ky in range(self.filter_h)]
-        cols = [_tap_range(kx, self.out_w, self.in_w, self.stride_w, self.pad_left) for kx in range(self.filter_w)]
+        rows = [_tap_range(ky, self.out_h, self.in_h, self.stride_h, self.pad_top)
+                for ky in _taps_touching_input(self.filter_h, self.out_h, self.in_h, self.stride_h, self.pad_top)]
+        cols = [_tap_range(kx, self.out_w, self.in_w, self.stride_w, self.pad_left)
+                for kx in _taps_touching_input(self.filter_w, self.out_w, self.in_w, self.stride_w, self.pad_left)]
         return [
             ((out_rows, out_cols), (in_rows, in_cols))
             for out_rows, in_rows in filter(None, rows)
@@ -125,6 +127,13 @@ class PoolGeometry:
         rows = along(self.out_h, self.in_h, self.filter_h, self.stride_h, self.pad_top)
         cols = along(self.out_w, self.in_w, self.filter_w, self.stride_w, self.pad_left)
         return (rows[:, None] * cols[None, :]).astype(F32)[:, :, None]
+
+
+def _taps_touching_input(filter_size: int, out_size: int, in_size: int, stride: int, pad: int) -> range:
+    """The taps k that read inside the input for some output o (0 <= o*stride + k - pad <
+    in_size): at most the input plus the strides between outputs, whatever the filter size
+    (so the work is bounded by the tensors, not by a 2**31-row filter)."""
+    return range(max(0, pad - (out_size - 1) * stride), min(filter_size, in_size + pad))
 
 
 def _tap_range(k: int, out_size: int, in_size: int, stride: int, pad: int) -> tuple[slice, slice] | None:

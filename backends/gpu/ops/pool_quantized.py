@@ -68,7 +68,7 @@ class QuantizedPool2D(QuantizedOp):
         x, out = self.inputs[0], self.outputs[0]
         g = WindowGeometry.of(
             x.shape, (params.filter_height, params.filter_width), params.padding, (params.stride_h, params.stride_w)
-        )
+        ).cropped_to_input()
         self.geometry = g
         self.tap_blocks = g.clipped_taps()
         self.is_max = self.op == B.MAX_POOL_2D
