@@ -19,6 +19,10 @@ from schema.errors import ModelError
 from schema.op_arity import arity_problem
 
 
+#: The ops that read a sparse constant (its compressed values) as such.
+_READS_SPARSE = (BuiltinOperator.DENSIFY, BuiltinOperator.FULLY_CONNECTED)
+
+
 class InvokeCancelledError(RuntimeError):
     """``Interpreter.cancel()`` stopped the invoke in flight (TFLite's kTfLiteCancelled)."""
 
@@ -225,15 +229,21 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
     def _check_every_read_tensor_has_a_source(self, subgraph: schema_model.Subgraph) -> None:
         """Every tensor a node reads is a constant, a variable, an input of the subgraph or
         written by some node: otherwise its value would be whatever the memory held (TFLite
-        reads uninitialised arena bytes), so the model is refused at load."""
+        reads uninitialised arena bytes), so the model is refused at load. A sparse
+        constant (its compressed values) is read only by the ops that expand it."""
         written = set(self.inputs)
         for node in self.nodes:
             written.update(node.outputs)
-        for node in self.nodes:
+        for node, registration in zip(self.nodes, self.registrations):
             for position, t in enumerate(node.inputs):
+                tensor = self.tensors[t] if t >= 0 else None
+                if tensor is not None and tensor.sparsity is not None and registration.builtin_code not in _READS_SPARSE:
+                    raise ModelError(
+                        f"malformed model: {self.describe_node(node.index)} input {position} is tensor {t} "
+                        f"({tensor.name!r}), which is sparse: only DENSIFY and FULLY_CONNECTED (weights) read sparse tensors"
+                    )
                 if t < 0 or t in written:
                     continue
-                tensor = self.tensors[t]
                 if tensor.is_constant or tensor.is_variable or 0 in tuple(tensor.shape):
                     continue  # (an empty constant, shape [0], has an empty buffer)
                 raise ModelError(

@@ -63,7 +63,10 @@ class _CallsSubgraphs(CpuKernel):
         if allocate is None:
             return False
         for index, tensor in zip(subgraph.inputs, tensors):
-            subgraph.tensors[index].resize(tensor.shape)
+            target = subgraph.tensors[index]
+            if target.shape != tuple(tensor.shape):
+                target.resize(tensor.shape)
+                subgraph.allocated = False  # (TFLite's ResizeInputTensor: plan the arena again)
         allocate()
         return not any(t.is_dynamic for t in subgraph.tensors)
 
