@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import math
 from typing import Sequence
 
 import numpy as np
@@ -74,7 +75,7 @@ class RuntimeTensor:
 
     @property
     def num_elements(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(int(d) for d in self.shape)  # exact (numpy's int64 product wraps)
 
     @property
     def nbytes(self) -> int:

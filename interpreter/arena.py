@@ -34,7 +34,9 @@ def default_arena_limit() -> int:
 
 
 def format_bytes(count: int) -> str:
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+    if count >= 1 << 60:
+        return f"{count / (1 << 50):.3g} PiB"
+    for unit, shift in (("PiB", 50), ("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
         if count >= 1 << shift:
             return f"{count / (1 << shift):.1f} {unit}"
     return f"{count} bytes"

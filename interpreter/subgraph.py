@@ -234,7 +234,22 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
         written = set(self.inputs)
         for node in self.nodes:
             written.update(node.outputs)
+        for role, tensors in (("input", self.inputs), ("output", self.outputs)):
+            for position, t in enumerate(tensors):
+                if self.tensors[t].dtype is None:
+                    where = f"subgraph {self.index} {role} {position}"
+                    raise ModelError(
+                        f"malformed model: {where} is tensor {t} ({self.tensors[t].name!r}) of type "
+                        f"{self.tensors[t].type_name}, which this runtime cannot hold"
+                    )
         for node, registration in zip(self.nodes, self.registrations):
+            for role, tensors in (("input", node.inputs), ("output", node.outputs)):
+                for position, t in enumerate(tensors):
+                    if t >= 0 and self.tensors[t].dtype is None:
+                        raise ModelError(
+                            f"malformed model: {self.describe_node(node.index)} {role} {position} is tensor {t} "
+                            f"({self.tensors[t].name!r}) of type {self.tensors[t].type_name}, which this runtime cannot hold"
+                        )
             for position, t in enumerate(node.inputs):
                 tensor = self.tensors[t] if t >= 0 else None
                 if tensor is not None and tensor.sparsity is not None and registration.builtin_code not in _READS_SPARSE:
@@ -299,6 +314,7 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
                 if registration.prepare is not None:
                     registration.prepare(self, node)
             dynamic.update(t for t in node.outputs if self.tensors[t].allocation is Allocation.DYNAMIC)
+        self._allocate_variables()  # (again: for a variable a node resized in prepare)
         self._allocate_arena()
         self._build_steps()
         self.allocated = True

@@ -465,7 +465,7 @@ class _ModelReader:
         if tensor_type == TensorType.STRING:
             return decode_string_tensor(raw.tobytes(), shape, where)
         dtype = NUMPY_DTYPE_OF_TENSOR_TYPE.get(tensor_type)
-        if dtype is None:
+        if dtype is None or dtype == np.object_:
             raise ModelError(
                 f"{where} holds constant data of type {tensor_type_name(tensor_type)}, "
                 "which this runtime cannot represent"

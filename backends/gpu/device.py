@@ -14,6 +14,7 @@ the current stream, and allocations come from the delegate's own memory pool (co
 from __future__ import annotations
 
 import contextlib
+import math
 import re
 from dataclasses import dataclass, fields
 from types import ModuleType
@@ -26,6 +27,24 @@ HOST = "host"
 
 class GpuUnavailableError(RuntimeError):
     """No usable CUDA device: the message says what is missing and what to do."""
+
+
+class DeviceMemoryError(MemoryError):
+    """The device (or the pinned host memory staging its copies) could not hold a buffer
+    the delegate needs: the message says how many bytes, for what, and what to do."""
+
+
+#: Past this many bytes a single buffer is refused without asking the allocator (no
+#: device has that much memory; numpy cannot even describe some such arrays).
+MAX_BUFFER_BYTES = 1 << 40
+
+
+def _out_of_memory(device: "Device", nbytes: int, what: str, error: BaseException | None) -> DeviceMemoryError:
+    cause = f" ({type(error).__name__}: {error})" if error is not None and str(error) else ""
+    return DeviceMemoryError(
+        f"{device.name}: cannot allocate {nbytes if nbytes < MAX_BUFFER_BYTES else f'{nbytes:.3e}'} bytes of {what}{cause}; the model's tensors are too large for "
+        "this device at these shapes (smaller input shapes, or the CPU path, need less)"
+    )
 
 
 @dataclass
@@ -121,7 +140,12 @@ class Device:
 
     def _malloc(self, nbytes: int) -> Any:
         self._count("pool_allocations")
-        return self.pool.malloc(nbytes)
+        if nbytes > MAX_BUFFER_BYTES:
+            raise _out_of_memory(self, nbytes, "device memory", None)
+        try:
+            return self.pool.malloc(nbytes)
+        except MemoryError as error:  # (CuPy's OutOfMemoryError is one)
+            raise _out_of_memory(self, nbytes, "device memory", error) from error
 
     # -- memory and transfers (inside active()) ----------------------------------------------
     def upload(self, array: np.ndarray, dtype: Any = None) -> Any:
@@ -141,8 +165,13 @@ class Device:
     def empty_pinned(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
         """A host array in page-locked memory (staging for asynchronous copies)."""
         dtype = np.dtype(dtype)
-        nbytes = max(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize, 1)
-        return np.ndarray(shape, dtype=dtype, buffer=self.xp.cuda.alloc_pinned_memory(nbytes))
+        nbytes = max(math.prod(int(d) for d in shape) * dtype.itemsize, 1)
+        if nbytes > MAX_BUFFER_BYTES:
+            raise _out_of_memory(self, nbytes, "pinned host memory", None)
+        try:
+            return np.ndarray(shape, dtype=dtype, buffer=self.xp.cuda.alloc_pinned_memory(nbytes))
+        except MemoryError as error:
+            raise _out_of_memory(self, nbytes, "pinned host memory", error) from error
 
     def download_async(self, device_array: Any, pinned: np.ndarray) -> None:
         """Queue a copy into ``pinned`` on the delegate's stream; it is there after

@@ -209,3 +209,17 @@ def test_the_statistics_count_launches_transfers_and_synchronizations(cp):
         y.get()  # 1 download, pageable: the host waits
     stats = cp.machine.stats
     assert (stats.uploads, stats.launches, stats.downloads, stats.synchronizations) == (1, 2, 1, 1)
+
+
+def test_a_buffer_the_device_cannot_hold_is_a_clear_device_memory_error():
+    """Issue 16: an allocation past what the device (or the pinned staging memory) can
+    hold is a DeviceMemoryError naming the bytes, never numpy's MemoryError or its
+    'array is too big' ValueError from inside the delegate."""
+    from backends.gpu.device import MAX_BUFFER_BYTES, DeviceMemoryError, emulated_cuda_device
+
+    device = emulated_cuda_device()
+    with device.active():
+        with pytest.raises(DeviceMemoryError, match=r"cannot allocate 4.612e\+18 bytes of pinned host memory"):
+            device.empty_pinned((1 << 30, 1 << 30), np.float32)
+        with pytest.raises(DeviceMemoryError, match=r"cannot allocate .* bytes of device memory"):
+            device.xp.empty((MAX_BUFFER_BYTES + 1,), dtype=np.uint8)
