@@ -165,6 +165,14 @@ class GpuDelegate(SimpleDelegate):
 
     def op_class_for(self, node: Node, registration, tensors) -> tuple[type[GpuOp] | None, str | None]:
         """The GpuOp class that runs this node, or None and why none does."""
+        for role, indices in (("input", node.inputs), ("output", node.outputs)):
+            for position, t in enumerate(indices):
+                tensor = tensors[t] if t >= 0 else None
+                if tensor is not None and tensor.dtype is not None and tensor.num_elements == 0 and not tensor.is_constant:
+                    return None, (
+                        f"{role} {position} ({tensor.name!r}) is empty (shape {list(tensor.shape)}): "
+                        "the GPU ops take no empty tensors (the CPU path runs the node)"
+                    )
         op = registration.builtin_code
         if op == BuiltinOperator.CUSTOM:  # custom ops' classes are keyed by name
             op = registration.custom_name or ""

@@ -129,3 +129,20 @@ def test_every_declared_op_has_a_consistent_declaration():
         assert 0 <= arity.min_inputs <= arity.max_inputs and 0 <= arity.min_outputs <= arity.max_outputs, B(op).name
         assert all(position < arity.max_inputs for position in arity.optional), B(op).name
         assert all(position < arity.max_inputs for position, _ in arity.ranks), B(op).name
+
+
+def test_the_gpu_delegate_leaves_nodes_with_empty_tensors_to_the_cpu():
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    x = graph.add_input("x", [0, 3])
+    y = graph.add_tensor("y", [0, 3])
+    graph.add_operator(B.RELU, [x], [y])
+    graph.add_output(y)
+    interpreter = Interpreter(model_content=builder.build())
+    interpreter.modify_graph_with_delegate(GpuDelegate(device="host"))
+    (placement,) = interpreter.delegation_reports[-1].placements
+    assert placement.runs_on == "CPU"
+    assert "input 0 ('x') is empty (shape [0, 3])" in placement.rejections[0]
+    interpreter.allocate_tensors()
+    interpreter.invoke()
+    assert interpreter.get_tensor(interpreter.get_output_details()[0]["index"]).shape == (0, 3)
