@@ -337,7 +337,7 @@ def check_command(command: str, block: Block) -> str:
         return f"module {module} exists (not run: it is the test suite, or rewrites the repository)"
     if words[0] in ("python", "python3"):
         assert (ROOT / words[1]).is_file(), f"{block.id}: no file {words[1]}"
-        return f"{words[1]} exists (not run: it needs a CUDA GPU)"
+        return f"{words[1]} exists (not run: a GPU-only or long-running command)"
     raise AssertionError(f"{block.id}: no rule to run or check {command!r}")
 
 
