@@ -81,7 +81,7 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
             )
             self.registrations.append(registration)
         self._execution_plan = list(range(len(self.nodes)))
-        self._check_every_read_tensor_has_a_source(subgraph)
+        self._check_tensor_sources()
         self._steps: list[tuple[int, Callable[[], None]]] = []
         self._profile_steps: list[tuple[int, Callable[[], None] | None]] = []
         self.allocated = False
@@ -226,13 +226,32 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
 
         return arity_problem(registration.builtin_code, node.inputs, node.outputs, rank_of)
 
-    def _check_every_read_tensor_has_a_source(self, subgraph: schema_model.Subgraph) -> None:
-        """Every tensor a node reads is a constant, a variable, an input of the subgraph or
-        written by some node: otherwise its value would be whatever the memory held (TFLite
-        reads uninitialised arena bytes), so the model is refused at load. A sparse
-        constant (its compressed values) is read only by the ops that expand it."""
+    def _check_tensor_sources(self) -> None:
+        """Refuse at load a model whose tensors do not flow as TFLite's kernels assume:
+        every tensor a node reads is a constant, a variable, an input of the subgraph or
+        written by a node before it (otherwise its value would be whatever the memory
+        held: TFLite reads uninitialised arena bytes); each tensor has one writer, never
+        a subgraph input or a constant; a sparse constant (its compressed values) is read
+        only by the ops that expand it; every tensor a node or the subgraph touches has a
+        type the runtime can hold."""
         written = set(self.inputs)
+        writer: dict[int, int] = {}
         for node in self.nodes:
+            for position, t in enumerate(node.outputs):
+                tensor = self.tensors[t]
+                problem = None
+                if t in writer:
+                    problem = f"which {self.describe_node(writer[t])} also writes"
+                elif t in self.inputs:
+                    problem = f"an input of subgraph {self.index}"
+                elif tensor.is_constant:
+                    problem = "a constant"
+                if problem is not None:
+                    raise ModelError(
+                        f"malformed model: {self.describe_node(node.index)} output {position} is tensor {t} "
+                        f"({tensor.name!r}), {problem} (each tensor has one writer)"
+                    )
+                writer[t] = node.index
             written.update(node.outputs)
         for role, tensors in (("input", self.inputs), ("output", self.outputs)):
             for position, t in enumerate(tensors):
@@ -256,6 +275,12 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
                     raise ModelError(
                         f"malformed model: {self.describe_node(node.index)} input {position} is tensor {t} "
                         f"({tensor.name!r}), which is sparse: only DENSIFY and FULLY_CONNECTED (weights) read sparse tensors"
+                    )
+                if t >= 0 and t in writer and writer[t] >= node.index:
+                    raise ModelError(
+                        f"malformed model: {self.describe_node(node.index)} input {position} is tensor {t} "
+                        f"({self.tensors[t].name!r}), which {self.describe_node(writer[t])} writes: a node reads "
+                        "what the nodes before it wrote (the operators are not in execution order)"
                     )
                 if t < 0 or t in written:
                     continue
@@ -443,6 +468,9 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
             else:
                 kernel = node.user_data
                 direct = None
+                if self._computes_nothing(node):
+                    steps.append((node_index, None))
+                    continue
                 if getattr(registration.invoke, "calls_user_data_invoke", False):
                     with self._blame(node_index, "bind"):
                         direct = kernel.bind()
@@ -452,6 +480,17 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
                 steps.append((node_index, direct or _bind(registration.invoke, self, node)))
         self._profile_steps = steps  # every live node; None for one with nothing to run
         self._steps = [(node_index, step) for node_index, step in steps if step is not None]
+
+    def _computes_nothing(self, node: Node) -> bool:
+        """Whether a prepared node has nothing to compute: every output is empty (a 0 in
+        its shape) and its kernel has no side effects (``foldable``). Such a node is not
+        run, as TFLite's kernels return at once on empty tensors."""
+        outputs = [self.tensors[t] for t in node.outputs]
+        return (
+            bool(outputs)
+            and all(not t.is_dynamic and t.num_elements == 0 for t in outputs)
+            and getattr(node.user_data, "foldable", False) is True
+        )
 
     def _reprepared_step(self, node: Node, registration: Registration) -> Callable[[], None]:
         def step() -> None:

@@ -39,6 +39,7 @@ from backends.gpu.ops.variables import DeviceVariable, DeviceVariables
 from delegate_sdk.delegate import DelegateKernel, DelegateParams, SimpleDelegate
 from delegate_sdk.node import Node
 from schema.enums import BuiltinOperator
+from schema.op_arity import arity_problem
 
 PRECISIONS = {"float32": np.float32, "float16": np.float16}
 
@@ -129,7 +130,8 @@ class GpuDelegate(SimpleDelegate):
         """As SimpleDelegate's, except that a node the CPU kernels fold into constants at
         prepare is taken whatever its op (it never runs: its outputs are constants, which
         stay on the device), unless the options exclude its op."""
-        if node.index in getattr(self, "_folded", ()) and registration.builtin_code not in self.excluded_ops:
+        folded = node.index in getattr(self, "_folded", ())
+        if folded and registration.builtin_code not in self.excluded_ops and not _malformed(context, node, registration):
             return None
         return super().rejection_reason(context, node, registration)
 
@@ -165,14 +167,6 @@ class GpuDelegate(SimpleDelegate):
 
     def op_class_for(self, node: Node, registration, tensors) -> tuple[type[GpuOp] | None, str | None]:
         """The GpuOp class that runs this node, or None and why none does."""
-        for role, indices in (("input", node.inputs), ("output", node.outputs)):
-            for position, t in enumerate(indices):
-                tensor = tensors[t] if t >= 0 else None
-                if tensor is not None and tensor.dtype is not None and tensor.num_elements == 0 and not tensor.is_constant:
-                    return None, (
-                        f"{role} {position} ({tensor.name!r}) is empty (shape {list(tensor.shape)}): "
-                        "the GPU ops take no empty tensors (the CPU path runs the node)"
-                    )
         op = registration.builtin_code
         if op == BuiltinOperator.CUSTOM:  # custom ops' classes are keyed by name
             op = registration.custom_name or ""
@@ -197,6 +191,12 @@ class GpuDelegate(SimpleDelegate):
 
     def __repr__(self) -> str:
         return f"GpuDelegate(device={self.device.name!r}, precision={self.precision!r})"
+
+
+def _malformed(context, node: Node, registration) -> bool:
+    """Whether the node breaks its op's declaration (``schema.op_arity``): never taken,
+    even to fold (SimpleDelegate's check then gives the reason)."""
+    return arity_problem(registration.builtin_code, node.inputs, node.outputs, lambda t: len(context.tensors[t].shape)) is not None
 
 
 @dataclass

@@ -16,6 +16,7 @@ from schema.builder import ModelBuilder, quantization
 from schema.enums import BuiltinOperator as B, TensorType as T
 from schema.errors import ModelError
 from schema.op_arity import ARITY, arity_problem
+from schema.params import Conv2DParams
 
 
 def pad_model(inputs: str = "x,paddings", outputs: int = 1, input_shape=(2, 3)) -> bytes:
@@ -131,18 +132,42 @@ def test_every_declared_op_has_a_consistent_declaration():
         assert all(position < arity.max_inputs for position, _ in arity.ranks), B(op).name
 
 
-def test_the_gpu_delegate_leaves_nodes_with_empty_tensors_to_the_cpu():
+def test_the_gpu_delegate_leaves_a_convolution_of_an_empty_batch_to_the_cpu():
     builder = ModelBuilder()
     graph = builder.subgraph()
-    x = graph.add_input("x", [0, 3])
-    y = graph.add_tensor("y", [0, 3])
-    graph.add_operator(B.RELU, [x], [y])
+    x = graph.add_input("x", [0, 4, 4, 2])
+    w = graph.add_constant("w", np.ones([3, 1, 1, 2], np.float32))
+    y = graph.add_tensor("y", [0, 4, 4, 3])
+    graph.add_operator(B.CONV_2D, [x, w], [y], Conv2DParams(stride_w=1, stride_h=1))
     graph.add_output(y)
     interpreter = Interpreter(model_content=builder.build())
     interpreter.modify_graph_with_delegate(GpuDelegate(device="host"))
     (placement,) = interpreter.delegation_reports[-1].placements
     assert placement.runs_on == "CPU"
-    assert "input 0 ('x') is empty (shape [0, 3])" in placement.rejections[0]
+    assert "the input is empty (shape [0, 4, 4, 2])" in placement.rejections[0]
     interpreter.allocate_tensors()
     interpreter.invoke()
-    assert interpreter.get_tensor(interpreter.get_output_details()[0]["index"]).shape == (0, 3)
+    assert interpreter.get_tensor(interpreter.get_output_details()[0]["index"]).shape == (0, 4, 4, 3)
+
+
+def test_a_tensor_written_by_two_nodes_is_refused_at_load():
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    x = graph.add_input("x", [4])
+    y = graph.add_tensor("y", [4])
+    graph.add_operator(B.RELU, [x], [y])
+    graph.add_operator(B.TANH, [x], [y])
+    graph.add_output(y)
+    with pytest.raises(ModelError, match=r"node 1 \(TANH v1\) output 0 is tensor 1 \('y'\), which node 0 \(RELU v1\) also writes"):
+        Interpreter(model_content=builder.build())
+
+
+def test_a_node_writing_a_graph_input_is_refused_at_load():
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    x = graph.add_input("x", [4])
+    y = graph.add_input("y", [4])
+    graph.add_operator(B.RELU, [x], [y])
+    graph.add_output(y)
+    with pytest.raises(ModelError, match=r"output 0 is tensor 1 \('y'\), an input of subgraph 0"):
+        Interpreter(model_content=builder.build())

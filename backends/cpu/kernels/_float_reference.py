@@ -125,7 +125,9 @@ def conv_reference(
 ) -> None:
     """TFLite's reference float ``Conv`` (grouped: ``groups = C / filter in-channels``) into
     ``out`` ``[N, OH, OW, O]``, vectorized over the outputs, looping over the taps and
-    input channels in TFLite's order."""
+    input channels in TFLite's order. ``geometry`` may be ``conv_cropped``: its views of
+    ``x`` and ``filters`` are taken here."""
+    x, filters = geometry.input_view(x), geometry.filter_view(filters)
     out_channels, _, _, group_in = filters.shape
     per_group = out_channels // (x.shape[3] // group_in)
     first = (np.arange(out_channels) // per_group) * group_in  # each output's group, first channel
@@ -145,7 +147,9 @@ def depthwise_reference(
     out: np.ndarray,
 ) -> None:
     """TFLite's reference float ``DepthwiseConv`` into ``out`` ``[N, OH, OW, C*M]``: output
-    channel o reads input channel ``o // M``; the taps in TFLite's order."""
+    channel o reads input channel ``o // M``; the taps in TFLite's order. ``geometry`` may
+    be ``conv_cropped``: its views of ``x`` and ``filters`` are taken here."""
+    x, filters = geometry.input_view(x), geometry.filter_view(filters)
     out_channels = filters.shape[3]
     source = np.arange(out_channels) // (out_channels // x.shape[3])
     total = np.zeros(out.shape, np.float32)

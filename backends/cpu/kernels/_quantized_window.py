@@ -633,6 +633,9 @@ def select_conv_arithmetic(
     ``quantized_bias_type`` (absent: int64); DEPTHWISE_CONV_2D's is always int64.
     """
     kernel.require_types(x, T.UINT8, T.INT8, T.INT16, T.FLOAT32, role="input")
+    for tensor, role in ((filters, filter_role), (output, "output")):
+        if tensor is None:  # (a delegate may prepare a node the interpreter did not check)
+            raise kernel.unsupported(f"the {role} is missing")
     if x.type == T.FLOAT32:
         kernel.require_types(filters, T.INT8, role=filter_role)
         kernel.require_types(output, T.FLOAT32, role="output")

@@ -59,6 +59,13 @@ class WindowGeometry:
     pad_bottom: int
     pad_left: int
     pad_right: int
+    #: Set by ``conv_cropped`` only: the input rows / columns before the ones this geometry
+    #: describes (``input_view``), and the filter row / column that is its tap 0
+    #: (``filter_view``). 0 for a geometry made by ``of``.
+    crop_top: int = 0
+    crop_left: int = 0
+    first_ky: int = 0
+    first_kx: int = 0
 
     @classmethod
     def of(
@@ -155,6 +162,71 @@ class WindowGeometry:
             self.dilation_h, self.dilation_w, self.out_h, self.out_w, pad_top, pad_bottom, pad_left, pad_right,
         )
 
+    def conv_cropped(self) -> "WindowGeometry":
+        """The same convolution without the filter rows and columns that never touch the
+        input (for any output position): such taps read only the padding, which adds
+        nothing to a convolution (0, or the zero point that the kernels subtract). With a
+        huge dilation (30000 over a 16-row input) that is all but one tap of each axis,
+        whose padding would otherwise take gigabytes.
+
+        Unlike ``cropped_to_input`` this works with dilation: the taps kept keep their
+        dilation, and when the first of them starts inside the input (the padding before
+        it would be negative) the geometry describes the input from there on
+        (``crop_top``, ``crop_left``: ``input_view``). ``first_ky`` / ``first_kx`` say
+        which filter taps are kept (``filter_view``). Its padding on each side is at most
+        the span of the strided outputs, ``(out - 1) * stride``, which is less than the
+        input (or, when no tap meets the input, that span plus one before it and none
+        after), so the kernels' scratch is bounded by their tensors. ``self`` when no
+        tap is dropped. Taps whose span meets the input but whose strided positions all
+        miss it are kept (harmless, and bounded)."""
+        rows = _conv_cropped_axis(self.filter_h, self.dilation_h, self.pad_top, self.stride_h, self.out_h, self.in_h)
+        cols = _conv_cropped_axis(self.filter_w, self.dilation_w, self.pad_left, self.stride_w, self.out_w, self.in_w)
+        (first_h, filter_h, pad_top, skip_h, dilation_h) = rows
+        (first_w, filter_w, pad_left, skip_w, dilation_w) = cols
+        if (filter_h, filter_w) == (self.filter_h, self.filter_w) and not (skip_h or skip_w):
+            return self
+        in_h, in_w = self.in_h - skip_h, self.in_w - skip_w
+        pad_bottom = max(0, (self.out_h - 1) * self.stride_h + (filter_h - 1) * dilation_h + 1 - in_h - pad_top)
+        pad_right = max(0, (self.out_w - 1) * self.stride_w + (filter_w - 1) * dilation_w + 1 - in_w - pad_left)
+        return WindowGeometry(
+            self.batch, in_h, in_w, self.channels, filter_h, filter_w, self.stride_h, self.stride_w,
+            dilation_h, dilation_w, self.out_h, self.out_w, pad_top, pad_bottom, pad_left, pad_right,
+            self.crop_top + skip_h, self.crop_left + skip_w, self.first_ky + first_h, self.first_kx + first_w,
+        )
+
+    @property
+    def is_pointwise(self) -> bool:
+        """Whether every output pixel is the one input pixel at its own position: a 1x1
+        window, stride 1, no padding, the whole input (a convolution is then a matmul of
+        the input itself). False for a ``conv_cropped`` 1x1 window that starts inside
+        the input or reads only the padding."""
+        return (
+            (self.filter_h, self.filter_w, self.stride_h, self.stride_w) == (1, 1, 1, 1)
+            and not self.is_padded
+            and (self.in_h, self.in_w) == (self.out_h, self.out_w)
+            and not (self.crop_top or self.crop_left)
+        )
+
+    def input_view(self, x: np.ndarray) -> np.ndarray:
+        """The part of the NHWC input ``x`` this geometry describes (``x`` itself unless
+        ``conv_cropped`` skipped rows or columns that no tap reads): a view."""
+        if not (self.crop_top or self.crop_left):
+            return x
+        return x[:, self.crop_top : self.crop_top + self.in_h, self.crop_left : self.crop_left + self.in_w]
+
+    def filter_view(self, filters: np.ndarray) -> np.ndarray:
+        """The taps of a ``[O or 1, KH, KW, I]`` filter that this geometry keeps (the
+        filter itself for an uncropped geometry): a view."""
+        if (self.first_ky, self.first_kx) == (0, 0) and filters.shape[1:3] == (self.filter_h, self.filter_w):
+            return filters
+        return filters[:, self.first_ky : self.first_ky + self.filter_h, self.first_kx : self.first_kx + self.filter_w]
+
+    @property
+    def padded_elements(self) -> int:
+        """The values of the padded input (``padded_shape``), a Python int (no overflow)."""
+        n, h, w, c = self.padded_shape
+        return n * h * w * c
+
     def valid_counts(self) -> np.ndarray:
         """``[OH, OW, 1]`` float32: how many taps of each window fall inside the input.
 
@@ -168,9 +240,14 @@ class WindowGeometry:
 def _valid_taps(
     out_size: int, stride: int, pad_before: int, filter_size: int, dilation: int, in_size: int
 ) -> np.ndarray:
-    """For each output position of one axis, the number of filter taps inside the input."""
-    positions = np.arange(out_size)[:, None] * stride - pad_before + np.arange(filter_size)[None, :] * dilation
-    return ((positions >= 0) & (positions < in_size)).sum(axis=1)
+    """For each output position of one axis, the number of filter taps inside the input:
+    the taps k in [0, filter_size) with ``0 <= o*stride - pad_before + k*dilation <
+    in_size``, counted from the ends of that range (work of the output's size, whatever
+    the filter's: a 2**31 - 1 wide filter costs nothing more)."""
+    start = np.arange(out_size, dtype=np.int64) * stride - pad_before  # tap 0's position
+    first = np.maximum(0, -(start // dilation))  # ceil(-start / dilation), at least 0
+    last = np.minimum(filter_size - 1, (in_size - 1 - start) // dilation)
+    return np.maximum(last - first + 1, 0)
 
 
 def _cropped_axis(filter_size: int, dilation: int, pad: int, stride: int, out_size: int, in_size: int) -> tuple[int, int, int]:
@@ -182,6 +259,26 @@ def _cropped_axis(filter_size: int, dilation: int, pad: int, stride: int, out_si
     if first > last:  # no tap touches the input (cannot happen for a window that fits)
         first, last = 0, 0
     return first, last - first + 1, pad - first * dilation
+
+
+def _conv_cropped_axis(
+    filter_size: int, dilation: int, pad: int, stride: int, out_size: int, in_size: int
+) -> tuple[int, int, int, int, int]:
+    """``(first tap kept, taps kept, new padding, input rows skipped, new dilation)`` of one
+    axis of ``WindowGeometry.conv_cropped``: the taps k whose positions ``o*stride +
+    k*dilation - pad`` (o in 0..out_size-1) span a range that meets the input. When none
+    does (a huge dilation can step over the whole input), one tap that reads only the
+    padding: the output is the bias alone, as in TFLite."""
+    first = max(0, -(-(pad - (out_size - 1) * stride) // dilation))  # ceil
+    last = min(filter_size - 1, (in_size - 1 + pad) // dilation)
+    if first > last:  # no tap meets the input: keep tap 0, entirely before it
+        return 0, 1, (out_size - 1) * stride + 1, 0, 1
+    taps = last - first + 1
+    new_pad = pad - first * dilation
+    skip = 0
+    if new_pad < 0:  # the first tap kept starts inside the input: describe the input from there
+        skip, new_pad = -new_pad, 0
+    return first, taps, new_pad, skip, (dilation if taps > 1 else 1)
 
 
 def _clipped_axis(offset: int, stride: int, out_size: int, in_size: int) -> tuple[slice, slice] | None:
@@ -281,6 +378,11 @@ def clamp(values: np.ndarray, bounds: tuple[float, float] | None) -> None:
 #: materialized at the output's full size (see the module notes).
 FULL_SIZE_LIMIT = 1 << 17
 
+#: Above this many elements (16 MiB of float32) a one-sided clamp takes its bound as a
+#: scalar, not as a full-size constant (faster up to here, 1.4x at 2**20 elements; above,
+#: the constant would cost as much memory again as the output).
+CLAMP_OPERAND_LIMIT = 1 << 22
+
 #: Up to this many elements a two-sided clamp is maximum + minimum with full-size
 #: bounds (two cheap calls); above, one ``np.clip`` pass is faster.
 SMALL_CLIP_LIMIT = 1 << 13
@@ -294,6 +396,25 @@ def node_geometry(kernel, input_shape, window: tuple[int, int], dilation: tuple[
         return WindowGeometry.of(input_shape, window, params.padding, (params.stride_h, params.stride_w), dilation)
     except ValueError as error:
         raise kernel.unsupported(str(error)) from None
+
+
+#: TFLite's CONV_2D and DEPTHWISE_CONV_2D take strides and dilation factors up to this
+#: (``TF_LITE_ENSURE(context, params->stride_height <= INT16_MAX)`` ... in their Prepare).
+INT16_MAX = 32767
+
+
+def check_conv_window_params(kernel, dilation: tuple[int, int]) -> None:
+    """The kernel's "not supported" error for a CONV_2D / DEPTHWISE_CONV_2D stride or
+    dilation factor above ``INT16_MAX``, as LiteRT refuses them (checked by its Prepare)."""
+    params = kernel.params
+    for name, value in (
+        ("stride_h", params.stride_h),
+        ("stride_w", params.stride_w),
+        ("dilation_h_factor", dilation[0]),
+        ("dilation_w_factor", dilation[1]),
+    ):
+        if int(value) > INT16_MAX:
+            raise kernel.unsupported(f"{name} is {value}; TFLite takes at most {INT16_MAX} (INT16_MAX)")
 
 
 def conv_layout(kernel, x, filters, bias) -> tuple[int, int, int, int, int]:
@@ -338,6 +459,49 @@ def depthwise_layout(kernel, x, filters, bias) -> tuple[int, int, int, int]:
     if bias is not None and bias.num_elements != out_channels:
         raise kernel.unsupported(f"bias has {bias.num_elements} elements, expected {out_channels}")
     return kh, kw, out_channels, out_channels // in_channels
+
+
+def require_inputs(kernel, *roles: str) -> None:
+    """The kernel's "not supported" error naming the first of the node's leading inputs
+    (``roles``, in order) that it lacks (index -1, or no such position). The interpreter
+    checks the declared arity before prepare; this also holds where a delegate prepares
+    the node itself (the GPU delegate's partitions prepare the CPU kernels of the nodes
+    they fold)."""
+    for position, role in enumerate(roles):
+        if position >= len(kernel.inputs) or kernel.inputs[position] is None:
+            raise kernel.unsupported(f"the {role} (input {position}) is missing")
+
+
+def remember_shapes(kernel) -> None:
+    """Record, at the end of ``prepare``, the shapes of the node's tensors that the kernel
+    planned its buffers and views for (``check_shapes`` compares them in ``bind``)."""
+    kernel.prepared_shapes = tuple(None if t is None else tuple(t.shape) for t in (*kernel.inputs, *kernel.outputs))
+
+
+def check_shapes(kernel) -> None:
+    """In ``bind`` (after every node is prepared, before any runs): the kernel's error when
+    one of its tensors no longer has the shape it was prepared for, i.e. a node prepared
+    later resized it: a tensor that a node writes after an earlier node read it (a model
+    input, or another node's output, written again), or two nodes writing the same
+    tensor. The kernel's buffers and views fit the old shape; TFLite would read or
+    write past the tensor's memory. Dynamic tensors (resized at invoke) are not checked."""
+    shapes = getattr(kernel, "prepared_shapes", None)
+    if shapes is None:
+        return
+    tensors = (*kernel.inputs, *kernel.outputs)
+    inputs = len(kernel.inputs)
+    for position, (tensor, shape) in enumerate(zip(tensors, shapes)):
+        if tensor is None or shape is None or tensor.is_dynamic:
+            continue
+        data = tensor.data
+        now = tuple(tensor.shape) if data is None or tuple(data.shape) == tuple(tensor.shape) else tuple(data.shape)
+        if now != shape:
+            role = f"input {position}" if position < inputs else f"output {position - inputs}"
+            raise kernel.unsupported(
+                f"{role} {tensor.name!r} has shape {list(now)}, but the node was prepared for {list(shape)}: "
+                f"a node prepared later resized it (a tensor written after this node reads it, or written "
+                f"by two nodes)"
+            )
 
 
 def same_arrays(cached: tuple | None, arrays: tuple) -> bool:
@@ -430,8 +594,11 @@ def make_clamp(
     low, high = bounds
     dtype = out.dtype.name
     if high == np.inf:
-        lows = filled(low, out.size, dtype).reshape(out.shape)
         maximum = np.maximum
+        if out.size > CLAMP_OPERAND_LIMIT:  # (a full-size operand would double a huge output's memory)
+            low_value = out.dtype.type(low)
+            return lambda: maximum(source, low_value, out=out)
+        lows = filled(low, out.size, dtype).reshape(out.shape)
         return lambda: maximum(source, lows, out=out)
     if out.size > SMALL_CLIP_LIMIT:
         clip, low, high = np.clip, out.dtype.type(low), out.dtype.type(high)

@@ -27,6 +27,7 @@ TFLite's loop runs instead (slow, exact).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable
 
 import numpy as np
@@ -46,8 +47,11 @@ from backends.cpu.kernels._window import (
     conv_layout,
     node_geometry,
     activation_bounds,
+    check_conv_window_params,
+    check_shapes,
     make_clamp,
     record_pair,
+    remember_shapes,
     reshaped_view,
     tiled_rows,
     window_view,
@@ -60,6 +64,13 @@ from schema.enums import BuiltinOperator, TensorType
 #: pixels long.
 COLUMN_MAJOR_MAX_RUN = 4
 COLUMN_MAJOR_MIN_WIDTH = 8
+
+#: An im2col matrix of more bytes than this is filled and multiplied a block of output
+#: rows at a time (``Conv2D.convolve_blocks``), each block from a padded slab of the input
+#: rows it reads: the scratch then stays about this size, whatever the tensors' (a
+#: [3, 256, 16000, 8] input with a 3x3 filter would need a 3.3 GiB matrix, and a padded
+#: copy of the input besides).
+IM2COL_BLOCK_BYTES = 64 << 20
 
 
 def column_major(geometry: WindowGeometry) -> bool:
@@ -105,16 +116,24 @@ class Conv2D(OverflowGuard, CpuKernel):
         params = self.params
         self.activation = params.fused_activation_function
         self.bounds = activation_bounds(self.activation)
+        check_conv_window_params(self, (params.dilation_h_factor, params.dilation_w_factor))
         geometry = node_geometry(self, x.shape, (kh, kw), (params.dilation_h_factor, params.dilation_w_factor))
         output.resize((*geometry.output_shape, out_channels))
+        # Without the taps that only ever read the padding (a huge dilation): the padded
+        # buffer and the im2col are then bounded by the tensors (_window.conv_cropped).
+        geometry = geometry.conv_cropped()
+        kh, kw = geometry.filter_h, geometry.filter_w
 
         self.geometry = geometry
         self.groups = groups
         self.group_out = out_channels // groups
         self.rows = geometry.batch * geometry.out_h * geometry.out_w  # M of the matmul
         self.depth = kh * kw * group_in  # K of the matmul
-        self.pointwise = kh == 1 and kw == 1 and geometry.stride_h == 1 and geometry.stride_w == 1
-        if not self.pointwise:
+        self.pointwise = geometry.is_pointwise  # (1x1, stride 1: the original test, as a geometry)
+        self.block_rows = None
+        if not self.pointwise and groups * self.rows * self.depth * 4 > IM2COL_BLOCK_BYTES:
+            self._prepare_blocks(group_in)
+        elif not self.pointwise:
             self.pad = PaddedInput(geometry, always=True)
             # All windows of the padded buffer (ours: the view holds until the next prepare).
             windows = window_view(geometry, self.pad.buffer)  # [N, OH, OW, KH, KW, C]
@@ -142,9 +161,9 @@ class Conv2D(OverflowGuard, CpuKernel):
                 else:
                     windows = reshaped_view(windows, (n, oh, ow, kh, kw, groups, group_in))
                     self.column_copy = (self.columns, windows.transpose(5, 0, 1, 2, 3, 4, 6))
-        if groups > 1:
+        if groups > 1 and self.block_rows is None:
             self.group_results = np.empty((groups, self.rows, self.group_out), np.float32)
-        self.weights = self.weight_matrices(filters.data) if filters.is_constant else None
+        self.weights = self.weight_matrices(geometry.filter_view(filters.data)) if filters.is_constant else None
         self.has_bias = bias is not None
         self.tiled_bias = None
         if bias is not None and bias.is_constant:
@@ -154,9 +173,61 @@ class Conv2D(OverflowGuard, CpuKernel):
         self.square_limit = None
         if filters.is_constant and (bias is None or bias.is_constant):
             self.square_limit = square_limit(
-                max_row_norm(filters.data.reshape(out_channels, -1)), bias_max(None if bias is None else bias.data)
+                max_row_norm(geometry.filter_view(filters.data).reshape(out_channels, -1)),
+                bias_max(None if bias is None else bias.data),
             )
         self._bound = (None, None)
+        remember_shapes(self)
+
+    def _prepare_blocks(self, group_in: int) -> None:
+        """The blocked im2col (``convolve_blocks``): ``block_rows`` output rows of one image
+        at a time, from a zero-bordered slab of the padded input rows they read."""
+        g, groups = self.geometry, self.groups
+        row_bytes = groups * g.out_w * self.depth * 4
+        self.block_rows = rows = max(1, min(g.out_h, IM2COL_BLOCK_BYTES // row_bytes))
+        slab_h = (rows - 1) * g.stride_h + (g.filter_h - 1) * g.dilation_h + 1
+        self.slab = np.zeros((1, slab_h, g.pad_left + g.in_w + g.pad_right, g.channels), np.float32)
+        # The windows of one block: the geometry of one image of ``rows`` output rows.
+        windows = window_view(dataclasses.replace(g, batch=1, out_h=rows), self.slab)  # [1, rows, OW, KH, KW, C]
+        windows = reshaped_view(windows, (rows, g.out_w, g.filter_h, g.filter_w, groups, group_in))
+        windows = windows.transpose(4, 0, 1, 2, 3, 5)  # [G, rows, OW, KH, KW, I]
+        self.block_columns = columns = np.empty((groups, rows, g.out_w, g.filter_h, g.filter_w, group_in), np.float32)
+        if groups == 1 and g.dilation_w == 1:  # a window row (KW*C values) is one contiguous run
+            _, rs, ps, cs = self.slab.strides
+            windows = as_strided(
+                self.slab, (1, rows, g.out_w, g.filter_h, g.filter_w * g.channels),
+                (0, g.stride_h * rs, g.stride_w * ps, g.dilation_h * rs, cs), writeable=False,
+            )
+            columns = columns.reshape(windows.shape)
+        # (target, source) of the block's im2col, each run copied as one record (record_pair)
+        self.block_copy = record_pair(columns, windows)
+        self.block_results = np.empty((groups, rows * g.out_w, self.group_out), np.float32) if groups > 1 else None
+
+    def convolve_blocks(self, x: np.ndarray, weights: np.ndarray, out: np.ndarray) -> None:
+        """``out`` (before bias and clamp) a block of output rows at a time: the input rows
+        the block reads copied into the slab (zero outside the input), its windows into
+        the block's im2col matrix, one matmul per group into the block's output rows."""
+        g, rows, slab = self.geometry, self.block_rows, self.slab
+        x = g.input_view(x)
+        slab_h = slab.shape[1]
+        for n in range(g.batch):
+            for y0 in range(0, g.out_h, rows):
+                count = min(rows, g.out_h - y0)
+                top = y0 * g.stride_h - g.pad_top  # the input row at the slab's row 0
+                first, last = max(0, top), min(g.in_h, top + slab_h)
+                slab.fill(0.0)
+                if first < last:
+                    slab[0, first - top : last - top, g.pad_left : g.pad_left + g.in_w] = x[n, first:last]
+                target, source = self.block_copy
+                target[:, :count] = source[:, :count]
+                matrices = self.block_columns[:, :count].reshape(self.groups, count * g.out_w, self.depth)
+                block_out = out[n, y0 : y0 + count].reshape(count * g.out_w, -1)
+                if self.groups == 1:
+                    np.dot(matrices[0], weights[0], out=block_out)
+                else:
+                    results = self.block_results[:, : count * g.out_w]
+                    np.matmul(matrices, weights, out=results)
+                    block_out.reshape(count * g.out_w, self.groups, self.group_out)[...] = results.transpose(1, 0, 2)
 
     def reference(self) -> None:
         """TFLite's own loop (``_float_reference.conv_reference``): for inputs that could overflow."""
@@ -185,7 +256,7 @@ class Conv2D(OverflowGuard, CpuKernel):
     def im2col(self, x: np.ndarray) -> np.ndarray:
         """The input's windows as ``[groups, M, K]`` (copied into the prepared buffer)."""
         if not self.pointwise:
-            self.pad(x)
+            self.pad(self.geometry.input_view(x))
             target, source = self.column_copy
             target[...] = source
         return self.column_matrices
@@ -193,9 +264,11 @@ class Conv2D(OverflowGuard, CpuKernel):
     def bind(self) -> Callable[[], None]:
         """One group with constant weights and bias: ``invoke`` as a function of no argument
         on this allocation's buffers (``invoke`` itself otherwise)."""
+        check_shapes(self)
         x, out = self.inputs[0].data, self.outputs[0].data
         if (
             self.groups != 1
+            or self.block_rows is not None
             or self.weights is None
             or (self.has_bias and self.tiled_bias is None)
             or not self.buffers_are_fixed()
@@ -212,6 +285,7 @@ class Conv2D(OverflowGuard, CpuKernel):
         # The overflow guard: the input's sum of squares (one BLAS dot) below the limit.
         flat, limit, reference = x.reshape(-1), self.square_limit, self.reference
         squares = flat.dot
+        source_x = self.geometry.input_view(x)  # (the part of the input the windows read)
         if self.pointwise and bias is not None and clamp is None:
 
             def pointwise() -> None:
@@ -228,7 +302,7 @@ class Conv2D(OverflowGuard, CpuKernel):
                 reference()
                 return
             for interior in copies:  # (the padded input's interior)
-                interior[...] = x
+                interior[...] = source_x
             if target is not None:
                 target[...] = source  # im2col
             dot(columns, weights, out=rows)
@@ -248,13 +322,17 @@ class Conv2D(OverflowGuard, CpuKernel):
             return
         if self._bound[0] is not x or self._bound[1] is not out:
             self._bind(x, out)
-        weights = self.weights if self.weights is not None else self.weight_matrices(self.inputs[1].data)
-        columns = self.im2col(x)
+        weights = self.weights
+        if weights is None:
+            weights = self.weight_matrices(self.geometry.filter_view(self.inputs[1].data))
         rows = self.out_rows
-        if self.groups == 1:
+        if self.block_rows is not None:
+            self.convolve_blocks(x, weights, out)
+        elif self.groups == 1:
+            columns = self.im2col(x)
             np.dot(columns[0], weights[0], out=rows)
         else:
-            np.matmul(columns, weights, out=self.group_results)
+            np.matmul(self.im2col(x), weights, out=self.group_results)
             self.out_groups[...] = self.group_results
         if self.has_bias:
             bias = self.tiled_bias if self.tiled_bias is not None else tiled_rows(self.inputs[2].data, rows.shape)

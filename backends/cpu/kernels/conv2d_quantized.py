@@ -63,8 +63,19 @@ from backends.cpu.kernels._quantized_window import (
     select_conv_arithmetic,
     zero_point_of,
 )
-from backends.cpu.kernels._window import activation_bounds, clamp, conv_layout, node_geometry, record_pair, window_view
-from backends.cpu.kernels.conv2d import column_major, column_major_copy
+from backends.cpu.kernels._window import (
+    activation_bounds,
+    check_conv_window_params,
+    check_shapes,
+    clamp,
+    conv_layout,
+    node_geometry,
+    record_pair,
+    remember_shapes,
+    require_inputs,
+    window_view,
+)
+from backends.cpu.kernels.conv2d import IM2COL_BLOCK_BYTES, column_major, column_major_copy
 from backends.cpu.quantization import is_quantized
 from schema.enums import BuiltinOperator, TensorType
 
@@ -122,14 +133,20 @@ class QuantizedConv2D(CpuKernel):
     # -- prepare ---------------------------------------------------------------------
     def prepare(self) -> None:
         self.require_num_inputs(2, 3)
+        require_inputs(self, "input", "filter")
         x, filters, output = self.inputs[0], self.inputs[1], self.outputs[0]
         bias = self.inputs[2] if len(self.inputs) == 3 else None
         self.check_types(x, filters, bias, output)
         out_channels, kh, kw, group_in, groups = conv_layout(self, x, filters, bias)
         self.check_filter_quantization(filters, out_channels)
         params = self.params
+        check_conv_window_params(self, (params.dilation_h_factor, params.dilation_w_factor))
         geometry = node_geometry(self, x.shape, (kh, kw), (params.dilation_h_factor, params.dilation_w_factor))
         output.resize((*geometry.output_shape, out_channels))
+        # Without the taps that only ever read the padding (a huge dilation; they add
+        # (z - z) * w = 0): the buffers are then bounded by the tensors (_window.conv_cropped).
+        geometry = geometry.conv_cropped()
+        kh, kw = geometry.filter_h, geometry.filter_w
 
         self.geometry = geometry
         self.groups = groups
@@ -137,7 +154,7 @@ class QuantizedConv2D(CpuKernel):
         self.group_out = out_channels // groups
         self.rows = geometry.batch * geometry.out_h * geometry.out_w  # M of the matmul
         self.depth = kh * kw * group_in  # K of the matmul
-        self.pointwise = kh == 1 and kw == 1 and geometry.stride_h == 1 and geometry.stride_w == 1
+        self.pointwise = geometry.is_pointwise  # (1x1, stride 1: the original test, as a geometry)
 
         # Filter values as the kernel multiplies them: w - z_w (z_w only for uint8).
         self.filter_zero_point = zero_point_of(filters) if self.mode == "uint8" else 0
@@ -146,7 +163,7 @@ class QuantizedConv2D(CpuKernel):
             "hybrid_per_channel": ASYMMETRIC_ABS_MAX,
         }.get(self.mode, RAW_ABS_MAX.get(x.type))
         if filters.is_constant:
-            centered = self.centered_filter(filters.data)
+            centered = self.centered_filter(geometry.filter_view(filters.data))
             abs_sums = np.abs(centered).reshape(out_channels, -1).sum(axis=1)
         else:  # the worst case for any filter of this shape
             abs_sums = np.full(out_channels, self.depth * (255 if self.mode == "uint8" else 128), np.int64)
@@ -156,6 +173,7 @@ class QuantizedConv2D(CpuKernel):
             raise self.unsupported(str(error)) from None
 
         fill = self.input_zero_point if self.quantized else 0.0
+        self.block_rows = None
         self.float_input = FloatInput(geometry, self.float_type, fill=fill)
         source = self.float_input.buffer
         if self.pointwise:  # 1x1, stride 1: every pixel is its own window (no copy)
@@ -166,11 +184,20 @@ class QuantizedConv2D(CpuKernel):
             windows = window_view(geometry, source)  # [N, OH, OW, KH, KW, C]
             windows = np.reshape(windows, (*geometry.output_shape, kh, kw, groups, group_in), copy=False)
             self.windows = windows.transpose(5, 0, 1, 2, 3, 4, 6)
-            self.columns = np.empty((groups, *geometry.output_shape, kh, kw, group_in), self.float_type)
-            self.column_matrices = self.columns.reshape(groups, self.rows, self.depth)
+            itemsize = np.dtype(self.float_type).itemsize
+            if groups * self.rows * self.depth * itemsize > IM2COL_BLOCK_BYTES:
+                # A block of output rows at a time (``convolve``): the im2col scratch stays
+                # about IM2COL_BLOCK_BYTES, whatever the output's size.
+                row_bytes = groups * geometry.out_w * self.depth * itemsize
+                self.block_rows = max(1, min(geometry.out_h, IM2COL_BLOCK_BYTES // row_bytes))
+                block_shape = (groups, self.block_rows, geometry.out_w, kh, kw, group_in)
+                self.columns = np.empty(block_shape, self.float_type)
+            else:
+                self.columns = np.empty((groups, *geometry.output_shape, kh, kw, group_in), self.float_type)
+                self.column_matrices = self.columns.reshape(groups, self.rows, self.depth)
         self.products = np.empty((groups, self.rows, self.group_out), self.float_type)
 
-        self.weights = self.weight_matrices(filters.data) if filters.is_constant else None
+        self.weights = self.weight_matrices(geometry.filter_view(filters.data)) if filters.is_constant else None
         self.bias_values = None
         if bias is None or bias.is_constant:
             self.bias_values = self.read_bias()
@@ -188,6 +215,7 @@ class QuantizedConv2D(CpuKernel):
             self.filter_scales = np.broadcast_to(scales, (out_channels,)).astype(np.float32)
             self.filter_scale = np.float32(scales[0])
             self.result = np.empty((self.rows, out_channels), np.float32)
+        remember_shapes(self)
 
     def check_types(self, x, filters, bias, output) -> None:
         """Pick the arithmetic from the types (as TFLite does) and check the rest."""
@@ -252,23 +280,46 @@ class QuantizedConv2D(CpuKernel):
         """``sum w * x`` for every output, ``[M, O]`` (exact integers in a float type)."""
         weights = self.weights
         if weights is None:
-            weights = self.weight_matrices(self.inputs[1].data)
-        self.float_input(x)
-        if not self.pointwise:
-            self.columns[...] = self.windows
-        columns = self.column_matrices
+            weights = self.weight_matrices(self.geometry.filter_view(self.inputs[1].data))
+        self.float_input(self.geometry.input_view(x))
+        if self.block_rows is not None:
+            self.convolve_blocks(weights)
+        else:
+            if not self.pointwise:
+                self.columns[...] = self.windows
+            columns = self.column_matrices
+            if self.groups == 1:
+                np.matmul(columns[0], weights[0], out=self.products[0])
+            else:
+                np.matmul(columns, weights, out=self.products)
         if self.groups == 1:
-            np.matmul(columns[0], weights[0], out=self.products[0])
             return self.products[0]
-        np.matmul(columns, weights, out=self.products)
         return self.products.transpose(1, 0, 2).reshape(self.rows, self.out_channels)
+
+    def convolve_blocks(self, weights: np.ndarray) -> None:
+        """``products`` a block of ``block_rows`` output rows of one image at a time: the
+        block's windows (of the padded float input) into the block's im2col matrix, then
+        one matmul per group into the block's rows of ``products``."""
+        g, rows, groups = self.geometry, self.block_rows, self.groups
+        for n in range(g.batch):
+            for y0 in range(0, g.out_h, rows):
+                count = min(rows, g.out_h - y0)
+                columns = self.columns[:, :count]
+                columns[...] = self.windows[:, n, y0 : y0 + count]
+                first = (n * g.out_h + y0) * g.out_w
+                products = self.products[:, first : first + count * g.out_w]
+                np.matmul(columns.reshape(groups, count * g.out_w, self.depth), weights, out=products)
 
     def bind(self) -> Callable[[], None]:
         """Once the arena is allocated: for a quantized node with constant filter and
         bias and a single group, a closure over this allocation's input and output that
         runs the float64 output stage (``FloatOutputStage``); else ``invoke``."""
+        check_shapes(self)
         x, output = self.inputs[0], self.outputs[0]
-        if not self.quantized or self.acc_offset is None or self.groups != 1 or x.is_dynamic or output.is_dynamic:
+        if (
+            not self.quantized or self.acc_offset is None or self.groups != 1 or x.is_dynamic or output.is_dynamic
+            or self.block_rows is not None
+        ):
             return self.invoke
         out = output.data.reshape(self.rows, self.out_channels)
         stage = FloatOutputStage.make(self.quantization, self.acc_offset, out)
@@ -331,6 +382,7 @@ class QuantizedConv2D(CpuKernel):
         column-major: see ``conv2d.column_major``) from ``x``: for a pointwise node the
         input converted in place; else the padded input then im2col."""
         g = self.geometry
+        x = g.input_view(x)  # (the part of the input the windows read)
         if self.pointwise:
             return tuple((target, x) for target in float_input.targets)
         if float_input is None:

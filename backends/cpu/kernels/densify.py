@@ -17,6 +17,8 @@ folded at prepare and invoke is one scatter.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
@@ -81,11 +83,19 @@ def dense_positions(sparsity, dense_shape) -> np.ndarray:
 
     # Walk the tree level by level: `position` is each node's index within its level
     # (what the next level's segments are indexed by), `coords[L]` its index at level L.
+    # A valid tree has at most one leaf per dense element (at most one node per
+    # element at every level): a level with more is refused before numpy builds it.
+    total = math.prod(int(d) for d in dense_shape)
     position = np.zeros(1, dtype=np.int64)
     coords: list[np.ndarray] = []
     for level, meta in enumerate(levels):
         if meta.format == DENSE:
             size = int(meta.dense_size)
+            if size < 0 or position.size * size > max(total, 1):
+                raise ValueError(
+                    f"dim_metadata {level}: dense_size {size} gives {position.size * size} nodes, more than the "
+                    f"{total} elements of the dense shape {list(dense_shape)}"
+                )
             parent = np.repeat(np.arange(position.size), size)
             child = np.tile(np.arange(size, dtype=np.int64), position.size)
             position = position[parent] * size + child
@@ -97,8 +107,17 @@ def dense_positions(sparsity, dense_shape) -> np.ndarray:
                 raise ValueError(f"dim_metadata {level}: array_segments has {segments.size} entries, too few")
             starts, stops = segments[position], segments[position + 1]
             counts = stops - starts
-            if (counts < 0).any() or (stops.size and stops.max() > indices.size):
+            if (
+                (counts < 0).any()
+                or (starts.size and starts.min() < 0)
+                or (stops.size and stops.max() > indices.size)
+            ):
                 raise ValueError(f"dim_metadata {level}: array_segments do not index array_indices")
+            if int(counts.sum()) > max(total, 1):
+                raise ValueError(
+                    f"dim_metadata {level}: array_segments give {int(counts.sum())} nodes, more than the {total} "
+                    f"elements of the dense shape {list(dense_shape)}"
+                )
             parent = np.repeat(np.arange(position.size), counts)
             first_of_parent = np.cumsum(counts) - counts
             position = starts[parent] + (np.arange(parent.size) - first_of_parent[parent])
@@ -120,6 +139,13 @@ def dense_positions(sparsity, dense_shape) -> np.ndarray:
         original[dim] = original[dim] * block_size[block] + coords[level]
     if not coords:
         return np.zeros(1, dtype=np.int64)  # a scalar
+    for dim, (coordinate, size) in enumerate(zip(original, dense_shape)):
+        if coordinate.size and (coordinate.min() < 0 or coordinate.max() >= size):
+            bad = int(coordinate.min()) if coordinate.min() < 0 else int(coordinate.max())
+            raise ValueError(
+                f"the sparsity addresses index {bad} of dimension {dim} (size {size}) of the dense shape "
+                f"{list(dense_shape)}: its array_indices or block sizes are out of range"
+            )
     return np.ravel_multi_index(tuple(original), tuple(dense_shape))
 
 

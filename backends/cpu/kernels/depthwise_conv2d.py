@@ -58,8 +58,11 @@ from backends.cpu.kernels._window import (
     depthwise_layout,
     node_geometry,
     activation_bounds,
+    check_conv_window_params,
+    check_shapes,
     make_clamp,
     record_pair,
+    remember_shapes,
     reshaped_view,
     tiled_rows,
     window_view,
@@ -162,9 +165,13 @@ class DepthwiseConv2D(OverflowGuard, CpuKernel):
         self.activation = params.fused_activation_function
         self.bounds = activation_bounds(self.activation)
         dilation = (params.dilation_h_factor, params.dilation_w_factor)
+        check_conv_window_params(self, dilation)
         # The windows are taken over the input with every channel repeated M times.
         geometry = node_geometry(self, (*x.shape[:3], out_channels), (kh, kw), dilation)
         output.resize((*geometry.output_shape, out_channels))
+        # Without the taps that only ever read the padding (a huge dilation): the padded
+        # buffer is then bounded by the tensors (_window.conv_cropped).
+        geometry = geometry.conv_cropped()
 
         self.geometry = g = geometry
         self.row = g.out_w * out_channels  # one output row: OW positions x C*M channels
@@ -186,7 +193,8 @@ class DepthwiseConv2D(OverflowGuard, CpuKernel):
         else:
             self.pad = None
             self._prepare_row_columns()
-        self.tiled_weights = self.tile_weights(filters.data) if filters.is_constant and self.columns is None else None
+        weights = g.filter_view(filters.data) if filters.is_constant else None
+        self.tiled_weights = self.tile_weights(weights) if weights is not None and self.columns is None else None
         self.tiled_bias = None
         if bias is not None and bias.is_constant:
             self.tiled_bias = tiled_rows(bias.data, (g.batch, g.out_h, self.row))
@@ -195,9 +203,10 @@ class DepthwiseConv2D(OverflowGuard, CpuKernel):
         self.square_limit = None
         if filters.is_constant and (bias is None or bias.is_constant):
             self.square_limit = square_limit(
-                max_row_norm(filters.data.reshape(-1, out_channels).T), bias_max(None if bias is None else bias.data)
+                max_row_norm(weights.reshape(-1, out_channels).T), bias_max(None if bias is None else bias.data)
             )
         self._bound = (None, None)
+        remember_shapes(self)
 
     def reference(self) -> None:
         """TFLite's own loop (``_float_reference.depthwise_reference``): for inputs that could overflow."""
@@ -258,6 +267,8 @@ class DepthwiseConv2D(OverflowGuard, CpuKernel):
         g = self.geometry
         self.rows_out = out.reshape(g.batch, g.out_h, self.row)
         self.clamp = make_clamp(self.bounds, out)
+        self._bound = (x, out)  # (only views of x: valid whatever its layout)
+        x = self.source_x = g.input_view(x)  # (the part of the input the windows read)
         if self.row_columns is not None:
             # Each pixel's C*M values are copied as one record (see _window.record_pair); with
             # M > 1 from a copy of the input with every channel repeated M times.
@@ -266,11 +277,11 @@ class DepthwiseConv2D(OverflowGuard, CpuKernel):
                 record_pair(reshaped_view(target, (*target.shape[:3], -1)), source[:, :, columns])
                 for target, columns in self.column_copies
             ]
-        self._bound = (x, out)  # (only views of x: valid whatever its layout)
 
     def bind(self) -> Callable[[], None]:
         """The taps einsum (stride 1 across) with constant weights and bias: ``invoke`` as a
         function of no argument on this allocation's buffers (``invoke`` itself otherwise)."""
+        check_shapes(self)
         x, out = self.inputs[0].data, self.outputs[0].data
         if (
             self.columns is not None
@@ -289,6 +300,7 @@ class DepthwiseConv2D(OverflowGuard, CpuKernel):
         # The overflow guard: the input's sum of squares (one BLAS dot) below the limit.
         flat, limit, reference = x.reshape(-1), self.square_limit, self.reference
         squares = flat.dot
+        x = self.source_x  # (the part of the input the windows read)
         if self.flat is not None:
             # Bias and clamp on the contiguous wide rows, then one copy of their real columns:
             # cheaper than a ufunc reading the strided columns ([1, 16, 16, 8]: a strided add
@@ -334,22 +346,23 @@ class DepthwiseConv2D(OverflowGuard, CpuKernel):
             return
         if self._bound[0] is not x or self._bound[1] is not out:
             self._bind(x, out)
+        source_x = self.source_x
         if self.row_columns is None:
-            self.pad(x)
+            self.pad(source_x)
         else:
             if self.repeated is not None:
                 for copy in self.repeated_copies:
-                    copy[...] = x
+                    copy[...] = source_x
             for target, source in self.column_sources:
                 target[...] = source
         rows = self.rows_out
         if self.columns is not None:
             np.copyto(self.columns, self.windows)
-            _einsum("nyxhwc,hwc->nyxc", self.columns, self.inputs[1].data[0], out=out)
+            _einsum("nyxhwc,hwc->nyxc", self.columns, self.geometry.filter_view(self.inputs[1].data)[0], out=out)
         else:
             weights = self.tiled_weights
             if weights is None:
-                weights = self.tile_weights(self.inputs[1].data)
+                weights = self.tile_weights(self.geometry.filter_view(self.inputs[1].data))
             if self.flat is None:
                 _einsum(_SUBSCRIPTS, self.taps, weights, out=rows)
             else:

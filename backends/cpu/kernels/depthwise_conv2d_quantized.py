@@ -68,7 +68,17 @@ from backends.cpu.kernels._quantized_window import (
     select_conv_arithmetic,
     zero_point_of,
 )
-from backends.cpu.kernels._window import activation_bounds, clamp, depthwise_layout, node_geometry, record_pair
+from backends.cpu.kernels._window import (
+    activation_bounds,
+    check_conv_window_params,
+    check_shapes,
+    clamp,
+    depthwise_layout,
+    node_geometry,
+    record_pair,
+    remember_shapes,
+    require_inputs,
+)
 from backends.cpu.kernels.depthwise_conv2d import FlatTaps
 from backends.cpu.quantization import is_quantized
 from schema.enums import BuiltinOperator, TensorType
@@ -117,24 +127,30 @@ class QuantizedDepthwiseConv2D(CpuKernel):
 
     def prepare(self) -> None:
         self.require_num_inputs(2, 3)
+        require_inputs(self, "input", "filter")
         x, filters, output = self.inputs[0], self.inputs[1], self.outputs[0]
         bias = self.inputs[2] if len(self.inputs) == 3 else None
         self.check_types(x, filters, bias, output)
         kh, kw, out_channels, self.multiplier = depthwise_layout(self, x, filters, bias)
         self.check_filter_quantization(filters, out_channels)
         params = self.params
+        check_conv_window_params(self, (params.dilation_h_factor, params.dilation_w_factor))
         # The windows are taken over the input with every channel repeated M times.
         geometry = node_geometry(
             self, (*x.shape[:3], out_channels), (kh, kw), (params.dilation_h_factor, params.dilation_w_factor)
         )
         output.resize((*geometry.output_shape, out_channels))
+        # Without the taps that only ever read the padding (a huge dilation; they add
+        # (z - z) * w = 0): the buffers are then bounded by the tensors (_window.conv_cropped).
+        geometry = geometry.conv_cropped()
+        kh, kw = geometry.filter_h, geometry.filter_w
         self.geometry = geometry
         self.out_channels = out_channels
 
         self.filter_zero_point = zero_point_of(filters) if self.mode == "uint8" else 0
         input_abs_max = ASYMMETRIC_ABS_MAX if self.mode == "hybrid" else RAW_ABS_MAX[x.type]
         if filters.is_constant:
-            abs_sums = np.abs(self.centered_taps(filters.data)).reshape(-1, out_channels).sum(axis=0)
+            abs_sums = np.abs(self.centered_taps(geometry.filter_view(filters.data))).reshape(-1, out_channels).sum(axis=0)
         else:
             abs_sums = np.full(out_channels, kh * kw * (255 if self.mode == "uint8" else 128), np.int64)
         try:
@@ -159,7 +175,7 @@ class QuantizedDepthwiseConv2D(CpuKernel):
             self.tap_runs = self._tap_runs(source)  # [KH, KW, N, OH, OW*C]
             self.sum_rows = self.sums.reshape(geometry.batch, geometry.out_h, -1)
             self.subscripts = "abnyk,abk->nyk"
-        self.taps = self.tap_weights(filters.data) if filters.is_constant else None
+        self.taps = self.tap_weights(geometry.filter_view(filters.data)) if filters.is_constant else None
         self.bias_values = self.read_bias() if bias is None or bias.is_constant else None
 
         if self.mode == "hybrid":
@@ -167,6 +183,7 @@ class QuantizedDepthwiseConv2D(CpuKernel):
             scales = np.asarray(filters.quantization.scale, np.float32)
             self.filter_scales = np.broadcast_to(scales, (out_channels,)).astype(np.float32)
             self.result = np.empty(self.sums.shape, np.float32)
+            remember_shapes(self)
             return
         self.quantization = ConvQuantization.of(
             x, filters, output, out_channels, params.fused_activation_function, wide=self.mode == "int16"
@@ -175,6 +192,7 @@ class QuantizedDepthwiseConv2D(CpuKernel):
         if filters.is_constant and self.bias_values is not None:
             self.acc_offset = self.accumulator_offset(self.bias_values)
             self.quantization.accumulator_bound = int(np.max(abs_sums * input_abs_max + np.abs(self.acc_offset)))
+        remember_shapes(self)
 
     def _prepare_row_columns(self, padded: np.ndarray) -> np.ndarray:
         """Stride sw > 1 across: ``columns[n, r, kx, x, o] = padded[n, r, x*sw + kx*dw, o]``
@@ -256,8 +274,10 @@ class QuantizedDepthwiseConv2D(CpuKernel):
     def depthwise_sums(self, x: np.ndarray) -> np.ndarray:
         """``sum w * x`` over the taps for every output, ``[N, OH, OW, C*M]`` (exact
         integers in a float type)."""
-        taps = self.taps if self.taps is not None else self.tap_weights(self.inputs[1].data)
-        self.float_input(x)
+        taps = self.taps
+        if taps is None:
+            taps = self.tap_weights(self.geometry.filter_view(self.inputs[1].data))
+        self.float_input(self.geometry.input_view(x))
         for target, source in self.column_copies:
             target[...] = source
         _einsum(self.subscripts, self.tap_runs, taps, out=self.sum_rows)
@@ -267,6 +287,7 @@ class QuantizedDepthwiseConv2D(CpuKernel):
         """Once the arena is allocated: for a quantized node with constant filter and
         bias, a closure over this allocation's input and output (the same sums, then
         the float64 ``FloatOutputStage``); else ``invoke``."""
+        check_shapes(self)
         x, output = self.inputs[0], self.outputs[0]
         if self.mode == "hybrid" or self.acc_offset is None or x.is_dynamic or output.is_dynamic:
             return self.invoke
@@ -293,6 +314,7 @@ class QuantizedDepthwiseConv2D(CpuKernel):
         (int8 [1, 16, 16, 8]: M = 2 2.55 -> 2.45 us, M = 4 5.05 -> 4.53 us; [1, 32, 32, 16],
         M = 2: 15.8 -> 13.8 us)."""
         targets = self.float_input.targets
+        x = self.geometry.input_view(x)  # (the part of the input the windows read)
         if len(targets) == 1 or x.dtype == self.float_type:
             return [(target, x) for target in targets]
         converted = np.empty(x.shape, self.float_type)

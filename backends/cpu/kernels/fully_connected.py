@@ -31,7 +31,7 @@ from backends.cpu.kernels._float_reference import (
     max_row_norm,
     square_limit,
 )
-from backends.cpu.kernels._window import activation_bounds, make_clamp, tiled_rows
+from backends.cpu.kernels._window import activation_bounds, check_shapes, make_clamp, remember_shapes, tiled_rows
 from schema.enums import ActivationFunctionType, BuiltinOperator, FullyConnectedOptionsWeightsFormat, TensorType
 
 Act = ActivationFunctionType
@@ -99,6 +99,7 @@ class FullyConnected(OverflowGuard, CpuKernel):
         if weights.is_constant and (bias is None or bias.is_constant):
             self.square_limit = square_limit(max_row_norm(weights.data), bias_max(None if bias is None else bias.data))
         self._bound = (None, None)
+        remember_shapes(self)
 
     def reference(self) -> None:
         """TFLite's own loop (``_float_reference.fully_connected_reference``): for inputs
@@ -119,6 +120,7 @@ class FullyConnected(OverflowGuard, CpuKernel):
 
     def bind(self) -> Callable[[], None]:
         """``invoke`` on this allocation's buffers, as one function of no argument."""
+        check_shapes(self)
         x, weights, out = self.inputs[0].data, self.inputs[1].data, self.outputs[0].data
         if not self.buffers_are_fixed() or not x.flags.c_contiguous or not self.inputs[1].is_constant:
             return self.invoke

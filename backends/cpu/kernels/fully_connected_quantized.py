@@ -62,6 +62,7 @@ import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
 from backends.cpu.kernels._hybrid import apply_float_activation, quantize_rows
+from backends.cpu.kernels._window import check_shapes, remember_shapes, require_inputs
 from backends.cpu.quantization import (
     _wrap_int32,
     activation_range_quantized,
@@ -203,6 +204,7 @@ class FullyConnectedQuantized(CpuKernel):
     # -- prepare -----------------------------------------------------------------------------
     def prepare(self) -> None:
         self.require_num_inputs(2, 3)
+        require_inputs(self, "input", "weights")
         x, weights, out = self.inputs[0], self.inputs[1], self.outputs[0]
         self.bias = self.inputs[2] if len(self.inputs) == 3 else None
         params = self.params
@@ -243,6 +245,7 @@ class FullyConnectedQuantized(CpuKernel):
             self._prepare_hybrid(x, weights, out)
         else:
             self._prepare_integer(x, weights, out)
+        remember_shapes(self)
 
     def _weights_per_channel(self, weights) -> np.ndarray | None:
         """The per-unit weight scales (float32[units]) of per-channel weights, else None."""
@@ -401,6 +404,7 @@ class FullyConnectedQuantized(CpuKernel):
 
     # -- invoke ------------------------------------------------------------------------------
     def bind(self) -> Callable[[], None]:
+        check_shapes(self)
         x, out = self.inputs[0], self.outputs[0]
         if (
             self.mode == "integer"

@@ -19,6 +19,7 @@ from backends.cpu.kernels.reshape import (
     INDEX_TYPES,
     MOVABLE_TYPES,
     QUANTIZED_TYPES,
+    checked_bytes,
     inputs_pending,
     quantization_params,
     require_int16_zero_point_0,
@@ -72,6 +73,7 @@ class _PadBase(CpuKernel):
         x, out = self.inputs[0], self.outputs[0]
         if self.from_values:
             shape = self.plan(x.data.shape, read_paddings(self, self.inputs[1], x.data.ndim))
+            checked_bytes(self, shape, x.dtype, f"output {out.name!r}")
             out.set_data(np.empty(shape, x.dtype))
         return out.data
 

@@ -55,8 +55,10 @@ from backends.cpu.kernels._window import (
     PaddedInput,
     node_geometry,
     activation_bounds,
+    check_shapes,
     filled,
     make_clamp,
+    remember_shapes,
     window_view,
 )
 from schema.enums import BuiltinOperator, TensorType
@@ -139,6 +141,7 @@ class Pool2D(CpuKernel):
             self._prepare_matrix()
         self.squares_all = np.empty(x.shape, np.float32) if self.matrix is not None and self.is_l2 else None
         self._bound = (None, None)
+        remember_shapes(self)
 
     def _prepare_matrix(self) -> None:
         """``matrix[o, i]``: 1 where input position i is a tap of output position o, else 0
@@ -205,6 +208,7 @@ class Pool2D(CpuKernel):
     def bind(self) -> Callable[[], None]:
         """AVERAGE / L2 pools on the matrix path, and max pools on the gather path, as
         functions of no argument on this allocation's buffers; ``invoke`` otherwise."""
+        check_shapes(self)
         x, out = self.inputs[0].data, self.outputs[0].data
         if not self.buffers_are_fixed() or not x.flags.c_contiguous or out.size == 0:
             return self.invoke

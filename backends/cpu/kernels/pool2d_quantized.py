@@ -35,7 +35,7 @@ import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
 from backends.cpu.kernels._quantized_window import _clip
-from backends.cpu.kernels._window import PaddedInput, node_geometry, window_view
+from backends.cpu.kernels._window import PaddedInput, check_shapes, node_geometry, remember_shapes, window_view
 from backends.cpu.quantization import activation_range_quantized, exact_float_dtype, is_quantized, namespace_of
 from schema.enums import BuiltinOperator, TensorType
 
@@ -123,6 +123,7 @@ class QuantizedPool2D(CpuKernel):
             self.tap_blocks = None
             self.pad = PaddedInput(geometry, dtype=self.work_dtype, fill=self.identity)
         self.prepare_gather(x, out)
+        remember_shapes(self)
 
     # -- the few-call paths ----------------------------------------------------------
     def prepare_gather(self, x, out) -> None:
@@ -144,6 +145,15 @@ class QuantizedPool2D(CpuKernel):
         self.pool_matrix = None
         self.sum_matrix = None
         self._source = None
+        # The index lists below are built in Python, one entry per (window, tap): skip that
+        # where neither path would be taken anyway (the same limits as below, checked
+        # before the loops: a [1, 9, 8388617, 4] input has 16.8 million windows).
+        positions, pixels_per_image = g.out_h * g.out_w, g.in_h * g.in_w
+        taps = g.filter_h * g.filter_w
+        if self.is_max and g.batch * positions * taps * g.channels > (1 << 20):
+            return
+        if not self.is_max and (positions * (pixels_per_image + 1) > (1 << 20) or positions * taps > (1 << 20)):
+            return
         windows = []  # per output position: the flat pixel indices inside the input
         for oy in range(g.out_h):
             for ox in range(g.out_w):
@@ -159,8 +169,6 @@ class QuantizedPool2D(CpuKernel):
                 if not pixels:
                     return
                 windows.append(pixels)
-        positions, pixels_per_image = g.out_h * g.out_w, g.in_h * g.in_w
-        taps = g.filter_h * g.filter_w
         info = np.iinfo(x.dtype)
         self.full_range = self.low <= int(info.min) and self.high >= int(info.max)
         if self.is_max:
@@ -237,6 +245,7 @@ class QuantizedPool2D(CpuKernel):
     def bind(self) -> Callable[[], None]:
         """The gather (MAX) and table (AVERAGE) paths as functions of no argument on
         this allocation's buffers; ``invoke`` otherwise."""
+        check_shapes(self)
         x, out = self.inputs[0].data, self.outputs[0].data
         if not self.buffers_are_fixed() or not x.flags.c_contiguous or not out.flags.c_contiguous:
             return self.invoke

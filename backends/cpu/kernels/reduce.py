@@ -35,6 +35,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
+from backends.cpu.kernels.reshape import require_planned_shapes
 from schema.enums import BuiltinOperator, TensorType, tensor_type_name
 
 try:  # the C implementation behind np.einsum(optimize=False), without its Python wrapper
@@ -171,7 +172,6 @@ class Reduce(CpuKernel):
     """MEAN, SUM, REDUCE_PROD, REDUCE_MAX, REDUCE_MIN, REDUCE_ANY, REDUCE_ALL, version 1."""
 
     def prepare(self) -> None:
-        self.require_num_inputs(2)
         data, axis = self.inputs
         allowed = SUPPORTED_TYPES[self.op]
         if data is not None and data.type not in allowed and data.type in (T.UINT8, T.INT8, T.INT16):
@@ -188,6 +188,7 @@ class Reduce(CpuKernel):
             # An empty axis list is stored without a buffer (so it is not "constant").
             values = axis.data if axis.num_elements else np.zeros(0, np.int32)
             self.plan = _Plan(data.shape, resolve_axes(values, len(data.shape)), self.keep_dims)
+            self.planned_shapes = [(data, tuple(data.shape)), (self.outputs[0], self.plan.out_shape)]
             self.outputs[0].resize(self.plan.out_shape)
         else:
             self.plan = None
@@ -197,6 +198,8 @@ class Reduce(CpuKernel):
         """Float MEAN and SUM over constant axes as a function of no argument (the plan's
         views of this allocation's buffers); ``invoke`` otherwise."""
         plan = self.plan
+        if plan is not None and self.buffers_are_fixed():
+            require_planned_shapes(self, self.planned_shapes)
         if plan is None or plan.empty or not self.buffers_are_fixed() or self.reducer not in (_mean_float, _bound_float_sum):
             return self.invoke
         x, out = self.inputs[0].data, self.outputs[0].data

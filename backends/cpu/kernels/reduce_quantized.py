@@ -43,6 +43,7 @@ import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
 from backends.cpu.kernels.reduce import reduced_shape, resolve_axes
+from backends.cpu.kernels.reshape import require_planned_shapes
 from backends.cpu import quantization
 from backends.cpu.kernels._quantized_window import ConvQuantization
 from backends.cpu.quantization import (
@@ -113,7 +114,6 @@ class _QuantizedReduce(CpuKernel):
     """Shared prepare (types, axes, static or dynamic output) and invoke."""
 
     def prepare(self) -> None:
-        self.require_num_inputs(2)
         data, axis = self.inputs
         self.require_types(data, *QUANTIZED_TYPES)
         self.require_types(axis, T.INT32, role="axis")
@@ -123,10 +123,19 @@ class _QuantizedReduce(CpuKernel):
         if axis.is_constant or axis.num_elements == 0:
             values = axis.data if axis.num_elements else np.zeros(0, np.int32)
             self.plan = self.make_plan(data.shape, values)
+            self.planned_shapes = [(data, tuple(data.shape)), (self.outputs[0], self.plan.out_shape)]
             self.outputs[0].resize(self.plan.out_shape)
         else:
             self.plan = None
             self.outputs[0].set_dynamic()
+
+    def check_planned_shapes(self) -> bool:
+        """Whether ``bind`` may take views of the buffers (a static plan, fixed buffers);
+        a clear error when a buffer no longer has the shape the plan was made for."""
+        if self.plan is None or not self.buffers_are_fixed():
+            return False
+        require_planned_shapes(self, self.planned_shapes)
+        return True
 
     def make_plan(self, shape, axis_values) -> _Plan:
         try:
@@ -238,8 +247,10 @@ class QuantizedMeanSum(_QuantizedReduce):
         return lookup if x.flags.c_contiguous and out.flags.c_contiguous else None
 
     def bind(self) -> Callable[[], None]:
+        if not self.check_planned_shapes():
+            return self.invoke
         lookup = self.usable_lookup()
-        if lookup is None or not self.buffers_are_fixed():
+        if lookup is None:
             return self.invoke
         return lookup.bind(self.inputs[0].data, self.outputs[0].data)
 
@@ -387,7 +398,7 @@ class QuantizedReduceMaxMin(_QuantizedReduce):
         out[...] = np.asarray(result).reshape(out.shape)
 
     def bind(self) -> Callable[[], None]:
-        if self.plan is None or not self.buffers_are_fixed():
+        if not self.check_planned_shapes():
             return self.invoke
         x, out = self.inputs[0].data, self.outputs[0].data
         reduce, axes, keep_dims, initial = self.ufunc.reduce, self.plan.axes, self.keep_dims, self.initial

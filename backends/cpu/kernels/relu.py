@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
-from backends.cpu.kernels._window import make_clamp
+from backends.cpu.kernels._window import check_shapes, make_clamp, remember_shapes
 from schema.enums import BuiltinOperator, TensorType
 
 CLAMP_RANGE = {
@@ -28,10 +28,19 @@ CLAMP_RANGE = {
 class Relu(CpuKernel):
     def prepare(self) -> None:
         self.require_types(self.inputs[0], TensorType.FLOAT32)
+        # TFLite's ReluPrepare: the output has the input's type (TF_LITE_ENSURE_TYPES_EQ).
+        self.require_types(self.outputs[0], TensorType.FLOAT32, role="output")
         self.low, self.high = CLAMP_RANGE[self.op]
         self.outputs[0].resize(self.inputs[0].shape)
         self.bounds = (self.low, np.inf if self.high is None else self.high)
         self._bound = (None, None)
+        remember_shapes(self)
+
+    def bind(self):
+        """``invoke``, once the node's tensors still have the shapes it was prepared for
+        (``_window.check_shapes``: the clamp is bound to buffers of those shapes)."""
+        check_shapes(self)
+        return super().bind()
 
     def invoke(self) -> None:
         x, out = self.inputs[0].data, self.outputs[0].data

@@ -43,6 +43,54 @@ def inputs_pending(kernel: CpuKernel) -> bool:
     return False
 
 
+def require_planned_shapes(kernel: CpuKernel, planned: Sequence[tuple[RuntimeTensor | None, Sequence[int]]]) -> None:
+    """A clear error when a tensor's buffer no longer has the shape this node's prepare
+    planned for (a later node resized it: two nodes write the tensor, or the node reads a
+    tensor before the node that writes it). For ``bind``, once per allocation."""
+    for tensor, shape in planned:
+        if tensor is None:
+            continue
+        data = tensor.data
+        if data is None or tuple(data.shape) != tuple(shape):
+            now = "no data" if data is None else f"shape {list(data.shape)}"
+            raise kernel.unsupported(
+                f"tensor {tensor.name!r} has {now} when the node runs but shape {list(shape)} when it was "
+                "prepared: another node resized it (two nodes write it, or it is read before it is written)"
+            )
+
+
+def _arena_limit(kernel: CpuKernel) -> int:
+    """The interpreter's arena limit (``experimental_arena_limit_bytes`` or its default);
+    8 GiB for a context that has none."""
+    limit = getattr(getattr(kernel.context, "shared", None), "arena_limit_bytes", None)
+    return limit if isinstance(limit, int) else 8 << 30
+
+
+def _format_bytes(count: int) -> str:
+    for unit, shift in (("PiB", 50), ("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if count >= 1 << shift:
+            return f"{count / (1 << shift):.3g} {unit}"
+    return f"{count} bytes"
+
+
+def checked_bytes(kernel: CpuKernel, shape: Sequence[int], dtype, what: str) -> int:
+    """The bytes of an array of ``shape`` and ``dtype`` (exact), or a clear error naming
+    them when they exceed the interpreter's arena limit: for the scratch buffers and
+    outputs a kernel sizes from parameters (paddings, block shapes, multiples), checked
+    before anything is allocated."""
+    count = 1
+    for d in shape:
+        count *= int(d)
+    nbytes = count * np.dtype(dtype).itemsize
+    limit = _arena_limit(kernel)
+    if nbytes > limit:
+        raise kernel.unsupported(
+            f"{what} of shape {[int(d) for d in shape]} would need {_format_bytes(nbytes)} ({nbytes} bytes), "
+            f"more than the arena limit of {_format_bytes(limit)}"
+        )
+    return nbytes
+
+
 def quantization_params(tensor: RuntimeTensor) -> tuple[float, int]:
     """Per-tensor (scale, zero_point) as TFLite's ``params`` sees them; (0, 0) when absent."""
     q = tensor.quantization

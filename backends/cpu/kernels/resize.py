@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
-from backends.cpu.kernels.reshape import inputs_pending, int_values
+from backends.cpu.kernels.reshape import checked_bytes, inputs_pending, int_values
 from schema.enums import BuiltinOperator, TensorType
 
 T = TensorType
@@ -122,6 +122,8 @@ class ResizeBilinear(_ResizeBase):
         out_h, out_w = size
         if out_h <= 0 or out_w <= 0:
             raise self.unsupported(f"size {list(size)} must be positive")
+        out_shape = [n, out_h, out_w, c]
+        checked_bytes(self, out_shape, np.float32 if self.inputs[0].type == T.FLOAT32 else np.int64, "the output")
         align, half = bool(self.params.align_corners), bool(self.params.half_pixel_centers)
         self.integer = self.inputs[0].type in (T.INT8, T.INT16)
         if self.integer:
@@ -138,7 +140,6 @@ class ResizeBilinear(_ResizeBase):
         # column weights are spelled out over C (a broadcast innermost axis is slow).
         self.wy = ((one - dy)[None, :, None, None], dy[None, :, None, None])
         self.wx = tuple(np.repeat(wx[None, None, :, None], c, axis=3) for wx in (one - dx, dx))
-        out_shape = [n, out_h, out_w, c]
         # Scratch: one term, and the sum when the output type is not the sum's type.
         self.term = np.empty(out_shape, self.wide)
         self.total = None if self.inputs[0].type == T.FLOAT32 else np.empty(out_shape, self.wide)
@@ -195,6 +196,7 @@ class ResizeNearestNeighbor(_ResizeBase):
         out_h, out_w = size
         if out_h < 0 or out_w < 0:
             raise self.unsupported(f"size {list(size)} must not be negative")
+        checked_bytes(self, [n, out_h, out_w, c], self.inputs[0].dtype, "the output")
         align, half = bool(self.params.align_corners), bool(self.params.half_pixel_centers)
         self.rows = nearest_indices(h, out_h, align, half) if out_h else np.zeros(0, np.int64)
         self.cols = nearest_indices(w, out_w, align, half) if out_w else np.zeros(0, np.int64)

@@ -8,6 +8,7 @@ from backends.cpu.kernel import CpuKernel, register
 from backends.cpu.kernels.reshape import (
     INDEX_TYPES,
     MOVABLE_TYPES,
+    checked_bytes,
     inputs_pending,
     int_values,
     quantization_params,
@@ -109,7 +110,9 @@ class Fill(CpuKernel):
     def invoke(self) -> None:
         out = self.outputs[0]
         if self.from_values:
-            out.set_data(np.empty(self.shape(), out.dtype))
+            shape = self.shape()
+            checked_bytes(self, shape, out.dtype, f"output {out.name!r}")
+            out.set_data(np.empty(shape, out.dtype))
         # ``[()]`` takes the element: a string's ``bytes`` (``fill`` with a 0-d object array
         # would store the array itself).
         out.data.fill(self.inputs[1].data.reshape(())[()])
@@ -151,12 +154,17 @@ class Range(CpuKernel):
         if np.issubdtype(start.dtype, np.integer):
             start, limit, delta = int(start), int(limit), int(delta)
             return (abs(limit - start) + abs(delta) - 1) // abs(delta)
-        return int(np.ceil(np.abs((limit - start) / delta)))  # float32 arithmetic, as TFLite
+        count = np.ceil(np.abs((limit - start) / delta))  # float32 arithmetic, as TFLite
+        if not np.isfinite(count):
+            raise ValueError(f"{self.op_name}: start {start}, limit {limit} and delta {delta} give no finite length")
+        return int(count)
 
     def invoke(self) -> None:
         out = self.outputs[0]
         if self.from_values:
-            out.set_data(np.empty(self.size(), out.dtype))
+            size = self.size()
+            checked_bytes(self, [size], out.dtype, f"output {out.name!r}")
+            out.set_data(np.empty(size, out.dtype))
         start, delta = self.inputs[0].data.reshape(()), self.inputs[2].data.reshape(())
         data = out.data
         if data.dtype.kind == "f":

@@ -9,6 +9,7 @@ indices count from the end, then clamp to ``[0, size]`` for positive strides and
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -98,9 +99,14 @@ class _Effective:
 
 
 def effective_params(input_shape, begin, end, strides, params) -> _Effective:
-    """TFLite's ``BuildStridedSliceParams``: expand the ellipsis, insert new axes."""
+    """TFLite's ``BuildStridedSliceParams``: expand the ellipsis, insert new axes.
+
+    A ValueError when begin, end and strides differ in length, or when the masks ask for
+    more axes than the input has (an ellipsis after new axes that took its place)."""
     begin_count = len(begin)
     input_dims = len(input_shape)
+    if not begin_count == len(end) == len(strides):
+        raise ValueError(f"begin, end and strides have {begin_count}, {len(end)} and {len(strides)} values")
     ellipsis_mask, new_axis_mask = params.ellipsis_mask, params.new_axis_mask
     num_add_axis = sum(1 for i in range(begin_count) if not _bit(ellipsis_mask, i) and _bit(new_axis_mask, i))
     dims = input_dims + num_add_axis
@@ -128,7 +134,7 @@ def effective_params(input_shape, begin, end, strides, params) -> _Effective:
             added_ellipsis = max(0, i - ellipsis_start)
             e.begin_mask |= 1 << i
             e.end_mask |= 1 << i
-            e.shape[i] = input_shape[i - added_axes]
+            e.shape[i] = _input_dim(input_shape, i - added_axes)
         elif _bit(effective_new_axis, i):
             e.end[i] = 1
             e.shape[i] = 1
@@ -136,7 +142,7 @@ def effective_params(input_shape, begin, end, strides, params) -> _Effective:
         elif i >= begin_count + expanded_ellipsis:
             e.begin_mask |= 1 << i
             e.end_mask |= 1 << i
-            e.shape[i] = input_shape[i - added_axes]
+            e.shape[i] = _input_dim(input_shape, i - added_axes)
         else:
             original = i - added_ellipsis
             e.original_axis[i] = original
@@ -147,8 +153,14 @@ def effective_params(input_shape, begin, end, strides, params) -> _Effective:
                 e.end_mask |= 1 << i
             if _bit(params.shrink_axis_mask, original):
                 e.shrink_mask |= 1 << i
-            e.shape[i] = input_shape[i - added_axes]
+            e.shape[i] = _input_dim(input_shape, i - added_axes)
     return e
+
+
+def _input_dim(input_shape, axis: int) -> int:
+    if not 0 <= axis < len(input_shape):
+        raise ValueError(f"the masks address input axis {axis} of an input of shape {list(input_shape)}")
+    return input_shape[axis]
 
 
 def _clamp(value: int, low: int, high: int) -> int:
@@ -211,17 +223,31 @@ def check_strides(e: _Effective) -> None:
         raise ValueError(f"strides {e.strides} contain 0")
 
 
-def strided_slice_plan(shape, begin, end, strides, params) -> tuple[list[int], tuple[slice, ...], list[int]]:
+def strided_slice_plan(
+    shape, begin, end, strides, params, *, prefix: bool = False
+) -> tuple[list[int], tuple[slice, ...], list[int]]:
     """(effective input shape, index, output shape) of STRIDED_SLICE on an input of
     ``shape`` with these begin/end/strides values (Python ints) and the node's params
     (masks, ``offset``): ``x.reshape(effective)[index].reshape(output shape)`` is the result.
 
     Shared by the CPU kernel and the GPU delegate (which applies the index to a device
     array). Raises ValueError, saying why, for a node TFLite would reject.
+
+    New axes (``new_axis_mask``) that take the place of input axes leave those axes out
+    of the effective shape (TFLite builds it so: a mask with bits set past the input's
+    axes); TFLite then reads the input's first elements as an array of the effective
+    shape. With ``prefix`` that is what the plan means (``effective_source`` reads it);
+    without it (the GPU delegate) such a node is refused.
     """
     offset = bool(getattr(params, "offset", False))
     e = effective_params(shape, begin, end, strides, params)
     check_strides(e)
+    effective_size, size = math.prod(e.shape), math.prod(shape)
+    if effective_size != size and (not prefix or effective_size > size):
+        raise ValueError(
+            f"the effective input shape {e.shape} (input {list(shape)} with the new axes of new_axis_mask "
+            f"{params.new_axis_mask:#x} and ellipsis_mask {params.ellipsis_mask:#x}) does not cover the input"
+        )
     index, out_shape = [], []
     for axis in range(len(e.shape)):
         stride = e.strides[axis]
@@ -248,6 +274,14 @@ def strided_slice_plan(shape, begin, end, strides, params) -> tuple[list[int], t
     return e.shape, tuple(index), out_shape
 
 
+def effective_source(x: np.ndarray, shape: list[int]) -> np.ndarray:
+    """``x`` as an array of the effective input shape: TFLite's strided slice reads the
+    input's first elements in that shape (all of them, unless new axes took the place of
+    input axes; ``strided_slice_plan`` refuses an effective shape larger than the input)."""
+    count = math.prod(shape)
+    return x.reshape(shape) if count == x.size else x.reshape(-1)[:count].reshape(shape)
+
+
 # v1: float32, int32, int64, uint8 up to 4-D; v2: int8; v3: bool; v4: 5-D; v5: string;
 # v6: ellipsis_mask / new_axis_mask; v7: uint32; v8: the ``offset`` param (end = begin + end).
 @register(BuiltinOperator.STRIDED_SLICE, 1, 8)
@@ -264,8 +298,10 @@ class StridedSlice(CpuKernel):
             self.require_types(t, TensorType.INT32, role=role)
             if len(t.shape) != 1:
                 raise self.unsupported(f"{role} must be a vector, it has shape {list(t.shape)}")
-        if begin.shape != end.shape:
-            raise self.unsupported(f"begin {list(begin.shape)} and end {list(end.shape)} differ in length")
+        if not begin.shape == end.shape == strides.shape:
+            raise self.unsupported(
+                f"begin {list(begin.shape)}, end {list(end.shape)} and strides {list(strides.shape)} differ in length"
+            )
         if begin.shape[0] > 31:
             raise self.unsupported("at most 31 indices are supported")
         self.require_types(self.outputs[0], x.type, role="output")
@@ -278,7 +314,10 @@ class StridedSlice(CpuKernel):
             out.resize(self.static_plan[2])
         elif strides.is_constant and end.is_constant and self.offset:
             # TFLite knows the shape from ``end`` alone: the size of each slice.
-            e = effective_params(x.shape, [0] * begin.shape[0], int_values(end), int_values(strides), self.params)
+            try:
+                e = effective_params(x.shape, [0] * begin.shape[0], int_values(end), int_values(strides), self.params)
+            except ValueError as error:
+                raise self.unsupported(str(error)) from None
             self.check_strides(e)
             declared = declared_offset_shape(e)
             if None in declared:
@@ -299,18 +338,23 @@ class StridedSlice(CpuKernel):
         """(effective input shape, numpy index, output shape) for the current values."""
         _, begin, end, strides = self.inputs
         try:
-            return strided_slice_plan(shape, int_values(begin), int_values(end), int_values(strides), self.params)
+            return strided_slice_plan(
+                shape, int_values(begin), int_values(end), int_values(strides), self.params, prefix=True
+            )
         except ValueError as error:
             raise self.unsupported(str(error)) from None
+
+    static_plan = None
+    declared_shape = None
 
     def invoke(self) -> None:
         x, out = self.inputs[0].data, self.outputs[0]
         if self.static_plan is not None:
             shape, index, _ = self.static_plan
-            np.copyto(out.data, x.reshape(shape)[index].reshape(out.data.shape))
+            np.copyto(out.data, effective_source(x, shape)[index].reshape(out.data.shape))
             return
         shape, index, out_shape = self.plan(x.shape)
-        value = x.reshape(shape)[index].reshape(out_shape)
+        value = effective_source(x, shape)[index].reshape(out_shape)
         if self.declared_shape is not None:
             np.copyto(out.data, value)
         else:

@@ -15,6 +15,7 @@ from backends.cpu.kernels._window import record_pair
 from backends.cpu.kernels.reshape import (
     MOVABLE_TYPES,
     QUANTIZED_TYPES,
+    checked_bytes,
     inputs_pending,
     quantization_params,
     require_int16_zero_point_0,
@@ -204,6 +205,9 @@ class SpaceToBatchNd(_BatchSpaceBase):
         if hp % bh or wp % bw:
             raise self.unsupported(f"padded size {[hp, wp]} is not a multiple of block_shape {[bh, bw]}")
         x = self.inputs[0]
+        # The padded input (a scratch buffer) is as large as the output: refuse paddings
+        # that make it absurd before allocating anything.
+        checked_bytes(self, [n, hp, wp, c], x.dtype, f"the padded input {x.name!r} (a scratch buffer)")
         # Padding is the quantized zero for 8-bit types (TFLite memsets the zero point).
         pad_value = quantization_params(self.outputs[0])[1] if x.dtype.itemsize == 1 else 0
         self.padded = np.full([n, hp, wp, c], pad_value, dtype=x.dtype)

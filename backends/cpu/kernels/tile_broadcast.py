@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
-from backends.cpu.kernels.reshape import INDEX_TYPES, MOVABLE_TYPES, inputs_pending, int_values, normalize_axis
+from backends.cpu.kernels.reshape import (
+    INDEX_TYPES,
+    MOVABLE_TYPES,
+    checked_bytes,
+    inputs_pending,
+    int_values,
+    normalize_axis,
+)
 from schema.enums import BuiltinOperator, TensorType
 
 T = TensorType
@@ -45,7 +52,9 @@ class Tile(CpuKernel):
     def invoke(self) -> None:
         x, out = self.inputs[0].data, self.outputs[0]
         if self.from_values:
-            out.set_data(np.empty(self.tiled_shape(x.shape, int_values(self.inputs[1])), x.dtype))
+            shape = self.tiled_shape(x.shape, int_values(self.inputs[1]))
+            checked_bytes(self, shape, x.dtype, f"output {out.name!r}")
+            out.set_data(np.empty(shape, x.dtype))
         self.fill(out.data, x)
 
 
@@ -84,6 +93,7 @@ class BroadcastTo(CpuKernel):
         x, out = self.inputs[0].data, self.outputs[0]
         if self.from_values:
             target = broadcast_target(self, x.shape, int_values(self.inputs[1]))
+            checked_bytes(self, target, x.dtype, f"output {out.name!r}")
             out.set_data(np.broadcast_to(x, target).copy())
         else:
             np.copyto(out.data, x)

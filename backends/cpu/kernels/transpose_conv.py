@@ -24,7 +24,7 @@ import numpy as np
 
 from backends.cpu.common import compute_padding
 from backends.cpu.kernel import CpuKernel, register
-from backends.cpu.kernels._window import activation_bounds, clamp
+from backends.cpu.kernels._window import activation_bounds, check_shapes, clamp, remember_shapes
 from schema.enums import BuiltinOperator, TensorType
 
 
@@ -77,6 +77,13 @@ class TransposeConv(CpuKernel):
             self.outputs[0].resize(self.plan_shape)
         else:
             self.outputs[0].set_dynamic()  # the shape is only known at invoke
+        remember_shapes(self)
+
+    def bind(self):
+        """``invoke``, once the node's tensors still have the shapes it was prepared for
+        (``_window.check_shapes``: the canvas and patches are planned for them)."""
+        check_shapes(self)
+        return super().bind()
 
     def read_output_shape(self) -> tuple[int, ...]:
         shape = tuple(int(d) for d in self.inputs[0].data)

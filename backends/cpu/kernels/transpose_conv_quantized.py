@@ -49,7 +49,7 @@ from backends.cpu.kernels._quantized_window import (
     select_conv_arithmetic,
     zero_point_of,
 )
-from backends.cpu.kernels._window import activation_bounds, clamp
+from backends.cpu.kernels._window import activation_bounds, check_shapes, clamp, remember_shapes
 from backends.cpu.kernels.transpose_conv import TransposeConv
 from backends.cpu.quantization import is_quantized
 from schema.enums import BuiltinOperator, TensorType
@@ -163,6 +163,7 @@ class QuantizedTransposeConv(CpuKernel):
             output.resize(self.plan_shape)
         else:
             output.set_dynamic()  # the shape is only known at invoke
+        remember_shapes(self)
 
     def check_types(self, x, weights, bias, output) -> None:
         """Pick the arithmetic from the types (as TFLite does) and check the rest."""
@@ -220,6 +221,7 @@ class QuantizedTransposeConv(CpuKernel):
         """Once the arena is allocated: for a quantized node with a constant output
         shape, weights and bias, a closure over this allocation's input and output
         (the same scatter, then the float64 ``FloatOutputStage``); else ``invoke``."""
+        check_shapes(self)
         x, output = self.inputs[2], self.outputs[0]
         if (
             self.mode == "hybrid" or self.plan_shape is None or output.is_dynamic or x.is_dynamic

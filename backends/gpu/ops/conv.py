@@ -80,6 +80,36 @@ def window_reason(input_shape, filter_hw, params, dilation=(1, 1)) -> tuple[Wind
     return geometry, None
 
 
+#: A convolution whose padded input would hold more than this many times the values of
+#: the same convolution without its taps that never touch the input (plus
+#: ``PADDING_SLACK``) is left to the CPU (see ``conv_window_reason``).
+PADDING_RATIO = 4
+PADDING_SLACK = 1 << 16
+
+
+def conv_window_reason(input_shape, filter_hw, params, dilation) -> tuple[WindowGeometry | None, str | None]:
+    """``window_reason`` for a convolution, and why it cannot run here when its filter taps
+    reach far past the input (a huge dilation: the padded input of a 30000 dilation over
+    16x16 pixels would hold 3.6 billion values per channel; past INT16_MAX the offsets
+    of the CUDA kernels would overflow). The CPU kernel runs such a node without those
+    taps (``WindowGeometry.conv_cropped``), or refuses it as LiteRT does (INT16_MAX).
+    An empty input (a 0 batch) is left to the CPU: there is nothing to launch."""
+    if 0 in tuple(input_shape):
+        return None, f"the input is empty (shape {list(input_shape)})"
+    geometry, reason = window_reason(input_shape, filter_hw, params, dilation)
+    if reason:
+        return None, reason
+    cropped = geometry.conv_cropped()
+    if cropped is not geometry and geometry.padded_elements > PADDING_RATIO * cropped.padded_elements + PADDING_SLACK:
+        g = geometry
+        return None, (
+            f"the {g.filter_h}x{g.filter_w} filter with dilation {g.dilation_h}x{g.dilation_w} reaches far past "
+            f"the {g.in_h}x{g.in_w} input: its padded input would hold {g.padded_elements} values "
+            f"(the CPU kernel skips the taps that never touch the input)"
+        )
+    return geometry, None
+
+
 def _conv_inputs_reason(node, tensors, filter_rank_4: bool = True) -> str | None:
     if len(node.inputs) not in (2, 3) or node.inputs[0] < 0 or node.inputs[1] < 0:
         return f"expected inputs (input, filter[, bias]), got {len(node.inputs)} inputs"
@@ -143,7 +173,7 @@ class Conv2D(_WeightsOp):
         if out_channels % groups:
             return f"grouped convolution: output channels ({out_channels}) must be a multiple of groups ({groups})"
         params = node.params
-        _, reason = window_reason(x.shape, (kh, kw), params, (params.dilation_h_factor, params.dilation_w_factor))
+        _, reason = conv_window_reason(x.shape, (kh, kw), params, (params.dilation_h_factor, params.dilation_w_factor))
         return (
             reason
             or _bias_reason(input_tensor(node, tensors, 2), out_channels)
@@ -201,7 +231,7 @@ class DepthwiseConv2D(_WeightsOp):
         if channels <= 0 or out_channels % channels:
             return f"filter channels ({out_channels}) must be a multiple of the input channels ({channels})"
         params = node.params
-        _, reason = window_reason(x.shape, (kh, kw), params, (params.dilation_h_factor, params.dilation_w_factor))
+        _, reason = conv_window_reason(x.shape, (kh, kw), params, (params.dilation_h_factor, params.dilation_w_factor))
         return (
             reason
             or _bias_reason(input_tensor(node, tensors, 2), out_channels)

@@ -27,7 +27,7 @@ import numpy as np
 
 from backends.cpu.kernels._quantized_window import ConvQuantization, zero_point_of
 from backends.cpu.kernels._window import WindowGeometry
-from backends.gpu.ops.conv import padded, window_reason
+from backends.gpu.ops.conv import conv_window_reason, padded
 from backends.gpu.ops.elementwise import fused_activation, fused_activation_reason
 from backends.gpu.ops.quantized_base import QuantizedOp, per_tensor
 from schema.enums import BuiltinOperator, TensorType
@@ -104,7 +104,7 @@ class QuantizedConv2D(QuantizedMatmulOp):
         if x.shape[3] != w.shape[3]:
             return f"grouped convolution ({x.shape[3]} input channels, filter of {w.shape[3]}) is not supported on int8"
         params = node.params
-        _, reason = window_reason(x.shape, (w.shape[1], w.shape[2]), params, (params.dilation_h_factor, params.dilation_w_factor))
+        _, reason = conv_window_reason(x.shape, (w.shape[1], w.shape[2]), params, (params.dilation_h_factor, params.dilation_w_factor))
         return reason or fused_activation_reason(params)
 
     def prepare(self) -> None:

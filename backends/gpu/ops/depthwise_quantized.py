@@ -33,7 +33,7 @@ import numpy as np
 
 from backends.cpu.kernels._quantized_window import ConvQuantization, uint8_bias_scale_error, zero_point_of
 from backends.cpu.kernels._window import WindowGeometry
-from backends.gpu.ops.conv import padded, window_reason
+from backends.gpu.ops.conv import conv_window_reason, padded
 from backends.gpu.ops.conv_quantized import QuantizedMatmulOp
 from backends.gpu.ops.elementwise import fused_activation, fused_activation_reason
 from backends.gpu.ops.quantized_base import per_tensor
@@ -98,7 +98,7 @@ class QuantizedDepthwiseConv2D(QuantizedMatmulOp):
             if reason:
                 return reason
         params = node.params
-        _, reason = window_reason(x.shape, (kh, kw), params, (params.dilation_h_factor, params.dilation_w_factor))
+        _, reason = conv_window_reason(x.shape, (kh, kw), params, (params.dilation_h_factor, params.dilation_w_factor))
         if reason:
             return reason
         # TFLite's accumulator is int32; so is the tap loop's.

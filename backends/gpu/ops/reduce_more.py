@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from backends.cpu.kernels.reduce import reduced_shape
 from backends.gpu.ops.elementwise import FloatOp
 from backends.gpu.ops.layout_quantized import INT8_TYPES, MovingOp, quantization_differs
 from backends.gpu.ops.pool import axes_reason, axis_values, resolve_axes
@@ -45,6 +46,18 @@ B = BuiltinOperator
 T = TensorType
 
 
+def require_reduced_shape(x, out, axes: tuple[int, ...], keep_dims: bool) -> None:
+    """A ValueError unless ``out`` has the shape reducing ``x`` over ``axes`` gives (the
+    CPU kernel's prepare set it; another node writing the same tensor may have resized
+    it since)."""
+    want = reduced_shape(x.shape, axes, keep_dims)
+    if tuple(out.shape) != want:
+        raise ValueError(
+            f"output {out.name!r} has shape {list(out.shape)} but reducing {list(x.shape)} over axes "
+            f"{list(axes)} gives {list(want)} (another node writes the same tensor?)"
+        )
+
+
 class _Reduce:
     """Shared prepare: the resolved axes, keep_dims, the output shape, the special cases."""
 
@@ -52,6 +65,7 @@ class _Reduce:
         x, axes = self.inputs
         self.axes = resolve_axes(axis_values(axes), len(x.shape))
         self.keep_dims = bool(getattr(self.params, "keep_dims", False))
+        require_reduced_shape(x, self.outputs[0], self.axes, self.keep_dims)
         self.out_shape = tuple(self.outputs[0].shape)
         self.empty = x.num_elements == 0
         self.all_dims = len(self.axes) == len(x.shape)  # TFLite's IsReduceAllDims (a scalar too)

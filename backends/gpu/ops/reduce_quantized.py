@@ -26,6 +26,7 @@ import numpy as np
 from backends.cpu.kernels.reduce_quantized import folded_multiplier, mean_sum_multiplier, requantize_sums
 from backends.cpu.quantization import legacy_params, wrap_int32
 from backends.gpu.ops.pool import resolve_axes
+from backends.gpu.ops.reduce_more import require_reduced_shape
 from backends.gpu.ops.quantized_base import QuantizedOp, per_tensor
 from schema.enums import BuiltinOperator, TensorType
 
@@ -69,6 +70,7 @@ class QuantizedMean(QuantizedOp):
         self.count = int(np.prod([x.shape[a] for a in self.axes], dtype=np.int64))
         self.empty = x.num_elements == 0
         self.out_shape = tuple(out.shape)
+        require_reduced_shape(x, out, self.axes, self.keep_dims)
         z_in, z_out = legacy_params(x)[1], legacy_params(out)[1]
         multiplier, shift = mean_sum_multiplier(x, out)
         if not self.empty:
