@@ -47,6 +47,13 @@ class Context:
         raise NotImplementedError
 
     @property
+    def arena_limit_bytes(self) -> int | None:
+        """The most bytes of tensors the interpreter holds at once
+        (``experimental_arena_limit_bytes``), or None for no limit: kernels sizing scratch
+        buffers and delegates holding tensors in memory of their own keep to it."""
+        return None
+
+    @property
     def resources(self) -> dict[Any, Any]:
         """Resource variables shared by all subgraphs (persist across invokes)."""
         raise NotImplementedError

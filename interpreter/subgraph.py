@@ -106,6 +106,10 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
         return self.shared.subgraphs[index]
 
     @property
+    def arena_limit_bytes(self) -> int | None:
+        return self.shared.arena_limit_bytes
+
+    @property
     def resources(self) -> dict[Any, Any]:
         return self.shared.resources
 

@@ -32,7 +32,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from backends.gpu.device import Device, DeviceCounters, open_device
+from backends.gpu.device import Device, DeviceCounters, DeviceMemoryError, open_device
 from backends.gpu.ops import gpu_custom_support_table, gpu_op_classes, gpu_support_table, select_op_class
 from backends.gpu.ops.base import GpuOp
 from backends.gpu.ops.variables import DeviceVariable, DeviceVariables
@@ -255,6 +255,7 @@ class GpuPartitionKernel(DelegateKernel):
             if registration.builtin_code == BuiltinOperator.READ_VARIABLE:
                 for t in inner.outputs:  # dynamic on the CPU (as TFLite); the declared shape here
                     tensors[t].set_static()
+        self._check_memory(context)
         device, storage = self.device, self.delegate.storage
         self._drop_graph()
         self.steps: list[tuple[GpuOp, Node, list[int], str]] = []
@@ -306,6 +307,27 @@ class GpuPartitionKernel(DelegateKernel):
         self._refuse_variables_the_cpu_also_uses(context)
         self.input_staging = {t: device.empty_pinned(tensors[t].shape, self._dtype(tensors[t])) for t in self.runtime_inputs}
         self.output_staging = {t: device.empty_pinned(tensors[t].shape, self._dtype(tensors[t])) for t in self.downloads}
+
+    def _check_memory(self, context) -> None:
+        """DeviceMemoryError when the partition's tensors (now that the CPU kernels'
+        prepare gave their shapes) need more than the interpreter's arena limit: the
+        device and its pinned staging hold them instead of the arena, under the same
+        limit."""
+        limit = context.arena_limit_bytes
+        if limit is None:
+            return
+        tensors = context.tensors
+        touched = {t for inner, _ in self.inner for t in (*inner.inputs, *inner.outputs) if t >= 0}
+        sizes = {t: tensors[t].nbytes for t in touched if not tensors[t].is_constant}
+        total = sum(sizes.values())
+        if total > limit:
+            largest = max(sizes, key=sizes.get)
+            raise DeviceMemoryError(
+                f"{self.device.name}: the partition's tensors need {total} bytes, over the interpreter's arena limit of "
+                f"{limit} bytes (the largest: {largest} {tensors[largest].name!r} {list(tensors[largest].shape)}, "
+                f"{sizes[largest]} bytes); smaller input shapes need less, Interpreter(experimental_arena_limit_bytes=...) "
+                "sets the limit"
+            )
 
     def _refuse_variables_the_cpu_also_uses(self, context) -> None:
         """The device buffer is the variable once the GPU has it: a CPU node of this

@@ -171,3 +171,23 @@ def test_a_node_writing_a_graph_input_is_refused_at_load():
     graph.add_output(y)
     with pytest.raises(ModelError, match=r"output 0 is tensor 1 \('y'\), an input of subgraph 0"):
         Interpreter(model_content=builder.build())
+
+
+def test_the_gpu_delegate_keeps_to_the_interpreter_s_arena_limit():
+    from backends.gpu.device import DeviceMemoryError
+    from delegate_sdk.delegate import DelegatePrepareError
+
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    x = graph.add_input("x", [256, 1024])
+    y = graph.add_tensor("y", [256, 1024])
+    graph.add_operator(B.RELU, [x], [y])
+    graph.add_output(y)
+    interpreter = Interpreter(model_content=builder.build(), experimental_arena_limit_bytes=1 << 20)
+    with pytest.raises(DelegatePrepareError) as caught:
+        interpreter.modify_graph_with_delegate(GpuDelegate(device="host"))
+    cause = caught.value.__cause__
+    while cause is not None and not isinstance(cause, DeviceMemoryError):
+        cause = cause.__cause__
+    assert isinstance(cause, DeviceMemoryError)
+    assert "the partition's tensors need 2097152 bytes, over the interpreter's arena limit of 1048576 bytes" in str(cause)

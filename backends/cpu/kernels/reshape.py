@@ -62,7 +62,7 @@ def require_planned_shapes(kernel: CpuKernel, planned: Sequence[tuple[RuntimeTen
 def _arena_limit(kernel: CpuKernel) -> int:
     """The interpreter's arena limit (``experimental_arena_limit_bytes`` or its default);
     8 GiB for a context that has none."""
-    limit = getattr(getattr(kernel.context, "shared", None), "arena_limit_bytes", None)
+    limit = getattr(kernel.context, "arena_limit_bytes", None)
     return limit if isinstance(limit, int) else 8 << 30
 
 
