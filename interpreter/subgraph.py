@@ -525,7 +525,7 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
         except (KernelError, InvokeCancelledError):
             raise
         except Exception as error:
-            raise KernelError(f"{self.describe_node(node_index)} failed: {type(error).__name__}: {error}") from error
+            raise KernelError(f"{self.describe_node(node_index)} failed: {type(error).__name__}: {error}") from _out_of_memory(error)
 
     @property
     def max_while_iterations(self) -> int | None:
@@ -552,7 +552,7 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
         except (KernelError, InvokeCancelledError):
             raise
         except Exception as error:
-            raise KernelError(f"{self.describe_node(node_index)} failed: {type(error).__name__}: {error}") from error
+            raise KernelError(f"{self.describe_node(node_index)} failed: {type(error).__name__}: {error}") from _out_of_memory(error)
         return timings
 
     # -- SubgraphHandle (for control-flow kernels) ------------------------------------------
@@ -569,9 +569,22 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
         if resized:
             self.allocated = False
         self.allocate_tensors()
-        for tensor_index, value in zip(self.inputs, inputs):
-            self.tensors[tensor_index].data[...] = value
+        for position, (tensor_index, value) in enumerate(zip(self.inputs, inputs)):
+            tensor = self.tensors[tensor_index]
+            if tensor.is_constant or tensor.data is None:
+                why = "a constant" if tensor.is_constant else "a tensor without memory"
+                raise ValueError(
+                    f"subgraph {self.index} input {position} is tensor {tensor_index} ({tensor.name!r}), {why}: "
+                    "it cannot take the value the calling node passes"
+                )
+            tensor.data[...] = value
         self.invoke()
+        for position, tensor_index in enumerate(self.outputs):
+            if self.tensors[tensor_index].data is None:
+                raise ValueError(
+                    f"subgraph {self.index} output {position} is tensor {tensor_index} "
+                    f"({self.tensors[tensor_index].name!r}), which has no value: no node of the subgraph writes it"
+                )
         return [np.array(self.tensors[t].data, copy=True) for t in self.outputs]
 
     def reset_variables(self) -> None:
@@ -601,7 +614,21 @@ class _Blame:
             return False
         raise KernelError(
             f"{self.subgraph.describe_node(self.node_index)} failed in {self.phase}: {type(error).__name__}: {error}"
+        ) from _out_of_memory(error)
+
+
+def _out_of_memory(error: BaseException) -> BaseException:
+    """A kernel's ``MemoryError`` (numpy could not allocate its scratch) as the arena's
+    ArenaLimitError (the machine could not give the memory), chained to it; other errors
+    as they are."""
+    if not isinstance(error, MemoryError):
+        return error
+    try:
+        raise ArenaLimitError(
+            f"out of memory: {error or 'the allocation failed'} (smaller input shapes need less)"
         ) from error
+    except ArenaLimitError as converted:
+        return converted
 
 
 def _bind(function: Callable, context: DelegateContext, node: Node) -> Callable[[], None]:

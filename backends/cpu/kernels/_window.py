@@ -428,9 +428,9 @@ def conv_layout(kernel, x, filters, bias) -> tuple[int, int, int, int, int]:
         )
     out_channels, kh, kw, group_in = (int(d) for d in filters.shape)
     in_channels = int(x.shape[3])
-    if group_in <= 0 or in_channels % group_in:
+    if group_in <= 0 or in_channels <= 0 or in_channels % group_in:
         raise kernel.unsupported(
-            f"input channels ({in_channels}) must be a multiple of the filter's in-channels ({group_in})"
+            f"input channels ({in_channels}) must be a positive multiple of the filter's in-channels ({group_in})"
         )
     groups = in_channels // group_in
     if out_channels % groups:

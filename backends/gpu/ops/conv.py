@@ -167,8 +167,8 @@ class Conv2D(_WeightsOp):
         x, w = tensors[node.inputs[0]], tensors[node.inputs[1]]
         out_channels, kh, kw, group_in = w.shape
         channels = x.shape[3]
-        if group_in <= 0 or channels % group_in:
-            return f"input channels ({channels}) must be a multiple of the filter's in-channels ({group_in})"
+        if group_in <= 0 or channels <= 0 or channels % group_in:
+            return f"input channels ({channels}) must be a positive multiple of the filter's in-channels ({group_in})"
         groups = channels // group_in
         if out_channels % groups:
             return f"grouped convolution: output channels ({out_channels}) must be a multiple of groups ({groups})"
