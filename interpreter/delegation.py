@@ -33,7 +33,7 @@ from delegate_sdk.delegate import (
 )
 from delegate_sdk.partition import check_replacement
 from delegate_sdk.tensor import Allocation
-from interpreter.subgraph import SubgraphRuntime
+from interpreter.subgraph import SubgraphRuntime, as_arena_limit_error
 from schema.enums import BuiltinOperator
 
 __all__ = [
@@ -275,7 +275,7 @@ def apply_delegate(subgraphs: Sequence[SubgraphRuntime], num_model_nodes: Sequen
             f"prepare: {message}"
         )
         failure.report = report
-        raise failure from error
+        raise failure from as_arena_limit_error(error)
 
     replaced: set[tuple[int, int]] = set()
     for subgraph, start, plan in zip(subgraphs, before, plans):

@@ -525,7 +525,7 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
         except (KernelError, InvokeCancelledError):
             raise
         except Exception as error:
-            raise KernelError(f"{self.describe_node(node_index)} failed: {type(error).__name__}: {error}") from _out_of_memory(error)
+            raise KernelError(f"{self.describe_node(node_index)} failed: {type(error).__name__}: {error}") from as_arena_limit_error(error)
 
     @property
     def max_while_iterations(self) -> int | None:
@@ -552,7 +552,7 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
         except (KernelError, InvokeCancelledError):
             raise
         except Exception as error:
-            raise KernelError(f"{self.describe_node(node_index)} failed: {type(error).__name__}: {error}") from _out_of_memory(error)
+            raise KernelError(f"{self.describe_node(node_index)} failed: {type(error).__name__}: {error}") from as_arena_limit_error(error)
         return timings
 
     # -- SubgraphHandle (for control-flow kernels) ------------------------------------------
@@ -614,13 +614,13 @@ class _Blame:
             return False
         raise KernelError(
             f"{self.subgraph.describe_node(self.node_index)} failed in {self.phase}: {type(error).__name__}: {error}"
-        ) from _out_of_memory(error)
+        ) from as_arena_limit_error(error)
 
 
-def _out_of_memory(error: BaseException) -> BaseException:
-    """A kernel's ``MemoryError`` (numpy could not allocate its scratch) as the arena's
-    ArenaLimitError (the machine could not give the memory), chained to it; other errors
-    as they are."""
+def as_arena_limit_error(error: BaseException) -> BaseException:
+    """A kernel's or a delegate's ``MemoryError`` (numpy could not allocate its scratch) as
+    the arena's ArenaLimitError (the machine could not give the memory), chained to it;
+    other errors as they are."""
     if not isinstance(error, MemoryError):
         return error
     try:

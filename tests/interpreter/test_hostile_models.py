@@ -94,3 +94,26 @@ def test_a_kernel_out_of_memory_is_an_arena_limit_error_naming_the_node(monkeypa
     assert isinstance(caught.value.__cause__, ArenaLimitError)
     assert "out of memory: Unable to allocate 512. MiB" in str(caught.value.__cause__)
     assert isinstance(caught.value.__cause__.__cause__, MemoryError)
+
+
+def test_a_delegate_out_of_memory_in_prepare_is_an_arena_limit_error(monkeypatch):
+    from delegate_sdk.delegate import DelegatePrepareError, SimpleDelegate
+
+    class Greedy(SimpleDelegate):
+        name = "Greedy"
+        support_table = {B.RELU: 1}
+
+        def prepare(self, context):
+            raise MemoryError("Unable to allocate 275. MiB for an array")
+
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    x = graph.add_input("x", [4])
+    y = graph.add_tensor("y", [4])
+    graph.add_operator(B.RELU, [x], [y])
+    graph.add_output(y)
+    interpreter = Interpreter(model_content=builder.build())
+    with pytest.raises(DelegatePrepareError, match="Restored original execution plan") as caught:
+        interpreter.modify_graph_with_delegate(Greedy())
+    assert isinstance(caught.value.__cause__, ArenaLimitError)
+    interpreter.allocate_tensors()  # the CPU plan runs
