@@ -20,7 +20,7 @@ from schema.op_arity import arity_problem
 
 
 #: The ops that read a sparse constant (its compressed values) as such.
-_READS_SPARSE = (BuiltinOperator.DENSIFY, BuiltinOperator.FULLY_CONNECTED)
+_READS_SPARSE = {BuiltinOperator.DENSIFY: 0, BuiltinOperator.FULLY_CONNECTED: 1}  # op: the input position
 
 
 class InvokeCancelledError(RuntimeError):
@@ -257,6 +257,12 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
                     )
                 writer[t] = node.index
             written.update(node.outputs)
+        duplicated = sorted({t for t in self.inputs if self.inputs.count(t) > 1})
+        if duplicated:
+            raise ModelError(
+                f"malformed model: subgraph {self.index} lists tensor {duplicated[0]} "
+                f"({self.tensors[duplicated[0]].name!r}) among its inputs more than once"
+            )
         for role, tensors in (("input", self.inputs), ("output", self.outputs)):
             for position, t in enumerate(tensors):
                 if self.tensors[t].dtype is None:
@@ -275,10 +281,10 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
                         )
             for position, t in enumerate(node.inputs):
                 tensor = self.tensors[t] if t >= 0 else None
-                if tensor is not None and tensor.sparsity is not None and registration.builtin_code not in _READS_SPARSE:
+                if tensor is not None and tensor.sparsity is not None and _READS_SPARSE.get(registration.builtin_code) != position:
                     raise ModelError(
                         f"malformed model: {self.describe_node(node.index)} input {position} is tensor {t} "
-                        f"({tensor.name!r}), which is sparse: only DENSIFY and FULLY_CONNECTED (weights) read sparse tensors"
+                        f"({tensor.name!r}), which is sparse: only DENSIFY (its input) and FULLY_CONNECTED (its weights) read sparse tensors"
                     )
                 if t >= 0 and t in writer and writer[t] >= node.index:
                     raise ModelError(
@@ -288,8 +294,12 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
                     )
                 if t < 0 or t in written:
                     continue
-                if tensor.is_constant or tensor.is_variable or 0 in tuple(tensor.shape):
-                    continue  # (an empty constant, shape [0], has an empty buffer)
+                if tensor.is_constant or tensor.is_variable:
+                    continue
+                if 0 in tuple(tensor.shape):  # an empty constant ([0]) has an empty buffer: its value is []
+                    tensor.data = np.empty(tensor.shape, dtype=tensor.dtype)
+                    tensor.allocation = Allocation.CONSTANT
+                    continue
                 raise ModelError(
                     f"malformed model: {self.describe_node(node.index)} input {position} is tensor {t} "
                     f"({tensor.name!r}), which has no data (its buffer is empty), is not a variable, not an input of the "

@@ -140,6 +140,8 @@ class QuantizedDepthwiseConv2D(CpuKernel):
             self, (*x.shape[:3], out_channels), (kh, kw), (params.dilation_h_factor, params.dilation_w_factor)
         )
         output.resize((*geometry.output_shape, out_channels))
+        if output.num_elements == 0:
+            return  # nothing to compute (the interpreter does not run a node whose outputs are empty)
         # Without the taps that only ever read the padding (a huge dilation; they add
         # (z - z) * w = 0): the buffers are then bounded by the tensors (_window.conv_cropped).
         geometry = geometry.conv_cropped()
