@@ -13,7 +13,7 @@ from interpreter import Interpreter
 from interpreter.arena import ArenaLimitError
 from schema.builder import ModelBuilder
 from schema.enums import BuiltinOperator as B, TensorType as T
-from schema.params import Conv2DParams, WhileParams
+from schema.params import ConcatenationParams, Conv2DParams, WhileParams
 
 
 def counting_while(constant_cond_input: bool = False, orphan_body_output: bool = False) -> bytes:
@@ -117,3 +117,33 @@ def test_a_delegate_out_of_memory_in_prepare_is_an_arena_limit_error(monkeypatch
         interpreter.modify_graph_with_delegate(Greedy())
     assert isinstance(caught.value.__cause__, ArenaLimitError)
     interpreter.allocate_tensors()  # the CPU plan runs
+
+
+def test_a_subgraph_listing_an_input_twice_is_refused_at_load():
+    from schema.errors import ModelError
+
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    x = graph.add_input("x", [4])
+    graph.inputs.append(x)
+    y = graph.add_tensor("y", [4])
+    graph.add_operator(B.RELU, [x], [y])
+    graph.add_output(y)
+    with pytest.raises(ModelError, match=r"subgraph 0 lists tensor 0 \('x'\) among its inputs more than once"):
+        Interpreter(model_content=builder.build())
+
+
+def test_an_empty_tensor_that_no_node_writes_holds_an_empty_value():
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    x = graph.add_input("x", [2, 3])
+    nothing = graph.add_tensor("nothing", [2, 0])
+    y = graph.add_tensor("y", [2, 3])
+    graph.add_operator(B.CONCATENATION, [x, nothing], [y], ConcatenationParams(axis=1))
+    graph.add_output(y)
+    interpreter = Interpreter(model_content=builder.build())
+    interpreter.allocate_tensors()
+    value = np.arange(6, dtype=np.float32).reshape(2, 3)
+    interpreter.set_tensor(interpreter.get_input_details()[0]["index"], value)
+    interpreter.invoke()
+    np.testing.assert_array_equal(interpreter.get_tensor(interpreter.get_output_details()[0]["index"]), value)
