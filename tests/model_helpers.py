@@ -1,11 +1,26 @@
-"""Small helpers the kernel tests share: the stamped version of a one-node model, and
-random inputs over a quantized type's full range."""
+"""Small helpers the tests share: the stamped version of a one-node model, random inputs
+over a quantized type's full range, and small models (concatenation, resource variables,
+IF / WHILE) that the control-flow tests and the fuzzer's generated seeds both use."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from schema.builder import ModelBuilder
+from schema.enums import BuiltinOperator as Op
 from schema.model import Model
+from schema.params import AddParams, ConcatenationParams, IfParams, WhileParams
+
+
+def one_node_model(op, shape, dtype=np.float32, input_quantization=None, output_quantization=None) -> bytes:
+    """main(x) = op(x): one unary node, input and output of ``shape`` and ``dtype``."""
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    x = graph.add_input("x", list(shape), dtype, quantization=input_quantization)
+    y = graph.add_tensor("y", list(shape), dtype, quantization=output_quantization)
+    graph.add_operator(op, [x], [y])
+    graph.add_output(y)
+    return builder.build()
 
 
 def stamped_version(model: bytes) -> int:
@@ -80,4 +95,134 @@ def read_then_assign_model(shape=(2,), call_once: bool = True) -> bytes:
     if call_once:
         init_subgraph(builder)
     builder.add_signature("serving_default", main)
+    return builder.build()
+
+
+# -- control-flow models (tests/cpu/test_control_flow.py and the fuzzer's generated seeds) ------------
+
+def unary_subgraph(builder: ModelBuilder, op, shape, dtype=np.float32):
+    graph = builder.subgraph(op.name.lower())
+    x = graph.add_input("x", shape, dtype)
+    y = graph.add_tensor("y", shape, dtype)
+    graph.add_operator(op, [x], [y])
+    graph.add_output(y)
+    return graph
+
+
+def reshape_subgraph(builder: ModelBuilder, shape, new_shape):
+    graph = builder.subgraph("reshape")
+    x = graph.add_input("x", shape)
+    target = graph.add_constant("new_shape", np.array(new_shape, np.int32))
+    y = graph.add_tensor("y", new_shape)
+    graph.add_operator(Op.RESHAPE, [x, target], [y])
+    graph.add_output(y)
+    return graph
+
+
+def if_model(make_then, make_else, shape=(2, 3), out_shape=None) -> bytes:
+    builder = ModelBuilder()
+    main = builder.subgraph()
+    cond = main.add_input("cond", [], np.bool_)
+    x = main.add_input("x", list(shape))
+    y = main.add_tensor("y", list(out_shape or shape))
+    then_graph, else_graph = make_then(builder), make_else(builder)
+    main.add_operator(Op.IF, [cond, x], [y], IfParams(then_graph.index, else_graph.index))
+    main.add_output(y)
+    builder.add_signature("serving_default", main)
+    return builder.build()
+
+
+def counting_loop_model(acc_shape=(3,), grow: bool = False) -> bytes:
+    """main(n, x): i, acc = 0, x; while i < n: i += 1; acc = acc + x (or concat(acc, x)); return i, acc."""
+    builder = ModelBuilder()
+    main = builder.subgraph()
+    n = main.add_input("n", [], np.int32)
+    x = main.add_input("x", list(acc_shape))
+    zero = main.add_constant("zero", np.array(0, np.int32))
+    outs = [main.add_tensor(name, shape, dtype) for name, shape, dtype in (
+        ("i_out", [], np.int32), ("n_out", [], np.int32), ("acc_out", list(acc_shape), np.float32), ("x_out", list(acc_shape), np.float32)
+    )]
+    main.add_operator(Op.WHILE, [zero, n, x, x], outs, WhileParams(cond_subgraph_index=1, body_subgraph_index=2))
+    main.add_output(outs[0])
+    main.add_output(outs[2])
+    builder.add_signature("serving_default", main)
+
+    cond = builder.subgraph("cond")
+    i, limit = cond.add_input("i", [], np.int32), cond.add_input("n", [], np.int32)
+    cond.add_input("acc", list(acc_shape))
+    cond.add_input("x", list(acc_shape))
+    going = cond.add_tensor("going", [], np.bool_)
+    cond.add_operator(Op.LESS, [i, limit], [going])
+    cond.add_output(going)
+
+    body = builder.subgraph("body")
+    i, limit = body.add_input("i", [], np.int32), body.add_input("n", [], np.int32)
+    acc, step = body.add_input("acc", list(acc_shape)), body.add_input("x", list(acc_shape))
+    one = body.add_constant("one", np.array(1, np.int32))
+    next_i = body.add_tensor("next_i", [], np.int32)
+    body.add_operator(Op.ADD, [i, one], [next_i], AddParams())
+    if grow:
+        next_acc = body.add_tensor("next_acc", [2 * acc_shape[0], *acc_shape[1:]])
+        body.add_operator(Op.CONCATENATION, [acc, step], [next_acc], ConcatenationParams(axis=0))
+    else:
+        next_acc = body.add_tensor("next_acc", list(acc_shape))
+        body.add_operator(Op.ADD, [acc, step], [next_acc], AddParams())
+    for tensor in (next_i, limit, next_acc, step):
+        body.add_output(tensor)
+    return builder.build()
+
+
+def while_with_if_model() -> bytes:
+    """main(n, flag, x): while i < n: i += 1; x = (relu if flag else relu_n1_to_1)(x - 1)."""
+    builder = ModelBuilder()
+    main = builder.subgraph()
+    n = main.add_input("n", [], np.int32)
+    flag = main.add_input("flag", [], np.bool_)
+    x = main.add_input("x", [4])
+    zero = main.add_constant("zero", np.array(0, np.int32))
+    outs = [
+        main.add_tensor("i_out", [], np.int32),
+        main.add_tensor("n_out", [], np.int32),
+        main.add_tensor("flag_out", [], np.bool_),
+        main.add_tensor("x_out", [4]),
+    ]
+    main.add_operator(Op.WHILE, [zero, n, flag, x], outs, WhileParams(1, 2))
+    main.add_output(outs[3])
+    cond = builder.subgraph("cond")
+    i, limit = cond.add_input("i", [], np.int32), cond.add_input("n", [], np.int32)
+    cond.add_input("flag", [], np.bool_)
+    cond.add_input("x", [4])
+    going = cond.add_tensor("going", [], np.bool_)
+    cond.add_operator(Op.LESS, [i, limit], [going])
+    cond.add_output(going)
+    body = builder.subgraph("body")
+    i, limit = body.add_input("i", [], np.int32), body.add_input("n", [], np.int32)
+    b_flag, b_x = body.add_input("flag", [], np.bool_), body.add_input("x", [4])
+    one = body.add_constant("one", np.array(1, np.int32))
+    next_i = body.add_tensor("next_i", [], np.int32)
+    body.add_operator(Op.ADD, [i, one], [next_i], AddParams())
+    shifted = body.add_tensor("shifted", [4])
+    minus_one = body.add_constant("minus_one", np.full([4], -1.0, np.float32))
+    body.add_operator(Op.ADD, [b_x, minus_one], [shifted], AddParams())
+    next_x = body.add_tensor("next_x", [4])
+    body.add_operator(Op.IF, [b_flag, shifted], [next_x], IfParams(3, 4))
+    for tensor in (next_i, limit, b_flag, next_x):
+        body.add_output(tensor)
+    unary_subgraph(builder, Op.RELU, [4])
+    unary_subgraph(builder, Op.RELU_N1_TO_1, [4])
+    return builder.build()
+
+
+def call_once_empty_model() -> bytes:
+    """main(x) = relu(x), after a CALL_ONCE of a subgraph with no nodes."""
+    from schema.params import CallOnceParams
+
+    builder = ModelBuilder()
+    main = builder.subgraph()
+    x = main.add_input("x", [2])
+    y = main.add_tensor("y", [2])
+    main.add_operator(Op.CALL_ONCE, [], [], CallOnceParams(init_subgraph_index=1))
+    main.add_operator(Op.RELU, [x], [y])
+    main.add_output(y)
+    builder.subgraph("init")
     return builder.build()

@@ -33,6 +33,7 @@ import pathlib
 import random
 import re
 import struct
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -40,6 +41,8 @@ import flatbuffers
 import numpy as np
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+if str(REPO_ROOT / "tests") not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT / "tests"))  # model_helpers
 MODELS_DIR = REPO_ROOT / "tests" / "data" / "models"
 
 #: A mutated model is at most this many bytes larger than its seed.
@@ -71,153 +74,19 @@ class Seed:
 
 def generated_models() -> dict[str, bytes]:
     """Small control-flow models (IF, WHILE, CALL_ONCE, variables), written with the
-    project's ModelBuilder (the same shapes as tests/cpu/test_control_flow.py and
-    tests/interpreter/test_cancel.py)."""
+    project's ModelBuilder: the control-flow models of tests/model_helpers.py (which
+    tests/cpu/test_control_flow.py runs against LiteRT) and a few of its own."""
+    from model_helpers import (
+        call_once_empty_model,
+        counting_loop_model,
+        if_model,
+        read_then_assign_model,
+        reshape_subgraph,
+        unary_subgraph,
+        while_with_if_model,
+    )
     from schema.builder import ModelBuilder
     from schema.enums import BuiltinOperator as Op
-    from schema.enums import TensorType
-    from schema.params import (
-        AddParams,
-        CallOnceParams,
-        ConcatenationParams,
-        IfParams,
-        VarHandleParams,
-        WhileParams,
-    )
-
-    def unary(builder, op, shape, dtype=np.float32):
-        graph = builder.subgraph(op.name.lower())
-        x = graph.add_input("x", shape, dtype)
-        y = graph.add_tensor("y", shape, dtype)
-        graph.add_operator(op, [x], [y])
-        graph.add_output(y)
-        return graph
-
-    def reshape(builder, shape, new_shape):
-        graph = builder.subgraph("reshape")
-        x = graph.add_input("x", shape)
-        target = graph.add_constant("new_shape", np.array(new_shape, np.int32))
-        y = graph.add_tensor("y", new_shape)
-        graph.add_operator(Op.RESHAPE, [x, target], [y])
-        graph.add_output(y)
-        return graph
-
-    def if_model(make_then, make_else, shape=(2, 3), out_shape=None) -> bytes:
-        builder = ModelBuilder()
-        main = builder.subgraph()
-        cond = main.add_input("cond", [], np.bool_)
-        x = main.add_input("x", list(shape))
-        y = main.add_tensor("y", list(out_shape or shape))
-        then_graph, else_graph = make_then(builder), make_else(builder)
-        main.add_operator(Op.IF, [cond, x], [y], IfParams(then_graph.index, else_graph.index))
-        main.add_output(y)
-        builder.add_signature("serving_default", main)
-        return builder.build()
-
-    def counting_loop(acc_shape=(3,), grow=False) -> bytes:
-        builder = ModelBuilder()
-        main = builder.subgraph()
-        n = main.add_input("n", [], np.int32)
-        x = main.add_input("x", list(acc_shape))
-        zero = main.add_constant("zero", np.array(0, np.int32))
-        outs = [main.add_tensor(name, shape, dtype) for name, shape, dtype in (
-            ("i_out", [], np.int32), ("n_out", [], np.int32),
-            ("acc_out", list(acc_shape), np.float32), ("x_out", list(acc_shape), np.float32),
-        )]
-        main.add_operator(Op.WHILE, [zero, n, x, x], outs, WhileParams(cond_subgraph_index=1, body_subgraph_index=2))
-        main.add_output(outs[0])
-        main.add_output(outs[2])
-        builder.add_signature("serving_default", main)
-        cond = builder.subgraph("cond")
-        i, limit = cond.add_input("i", [], np.int32), cond.add_input("n", [], np.int32)
-        cond.add_input("acc", list(acc_shape))
-        cond.add_input("x", list(acc_shape))
-        going = cond.add_tensor("going", [], np.bool_)
-        cond.add_operator(Op.LESS, [i, limit], [going])
-        cond.add_output(going)
-        body = builder.subgraph("body")
-        i, limit = body.add_input("i", [], np.int32), body.add_input("n", [], np.int32)
-        acc, step = body.add_input("acc", list(acc_shape)), body.add_input("x", list(acc_shape))
-        one = body.add_constant("one", np.array(1, np.int32))
-        next_i = body.add_tensor("next_i", [], np.int32)
-        body.add_operator(Op.ADD, [i, one], [next_i], AddParams())
-        if grow:
-            next_acc = body.add_tensor("next_acc", [2 * acc_shape[0], *acc_shape[1:]])
-            body.add_operator(Op.CONCATENATION, [acc, step], [next_acc], ConcatenationParams(axis=0))
-        else:
-            next_acc = body.add_tensor("next_acc", list(acc_shape))
-            body.add_operator(Op.ADD, [acc, step], [next_acc], AddParams())
-        for tensor in (next_i, limit, next_acc, step):
-            body.add_output(tensor)
-        return builder.build()
-
-    def while_with_if() -> bytes:
-        builder = ModelBuilder()
-        main = builder.subgraph()
-        n = main.add_input("n", [], np.int32)
-        flag = main.add_input("flag", [], np.bool_)
-        x = main.add_input("x", [4])
-        zero = main.add_constant("zero", np.array(0, np.int32))
-        outs = [
-            main.add_tensor("i_out", [], np.int32), main.add_tensor("n_out", [], np.int32),
-            main.add_tensor("flag_out", [], np.bool_), main.add_tensor("x_out", [4]),
-        ]
-        main.add_operator(Op.WHILE, [zero, n, flag, x], outs, WhileParams(1, 2))
-        main.add_output(outs[3])
-        cond = builder.subgraph("cond")
-        i, limit = cond.add_input("i", [], np.int32), cond.add_input("n", [], np.int32)
-        cond.add_input("flag", [], np.bool_)
-        cond.add_input("x", [4])
-        going = cond.add_tensor("going", [], np.bool_)
-        cond.add_operator(Op.LESS, [i, limit], [going])
-        cond.add_output(going)
-        body = builder.subgraph("body")
-        i, limit = body.add_input("i", [], np.int32), body.add_input("n", [], np.int32)
-        b_flag, b_x = body.add_input("flag", [], np.bool_), body.add_input("x", [4])
-        one = body.add_constant("one", np.array(1, np.int32))
-        next_i = body.add_tensor("next_i", [], np.int32)
-        body.add_operator(Op.ADD, [i, one], [next_i], AddParams())
-        shifted = body.add_tensor("shifted", [4])
-        minus_one = body.add_constant("minus_one", np.full([4], -1.0, np.float32))
-        body.add_operator(Op.ADD, [b_x, minus_one], [shifted], AddParams())
-        next_x = body.add_tensor("next_x", [4])
-        body.add_operator(Op.IF, [b_flag, shifted], [next_x], IfParams(3, 4))
-        for tensor in (next_i, limit, b_flag, next_x):
-            body.add_output(tensor)
-        unary(builder, Op.RELU, [4])
-        unary(builder, Op.RELU_N1_TO_1, [4])
-        return builder.build()
-
-    def call_once_variables(shape=(2,)) -> bytes:
-        """main(x): CALL_ONCE(init: v = [10, 20]); y = read(v); v = x; return y."""
-        builder = ModelBuilder()
-        main = builder.subgraph()
-        x = main.add_input("x", list(shape))
-        handle = main.add_tensor("handle", [], TensorType.RESOURCE)
-        y = main.add_tensor("y", list(shape))
-        main.add_operator(Op.CALL_ONCE, [], [], CallOnceParams(init_subgraph_index=1))
-        main.add_operator(Op.VAR_HANDLE, [], [handle], VarHandleParams(shared_name="v"))
-        main.add_operator(Op.READ_VARIABLE, [handle], [y])
-        main.add_operator(Op.ASSIGN_VARIABLE, [handle, x], [])
-        main.add_output(y)
-        init = builder.subgraph("init")
-        init_handle = init.add_tensor("handle", [], TensorType.RESOURCE)
-        value = init.add_constant("init_value", np.array([10.0, 20.0], np.float32))
-        init.add_operator(Op.VAR_HANDLE, [], [init_handle], VarHandleParams(shared_name="v"))
-        init.add_operator(Op.ASSIGN_VARIABLE, [init_handle, value], [])
-        builder.add_signature("serving_default", main)
-        return builder.build()
-
-    def call_once_empty() -> bytes:
-        builder = ModelBuilder()
-        main = builder.subgraph()
-        x = main.add_input("x", [2])
-        y = main.add_tensor("y", [2])
-        main.add_operator(Op.CALL_ONCE, [], [], CallOnceParams(init_subgraph_index=1))
-        main.add_operator(Op.RELU, [x], [y])
-        main.add_output(y)
-        builder.subgraph("init")
-        return builder.build()
 
     def two_signatures() -> bytes:
         """Two entry points (subgraph 0 and 1), each with a signature def."""
@@ -228,20 +97,22 @@ def generated_models() -> dict[str, bytes]:
         main.add_operator(Op.TANH, [x], [y])
         main.add_output(y)
         builder.add_signature("tanh", main)
-        other = unary(builder, Op.LOGISTIC, [1, 4])
+        other = unary_subgraph(builder, Op.LOGISTIC, [1, 4])
         builder.add_signature("logistic", other)
         return builder.build()
 
     return {
-        "gen/if_relu_or_clamp": if_model(lambda b: unary(b, Op.RELU, [2, 3]), lambda b: unary(b, Op.RELU_N1_TO_1, [2, 3])),
-        "gen/if_reshape_branches": if_model(
-            lambda b: reshape(b, [2, 3], [3, 2]), lambda b: reshape(b, [2, 3], [6, 1]), out_shape=(3, 2)
+        "gen/if_relu_or_clamp": if_model(
+            lambda b: unary_subgraph(b, Op.RELU, [2, 3]), lambda b: unary_subgraph(b, Op.RELU_N1_TO_1, [2, 3])
         ),
-        "gen/while_counting": counting_loop(),
-        "gen/while_growing": counting_loop(grow=True),
-        "gen/while_nested_if": while_with_if(),
-        "gen/call_once_variables": call_once_variables(),
-        "gen/call_once_empty": call_once_empty(),
+        "gen/if_reshape_branches": if_model(
+            lambda b: reshape_subgraph(b, [2, 3], [3, 2]), lambda b: reshape_subgraph(b, [2, 3], [6, 1]), out_shape=(3, 2)
+        ),
+        "gen/while_counting": counting_loop_model(),
+        "gen/while_growing": counting_loop_model(grow=True),
+        "gen/while_nested_if": while_with_if_model(),
+        "gen/call_once_variables": read_then_assign_model(),
+        "gen/call_once_empty": call_once_empty_model(),
         "gen/two_signatures": two_signatures(),
     }
 

@@ -11,6 +11,7 @@ import pytest
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
 from interpreter.arena import ArenaLimitError
+from model_helpers import one_node_model
 from schema.builder import ModelBuilder
 from schema.enums import BuiltinOperator as B, TensorType as T
 from schema.params import ConcatenationParams, Conv2DParams, WhileParams
@@ -83,14 +84,8 @@ def test_a_kernel_out_of_memory_is_an_arena_limit_error_naming_the_node(monkeypa
         raise MemoryError("Unable to allocate 512. MiB for an array")
 
     monkeypatch.setattr(relu.Relu, "prepare", prepare_out_of_memory)
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    x = graph.add_input("x", [4])
-    y = graph.add_tensor("y", [4])
-    graph.add_operator(B.RELU, [x], [y])
-    graph.add_output(y)
     with pytest.raises(KernelError, match=r"node 0 \(RELU v1\) failed in prepare: MemoryError") as caught:
-        Interpreter(model_content=builder.build()).allocate_tensors()
+        Interpreter(model_content=one_node_model(B.RELU, [4])).allocate_tensors()
     assert isinstance(caught.value.__cause__, ArenaLimitError)
     assert "out of memory: Unable to allocate 512. MiB" in str(caught.value.__cause__)
     assert isinstance(caught.value.__cause__.__cause__, MemoryError)
@@ -106,13 +101,7 @@ def test_a_delegate_out_of_memory_in_prepare_is_an_arena_limit_error(monkeypatch
         def prepare(self, context):
             raise MemoryError("Unable to allocate 275. MiB for an array")
 
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    x = graph.add_input("x", [4])
-    y = graph.add_tensor("y", [4])
-    graph.add_operator(B.RELU, [x], [y])
-    graph.add_output(y)
-    interpreter = Interpreter(model_content=builder.build())
+    interpreter = Interpreter(model_content=one_node_model(B.RELU, [4]))
     with pytest.raises(DelegatePrepareError, match="Restored original execution plan") as caught:
         interpreter.modify_graph_with_delegate(Greedy())
     assert isinstance(caught.value.__cause__, ArenaLimitError)

@@ -40,7 +40,7 @@
 // Storage: float32 (conv2d_f32) or float16 (conv2d_f16: input, filter, bias and output
 // hold binary16 bit patterns; every product and sum is float32, and the product of two
 // halves is exact in float32, so fmaf rounds only the sum). This file must compile with
-// NVRTC (no headers at all) and with g++ through host_shim/cuda_host.h.
+// NVRTC (no system headers; storage.cuh is spliced in) and with g++ through host_shim/cuda_host.h.
 
 #if !defined(__CUDACC__) && !defined(CUDA_HOST_SHIM)
 #error "compile this file with NVRTC (or nvcc), or with g++ after including host_shim/cuda_host.h"
@@ -48,29 +48,8 @@
 
 #define CONV2D_PIXELS 4
 
-// ---- storage types (as depthwise_conv2d.cu: each .cu is compiled on its own) --------------
-__device__ __forceinline__ float load_as_float(const float* p) { return *p; }
-__device__ __forceinline__ void store_from_float(float* p, float v) { *p = v; }
-
-__device__ __forceinline__ float load_as_float(const unsigned short* p) {
-#ifdef CUDA_HOST_SHIM
-    return cuda_host::half_bits_to_float(*p);
-#else
-    float value;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(value) : "h"(*p));
-    return value;
-#endif
-}
-
-__device__ __forceinline__ void store_from_float(unsigned short* p, float v) {
-#ifdef CUDA_HOST_SHIM
-    *p = cuda_host::float_to_half_bits(v);
-#else
-    unsigned short bits;
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(bits) : "f"(v));  // round to nearest even
-    *p = bits;
-#endif
-}
+// ---- storage types ---------------------------------------------------------------------------
+#include "storage.cuh"  // load_as_float / store_from_float for float and float16 bit patterns
 
 // ---- the kernel body ----------------------------------------------------------------------
 

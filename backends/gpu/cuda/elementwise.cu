@@ -51,36 +51,15 @@
 // (sources.elementwise_launch_config). Arrays are C-contiguous; float16 storage holds
 // IEEE binary16 bit patterns (unsigned short) for every array of the launch.
 //
-// This file must compile with NVRTC (no headers at all) and with g++ through
+// This file must compile with NVRTC (no system headers; storage.cuh is spliced in) and with g++ through
 // host_shim/cuda_host.h.
 
 #if !defined(__CUDACC__) && !defined(CUDA_HOST_SHIM)
 #error "compile this file with NVRTC (or nvcc), or with g++ after including host_shim/cuda_host.h"
 #endif
 
-// ---- storage types (the same as depthwise_conv2d.cu: each .cu is compiled on its own) -----
-__device__ __forceinline__ float load_as_float(const float* p) { return *p; }
-__device__ __forceinline__ void store_from_float(float* p, float v) { *p = v; }
-
-__device__ __forceinline__ float load_as_float(const unsigned short* p) {
-#ifdef CUDA_HOST_SHIM
-    return cuda_host::half_bits_to_float(*p);
-#else
-    float value;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(value) : "h"(*p));
-    return value;
-#endif
-}
-
-__device__ __forceinline__ void store_from_float(unsigned short* p, float v) {
-#ifdef CUDA_HOST_SHIM
-    *p = cuda_host::float_to_half_bits(v);
-#else
-    unsigned short bits;
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(bits) : "f"(v));  // round to nearest even
-    *p = bits;
-#endif
-}
+// ---- storage types ---------------------------------------------------------------------------
+#include "storage.cuh"  // load_as_float / store_from_float for float and float16 bit patterns
 
 // ---- one rounding per step: never contracted into a fused multiply-add -------------------
 __device__ __forceinline__ float mul_rn(float a, float b) {

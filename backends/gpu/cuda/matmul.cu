@@ -38,29 +38,8 @@
 
 #define MATMUL_ROWS 4
 
-// ---- storage types (as depthwise_conv2d.cu: each .cu is compiled on its own) --------------
-__device__ __forceinline__ float load_as_float(const float* p) { return *p; }
-__device__ __forceinline__ void store_from_float(float* p, float v) { *p = v; }
-
-__device__ __forceinline__ float load_as_float(const unsigned short* p) {
-#ifdef CUDA_HOST_SHIM
-    return cuda_host::half_bits_to_float(*p);
-#else
-    float value;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(value) : "h"(*p));
-    return value;
-#endif
-}
-
-__device__ __forceinline__ void store_from_float(unsigned short* p, float v) {
-#ifdef CUDA_HOST_SHIM
-    *p = cuda_host::float_to_half_bits(v);
-#else
-    unsigned short bits;
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(bits) : "f"(v));  // round to nearest even
-    *p = bits;
-#endif
-}
+// ---- storage types ---------------------------------------------------------------------------
+#include "storage.cuh"  // load_as_float / store_from_float for float and float16 bit patterns
 
 __device__ __forceinline__ float multiply_add(float a, float b, float c) { return fmaf(a, b, c); }
 __device__ __forceinline__ int multiply_add(int a, int b, int c) {

@@ -7,8 +7,10 @@ through the host shim (``host.py``), which runs them on the CPU for the tests. T
 argument lists below are shared by the CuPy launcher and the host shim, so the host tests
 also check what a GPU launch would pass.
 
-Every source compiles with no ``#include`` at all: the NVRTC of the pip wheel ships no
-CUDA headers (so no ``cuda_fp16.h``: float16 travels as its bit pattern, see the .cu).
+Every source compiles with no system ``#include`` at all: the NVRTC of the pip wheel ships
+no CUDA headers (so no ``cuda_fp16.h``: float16 travels as its bit pattern, see
+``storage.cuh``). The project's own header, ``storage.cuh``, is spliced into the text by
+``read_source``.
 """
 
 from __future__ import annotations
@@ -72,7 +74,17 @@ def read_source(name: str) -> str:
     """The text of the shipped ``.cu`` file ``name`` (e.g. ``"depthwise_conv2d.cu"``)."""
     if name not in SOURCES:
         raise ValueError(f"unknown CUDA source {name!r}; the shipped sources are {list(SOURCES)}")
-    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+    text = resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+    return _INCLUDE.sub(lambda match: _header(match.group(1)), text)
+
+
+#: ``#include "x.cuh"`` of a header shipped here: spliced in by ``read_source``, so that
+#: every compiler (NVRTC, CuPy, g++ through the host shim) gets one self-contained text.
+_INCLUDE = re.compile(r'^#include "(\w+\.cuh)".*$', re.MULTILINE)
+
+
+def _header(name: str) -> str:
+    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8").rstrip("\n")
 
 
 # -- fused activations ------------------------------------------------------------------------
