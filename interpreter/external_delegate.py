@@ -1146,6 +1146,9 @@ class Delegate:
     extension; assign another before applying it if you like) and gives every node it did
     not take the reason "not taken by the external delegate NAME".
 
+    ``_library`` is the loaded library, a ``ctypes.PyDLL`` as in LiteRT: tests call the
+    plugin's own exported functions through it.
+
     The delegate is destroyed (``tflite_plugin_destroy_delegate``, once) when this object
     and every interpreter using it are gone and the kernels it created are freed.
 
@@ -1163,9 +1166,10 @@ class Delegate:
         self.name = _library_name(self._library_path)
         self.options = {str(k): str(v) for k, v in (options or {}).items()}
         try:
-            lib = ctypes.CDLL(self._library_path)
+            lib = ctypes.PyDLL(self._library_path)  # as LiteRT: ctypes.pydll.LoadLibrary(library)
         except OSError as error:
             raise DelegateLoadError(str(error)) from error
+        self._library = lib
         try:
             create, destroy = lib.tflite_plugin_create_delegate, lib.tflite_plugin_destroy_delegate
         except AttributeError as error:
@@ -1198,6 +1202,12 @@ class Delegate:
         self._finalizer = weakref.finalize(self, self._native.release)
 
     # -- what LiteRT's Delegate has -----------------------------------------------------------
+    _library: ctypes.PyDLL
+    """The loaded plugin (``ctypes.PyDLL``, as LiteRT's ``ctypes.pydll.LoadLibrary``): call
+    the plugin's own exported functions through it (``delegate._library.some_counter()``),
+    as LiteRT's interpreter tests do. Calls through it hold the GIL, as in LiteRT.
+    It stays set as long as this object lives (the library is never unloaded)."""
+
     def _get_native_delegate_pointer(self) -> int:
         """The ``TfLiteDelegate*`` (as an int). It is freed with this object: do not keep it."""
         return self._native.pointer
