@@ -547,6 +547,7 @@ LITEDELEGATE_MIN_RUNTIME_VERSIONS: dict[tuple[BuiltinOperator, int], str] = {
     (BuiltinOperator.EQUAL, 1): "0.1.0",
     (BuiltinOperator.EQUAL, 2): "0.1.0",
     (BuiltinOperator.EQUAL, 3): "0.1.0",
+    (BuiltinOperator.EQUAL, 4): "0.1.0",
     (BuiltinOperator.EQUAL, 5): "0.1.0",
     (BuiltinOperator.EXP, 1): "0.1.0",
     (BuiltinOperator.EXPAND_DIMS, 1): "0.1.0",

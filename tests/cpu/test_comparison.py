@@ -105,6 +105,65 @@ def test_string_equality_v3_matches_litert(op):
     assert_matches_litert(model, [np.ones(5, np.bool_)])
 
 
+#: The versions LiteRT 2.3 registers (BUILTIN_REF and BUILTIN alike); its kernel runs every
+#: plain type, strings included, at each of them.
+LITERT_VERSIONS = {B.EQUAL: range(1, 6), B.NOT_EQUAL: range(1, 5)}
+EQUALITY_VERSION_CASES = [(op, version) for op, versions in LITERT_VERSIONS.items() for version in versions]
+
+
+def string_values(shape, seed: int) -> np.ndarray:
+    """Strings from a small pool (so that equal pairs are common): empty, UTF-8, NUL bytes."""
+    pool = [b"", b"a", b"ab", b"a\x00", "\u00e9".encode(), b"\xff\x00", b"zz ", b"zz"]
+    rng = np.random.default_rng(seed)
+    values = np.empty(int(np.prod(shape)), dtype=object)
+    values[:] = [pool[i] for i in rng.integers(0, len(pool), size=values.size)]
+    return values.reshape(shape)
+
+
+@pytest.mark.parametrize("op, version", EQUALITY_VERSION_CASES, ids=[f"{o.name}-v{v}" for o, v in EQUALITY_VERSION_CASES])
+def test_string_equality_at_every_version_litert_registers_matches_litert(op, version):
+    """Strings as graph inputs, broadcast, at a version forced into the model."""
+    model = single_op_model(op, [([3, 1, 4], T.STRING), ([2, 4], T.STRING)], T.BOOL, version=version)
+    assert stamped_version(model) == version
+    assert_matches_litert(model, [string_values([3, 1, 4], version), string_values([2, 4], version + 10)])
+
+
+@pytest.mark.parametrize("op", [B.EQUAL, B.NOT_EQUAL], ids=name)
+def test_the_writer_stamps_string_equality_v3(op):
+    model = single_op_model(op, [([2], T.STRING), ([2], T.STRING)], T.BOOL)
+    assert stamped_version(model) == 3
+
+
+PLAIN_AT_OTHER_VERSIONS = [
+    (op, dtype, version) for op, version in EQUALITY_VERSION_CASES for dtype in (np.float32, np.int32, np.bool_)
+    if version != 1
+]
+
+
+@pytest.mark.parametrize(
+    "op, dtype, version", PLAIN_AT_OTHER_VERSIONS, ids=[f"{c[0].name}-v{c[2]}-{name(c[1])}" for c in PLAIN_AT_OTHER_VERSIONS]
+)
+def test_plain_equality_at_a_version_the_writer_does_not_stamp_for_its_type_matches_litert(op, dtype, version):
+    model = single_op_model(op, [([3, 1, 4], dtype), ([2, 4], dtype)], T.BOOL, version=version)
+    rng = np.random.default_rng(version)
+    assert_matches_litert(model, [tie_prone_values([3, 1, 4], dtype, rng), tie_prone_values([2, 4], dtype, rng)])
+
+
+@pytest.mark.parametrize("op, version", [(B.EQUAL, 6), (B.NOT_EQUAL, 5)], ids=lambda v: getattr(v, "name", str(v)))
+def test_string_equality_past_litert_s_versions_is_refused_naming_op_and_version(op, version):
+    model = single_op_model(op, [([2], T.STRING), ([2], T.STRING)], T.BOOL, version=version)
+    with pytest.raises(UnsupportedOperatorError, match=rf"{op.name}.*\b{version}\b"):
+        Interpreter(model_content=model)
+
+
+@pytest.mark.parametrize("version", [1, 3, 4])
+def test_not_equal_on_plain_int16_is_refused_where_litert_leaves_the_output_unwritten(version):
+    model = single_op_model(B.NOT_EQUAL, [([2, 3], T.INT16), ([2, 3], T.INT16)], T.BOOL, version=version)
+    interpreter = Interpreter(model_content=model)
+    with pytest.raises(KernelError, match="NOT_EQUAL on plain .*int16 is not supported"):
+        interpreter.allocate_tensors()
+
+
 @pytest.mark.parametrize("op", [B.LOGICAL_AND, B.LOGICAL_OR], ids=name)
 def test_logical_binary_with_broadcasting_matches_litert(op):
     model = single_op_model(op, [([2, 3, 4], T.BOOL), ([3, 1], T.BOOL)], T.BOOL)

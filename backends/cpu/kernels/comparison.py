@@ -6,7 +6,13 @@ Facts from TFLite (``kernels/comparisons.cc``, ``logical.cc``, ``select.cc``):
 - Comparisons output BOOL; both inputs have one type. Ordering comparisons take float32,
   int32, int64 and plain int16 (GREATER is LESS with the inputs swapped, so NaN compares
   false as in IEEE); EQUAL / NOT_EQUAL also take bool and string. Quantized inputs are
-  rescaled by TFLite before comparing; not implemented here yet.
+  rescaled before comparing (compare_quantized.py).
+- The kernel never reads the node's version: LiteRT runs every type above at every version
+  it registers (EQUAL 1-5, NOT_EQUAL 1-4, whatever the converter would stamp; checked with
+  LiteRT 2.3, BUILTIN_REF and BUILTIN), strings included. So does this kernel. The writer
+  stamps string EQUAL / NOT_EQUAL v3 (schema/versioning/op_version.py).
+- NOT_EQUAL on plain (non-quantized) int16 is refused: TFLite's kernel sends it nowhere and
+  leaves the output unwritten, so there is no behaviour to match.
 - SELECT (v1 kernel): x and y have one shape; the condition has that shape too, or is a
   scalar (selects all of x or all of y), or is 1-D with one entry per x row (dim 0).
   When condition, x, y and output all hold one element, the output keeps the shape the
@@ -57,16 +63,14 @@ def require_not_quantized(kernel: CpuKernel, *tensors) -> None:
 # v1 (v2 is int8). TFLite stamps no separate version for int16 on these two.
 @register(B.LESS_EQUAL, 1, 1)
 @register(B.GREATER, 1, 1)
-# v1: bool, float32, int32, int64 (and quantized uint8); v2 int8; v3: string
-@register(B.EQUAL, 1, 1)
-@register(B.NOT_EQUAL, 1, 1)
-@register(B.EQUAL, 3, 3)
-@register(B.NOT_EQUAL, 3, 3)
-# v5: int16 (plain values here). NOT_EQUAL v4 (int16) is left out: TFLite's kernel writes
-# nothing for a non-quantized int16 NOT_EQUAL, so there is no behaviour to match.
-@register(B.EQUAL, 5, 5)
+# What the writer stamps: v1 bool, float32, int32, int64 (and quantized uint8); v2 int8
+# (quantized); v3 string; EQUAL v5 / NOT_EQUAL v4 int16. Registered at every version LiteRT
+# registers, as LiteRT runs every plain type at each (quantized inputs go to
+# compare_quantized.py's kernel, registered at the same versions).
+@register(B.EQUAL, 1, 5)
+@register(B.NOT_EQUAL, 1, 4)
 class Comparison(CpuKernel):
-    """LESS v1,v3; GREATER_EQUAL v1,v3; LESS_EQUAL v1; GREATER v1; EQUAL v1,v3,v5; NOT_EQUAL v1,v3."""
+    """LESS v1,v3; GREATER_EQUAL v1,v3; LESS_EQUAL v1; GREATER v1; EQUAL v1-v5; NOT_EQUAL v1-v4."""
 
     def prepare(self) -> None:
         self.require_num_inputs(2)
@@ -78,6 +82,11 @@ class Comparison(CpuKernel):
             raise self.unsupported(f"inputs have types {x.type_name} and {y.type_name}; both must be the same type")
         self.require_types(self.outputs[0], T.BOOL, role="output")
         require_not_quantized(self, x, y)
+        if self.op == B.NOT_EQUAL and x.type == T.INT16:
+            raise self.unsupported(
+                "NOT_EQUAL on plain (non-quantized) int16 is not supported: TFLite's kernel leaves "
+                "the output unwritten there, so there is no behaviour to match"
+            )
         self.outputs[0].resize(broadcast_shape(x.shape, y.shape))
         self.ufunc = COMPARISON_UFUNC[self.op]
         # numpy compares object (string) arrays elementwise into an object result.
