@@ -36,7 +36,19 @@ from backends.gpu.device import Device, DeviceCounters, DeviceMemoryError, open_
 from backends.gpu.ops import gpu_custom_support_table, gpu_op_classes, gpu_support_table, select_op_class
 from backends.gpu.ops.base import GpuOp
 from backends.gpu.ops.variables import DeviceVariable, DeviceVariables
-from delegate_sdk.delegate import DelegateKernel, DelegateParams, SimpleDelegate
+from backends.gpu.placement import (
+    PLACEMENTS,
+    SHARED_CACHE,
+    Candidate,
+    PlacementCache,
+    PlacementDecision,
+    PlacementTiming,
+    PlacementUnavailable,
+    SubgraphTiming,
+    decide,
+    subgraph_fingerprint,
+)
+from delegate_sdk.delegate import DelegateKernel, DelegateParams, NodeDecision, SimpleDelegate
 from delegate_sdk.node import Node
 from schema.enums import BuiltinOperator
 from schema.op_arity import arity_problem
@@ -59,6 +71,18 @@ class GpuDelegate(SimpleDelegate):
       expose_intermediates: also copy every tensor a partition computes back to the host at
         each invoke, so ``get_tensor`` reads it (for debugging and parity tests against the
         reference kernels; it costs a transfer per tensor).
+      placement: ``"all"`` (the default, as LiteRT's GPU delegate): every partition of
+        supported nodes runs on the device. ``"auto"``: each partition is timed on the
+        device and on the CPU when the delegate is applied, and stays on the CPU where the
+        device does not win; the whole subgraph is then timed with that choice, with every
+        partition on the device and on the CPU path, and the fastest of the three is kept
+        (``backends/gpu/placement.py`` has the rules; :meth:`placement_report` the outcome).
+      placement_timing: the timing source for ``"auto"`` (a callable taking a
+        ``placement.Trial`` and returning ``placement.TrialTimes``); default: trials on a
+        private copy of the subgraph, on this delegate's device.
+      placement_cache: where ``"auto"`` keeps its decisions (by subgraph content, device
+        and options): default the process-wide ``placement.SHARED_CACHE``;
+        ``PlacementCache(directory)`` also keeps them on disk for the next process.
     """
 
     name = "GpuDelegate"
@@ -75,6 +99,9 @@ class GpuDelegate(SimpleDelegate):
         version_caps: Mapping[int, int] | None = None,
         cuda_graphs: bool = True,
         expose_intermediates: bool = False,
+        placement: str = "all",
+        placement_timing: PlacementTiming | None = None,
+        placement_cache: PlacementCache | None = None,
     ) -> None:
         super().__init__(
             max_delegated_partitions=max_delegated_partitions,
@@ -84,7 +111,14 @@ class GpuDelegate(SimpleDelegate):
         )
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}")
+        if placement not in PLACEMENTS:
+            raise ValueError(f"placement must be one of {list(PLACEMENTS)}, got {placement!r}")
         self.precision = precision
+        self.placement = placement
+        self.placement_timing = placement_timing
+        self.placement_cache = placement_cache if placement_cache is not None else SHARED_CACHE
+        #: One decision per subgraph that "auto" placed (in the order they were applied).
+        self.placement_decisions: list[PlacementDecision] = []
         self.storage = np.dtype(PRECISIONS[precision])
         self.device: Device = open_device(device)
         self.cuda_graphs = cuda_graphs
@@ -176,6 +210,61 @@ class GpuDelegate(SimpleDelegate):
     def node_rejection_reason(self, context, node: Node, registration) -> str | None:
         return self.op_class_for(node, registration, context.tensors)[1]
 
+    # -- placement="auto" ----------------------------------------------------------------------
+    def _apply_partition_options(self, context, supported: list[int]) -> list[int]:
+        chosen = super()._apply_partition_options(context, supported)
+        if self.placement == "all" or not chosen:
+            return chosen
+        return self._place(context, chosen)
+
+    def _place(self, context, chosen: list[int]) -> list[int]:
+        """The nodes of the candidate partitions that the decision keeps on the device; the
+        others are recorded as kept on the CPU, with both times."""
+        subgraph = getattr(context, "index", 0)
+        candidates = tuple(
+            Candidate(subgraph, tuple(p.nodes), tuple(context.get_node_and_registration(n)[1].op_name for n in p.nodes))
+            for p in context.preview_delegate_partitioning(chosen)
+        )
+        decision = self._placement_decision(context, subgraph, candidates)
+        self.placement_decisions.append(decision)
+        kept: list[int] = []
+        for candidate in candidates:
+            if decision.is_on_device(candidate):
+                kept.extend(candidate.nodes)
+                continue
+            reason = decision.reason(candidate)
+            for n in candidate.nodes:
+                registration = context.get_node_and_registration(n)[1]
+                context.record_decision(NodeDecision(self.name, n, False, f"{registration.op_name} v{registration.version}: {reason}"))
+        return sorted(kept)
+
+    def _placement_decision(self, context, subgraph: int, candidates: tuple[Candidate, ...]) -> PlacementDecision:
+        key = subgraph_fingerprint(context, (self.device.name, self.precision, str(self.cuda_graphs),
+                                             repr([c.nodes for c in candidates])))
+        cached = self.placement_cache.get(key)
+        if cached is not None:
+            decision = PlacementDecision.from_json(cached, subgraph, candidates)
+            if decision is not None:
+                return decision
+        timing = self.placement_timing
+        try:
+            if timing is None:
+                trial_delegate = GpuDelegate(self.device, self.precision, cuda_graphs=self.cuda_graphs)
+                timing = SubgraphTiming(context, GpuPartitionKernel, trial_delegate)
+            decision = decide(subgraph, candidates, timing)
+        except PlacementUnavailable as why:
+            return _everything_on_device(subgraph, candidates, str(why))
+        except Exception as error:  # the measured trial failed: place as "all", which reports its own errors
+            if self.placement_timing is not None:
+                raise
+            return _everything_on_device(subgraph, candidates, f"the trial failed: {type(error).__name__}: {error}")
+        self.placement_cache.put(key, decision.to_json())
+        return decision
+
+    def placement_report(self) -> list[str]:
+        """What ``placement="auto"`` decided, per subgraph (empty for ``"all"``)."""
+        return [line for decision in self.placement_decisions for line in decision.lines()]
+
     kernel_class = None  # built per delegate below, so each kernel knows its delegate
 
     def kernel_registration(self):
@@ -191,6 +280,10 @@ class GpuDelegate(SimpleDelegate):
 
     def __repr__(self) -> str:
         return f"GpuDelegate(device={self.device.name!r}, precision={self.precision!r})"
+
+
+def _everything_on_device(subgraph: int, candidates: tuple[Candidate, ...], why: str) -> PlacementDecision:
+    return PlacementDecision(subgraph, candidates, frozenset(c.nodes for c in candidates), unavailable=why)
 
 
 def _malformed(context, node: Node, registration) -> bool:
