@@ -7,7 +7,18 @@ import argparse
 import pathlib
 
 from interpreter.cli.analysis import CPU, DRY_RUN, Analysis, analyze
-from interpreter.cli.common import DELEGATE_HELP, DELEGATE_METAVAR, UsageError, describe_caps, load_model, make_delegate, parse_caps, parse_op
+from interpreter.cli.common import (
+    DELEGATE_HELP,
+    DELEGATE_METAVAR,
+    PLACEMENT_HELP,
+    UsageError,
+    describe_caps,
+    load_model,
+    make_delegate,
+    parse_caps,
+    parse_op,
+    placement_lines,
+)
 from interpreter.cli.output import Printer, Styled, Table, format_bytes, format_shape, print_json
 
 RUNS_ON_STYLE = {CPU: "", None: "bold red"}
@@ -26,6 +37,7 @@ def add_parser(commands, parents) -> None:
     parser.add_argument("--cap", action="append", default=[], metavar="OP=VERSION",
                         help="lower the delegate's version cap for OP (e.g. DEPTHWISE_CONV_2D=1)")
     parser.add_argument("--exclude", action="append", default=[], metavar="OP", help="keep OP off the delegate")
+    parser.add_argument("--placement", choices=("all", "auto"), default="all", help=PLACEMENT_HELP)
     parser.add_argument("--json", action="store_true", help="print the analysis as JSON")
     parser.add_argument("--graph", metavar="FILE", type=pathlib.Path,
                         help="draw the graph: .svg (graphviz if installed, else our own layout), .html or .dot")
@@ -40,7 +52,7 @@ def main(args: argparse.Namespace) -> int:
             raise UsageError(f"--graph writes {', '.join(FORMATS)} files, got {args.graph.name!r}")
     caps = parse_caps(args.cap)
     excluded = [parse_op(op) for op in args.exclude]
-    choice = make_delegate(args.delegate or "auto", caps, excluded)
+    choice = make_delegate(args.delegate or "auto", caps, excluded, args.placement)
     analysis = analyze(load_model(args.model), choice)
     graph_note = None
     if args.graph is not None:
@@ -50,9 +62,12 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         data = analysis.to_json()
         data["graph"] = {"path": str(args.graph), "note": graph_note} if args.graph else None
+        data["placement"] = placement_lines(choice.delegate)
         print_json(data)
     else:
         show(analysis, Printer())
+        for line in placement_lines(choice.delegate):
+            Printer().line(line)
         if args.graph is not None:
             Printer().line(f"graph: {args.graph}" + (f" ({graph_note})" if graph_note else ""))
     return 0

@@ -14,7 +14,16 @@ import statistics
 import time
 from typing import Any, Callable
 
-from interpreter.cli.common import DELEGATE_HELP, DELEGATE_METAVAR, UsageError, load_model, make_delegate, set_inputs
+from interpreter.cli.common import (
+    DELEGATE_HELP,
+    DELEGATE_METAVAR,
+    PLACEMENT_HELP,
+    UsageError,
+    load_model,
+    make_delegate,
+    placement_lines,
+    set_inputs,
+)
 from interpreter.cli.output import Printer, Styled, Table, print_json, progress
 
 
@@ -29,6 +38,7 @@ def add_parser(commands, parents) -> None:
     parser.add_argument("--runs", type=int, default=50, help="timed runs (default 50), after one warm-up (two with the GPU delegate, which captures its CUDA graphs at the second)")
     parser.add_argument("--compare-litert", action="store_true", help="also time ai-edge-litert when it is installed")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    parser.add_argument("--placement", choices=("all", "auto"), default="all", help=PLACEMENT_HELP)
     parser.add_argument("--json", action="store_true", help="print the timings as JSON")
     parser.set_defaults(handler=main)
 
@@ -58,7 +68,7 @@ def main(args: argparse.Namespace) -> int:
 
     if args.runs < 1:
         raise UsageError("--runs must be at least 1")
-    choice = make_delegate(args.delegate)
+    choice = make_delegate(args.delegate, placement=args.placement)
     loaded = load_model(args.model)
     interpreter = Interpreter(model_content=loaded.data, num_threads=1)
     if choice.delegate is not None:  # a delegate that fails in prepare raises DelegatePrepareError
@@ -122,6 +132,7 @@ def main(args: argparse.Namespace) -> int:
         "ops": ops,
         "partitions": partitions,
         "steps": step_rows,
+        "placement": placement_lines(choice.delegate),
         "litert": None,
     }
     if args.compare_litert:
@@ -134,6 +145,8 @@ def main(args: argparse.Namespace) -> int:
     out.line(Styled(f"model: {loaded.label}", "bold"))
     warm_up = "two warm-ups" if device_stats else "one warm-up"
     out.line(f"delegate: {choice.describe()}; {args.runs} profiled run(s) after {warm_up}")
+    for line in result["placement"]:
+        out.line(line)
     stats = result["profiled_invoke"]
     out.line(f"invoke (sum of steps): median {stats['median_ms']:.3f} ms, mean {stats['mean_ms']:.3f} ms, "
              f"min {stats['min_ms']:.3f} ms, p90 {stats['p90_ms']:.3f} ms")

@@ -136,11 +136,15 @@ def is_delegate_spec(kind: str) -> bool:
     return ":" in kind
 
 
-def make_delegate(kind: str, caps: dict[int, int] | None = None, excluded: Sequence[int] = ()) -> DelegateChoice:
+def make_delegate(kind: str, caps: dict[int, int] | None = None, excluded: Sequence[int] = (),
+                  placement: str = "all") -> DelegateChoice:
     """``gpu`` (a CUDA device, or GpuUnavailableError), ``gpu-host``, ``none``, ``auto``
     (the GPU when usable, else host emulation with a note saying why), or
-    ``MODULE:CLASS[:KEY=VALUE,...]`` (any delegate: see :func:`load_delegate_spec`)."""
+    ``MODULE:CLASS[:KEY=VALUE,...]`` (any delegate: see :func:`load_delegate_spec`).
+    ``placement`` is the GPU delegate's (``all`` or ``auto``)."""
     caps = dict(caps or {})
+    if placement != "all" and (kind == "none" or is_delegate_spec(kind)):
+        raise UsageError("--placement is the GPU delegate's: use it with --delegate gpu or gpu-host")
     if is_delegate_spec(kind):
         return load_delegate_spec(kind, caps, excluded)
     if kind == "none":
@@ -154,7 +158,7 @@ def make_delegate(kind: str, caps: dict[int, int] | None = None, excluded: Seque
         )
     from backends.gpu import GpuDelegate, GpuUnavailableError
 
-    options = {"version_caps": caps, "excluded_ops": tuple(excluded)}
+    options = {"version_caps": caps, "excluded_ops": tuple(excluded), "placement": placement}
     if kind == "gpu":
         return DelegateChoice(GpuDelegate(**options), "gpu")
     if kind == "gpu-host":
@@ -349,3 +353,15 @@ def set_inputs(interpreter, given: dict[str, np.ndarray], seed: int) -> dict[str
 
 def safe_file_name(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "output"
+
+
+PLACEMENT_HELP = (
+    "the GPU delegate's placement: all (default: every supported partition on the device) or auto (each partition "
+    "timed on the device and on the CPU; it stays on the CPU where the device does not win)"
+)
+
+
+def placement_lines(delegate: Any) -> list[str]:
+    """What ``GpuDelegate(placement="auto")`` decided (empty for other delegates and "all")."""
+    report = getattr(delegate, "placement_report", None)
+    return list(report()) if callable(report) else []

@@ -283,3 +283,31 @@ def test_a_subgraph_the_trial_cannot_copy_is_placed_as_all_and_the_report_says_w
     Interpreter(model_content=read_then_assign_model(), experimental_delegates=[delegate])
     lines = delegate.placement_report()
     assert lines and all("not timed" in line and "every partition on the device" in line for line in lines)
+
+
+# -- the command line ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["analyze", "bench"])
+def test_analyze_and_bench_show_the_placement_decision(tmp_path, capsys, command):
+    import json
+
+    from interpreter.cli import main
+
+    path = tmp_path / "model.tflite"
+    path.write_bytes(MODEL)
+    extra = ["--runs", "2"] if command == "bench" else []
+    assert main([command, str(path), "--delegate", "gpu-host", "--placement", "auto", "--json", *extra]) == 0
+    lines = json.loads(capsys.readouterr().out)["placement"]
+    assert lines[0].startswith("placement auto: ") and len(lines) == 2  # the decision, and the one partition
+    assert "device" in lines[1] and "CPU" in lines[1]
+    assert main([command, str(path), "--delegate", "gpu-host", "--placement", "auto", *extra]) == 0
+    assert "placement auto: " in capsys.readouterr().out
+
+
+def test_placement_on_a_delegate_that_is_not_the_gpu_delegate_is_a_usage_error(tmp_path, capsys):
+    from interpreter.cli import main
+
+    path = tmp_path / "model.tflite"
+    path.write_bytes(MODEL)
+    assert main(["analyze", str(path), "--delegate", "none", "--placement", "auto"]) == 2
