@@ -334,7 +334,7 @@ class GpuPartitionKernel(DelegateKernel):
         self.inner = [context.get_node_and_registration(i) for i in params.nodes_to_replace]
         self.total = DeviceCounters()
         self.last_invoke = DeviceCounters()
-        self.device_ms: float | None = None
+        self._timed = False  # (device_ms: None until an invoke recorded the timing events)
         self.variables: list[DeviceVariable] = []
         self._drop_graph()
 
@@ -400,6 +400,7 @@ class GpuPartitionKernel(DelegateKernel):
         self._refuse_variables_the_cpu_also_uses(context)
         self.input_staging = {t: device.empty_pinned(tensors[t].shape, self._dtype(tensors[t])) for t in self.runtime_inputs}
         self.output_staging = {t: device.empty_pinned(tensors[t].shape, self._dtype(tensors[t])) for t in self.downloads}
+        self._prepare_invoke_path()
 
     def _check_memory(self, context) -> None:
         """DeviceMemoryError when the partition's tensors (now that the CPU kernels'
@@ -465,11 +466,27 @@ class GpuPartitionKernel(DelegateKernel):
         return self.device.upload(tensor.data, dtype=self._dtype(tensor))
 
     # -- invoke ----------------------------------------------------------------------------------
+    def _prepare_invoke_path(self) -> None:
+        """What every invoke reuses, made once: the two events that time the ops (recorded
+        again at each invoke; the elapsed time is read only when asked, :attr:`device_ms`)."""
+        with self.device.cuda_device:
+            self._timing_events = (self.device.xp.cuda.Event(), self.device.xp.cuda.Event())
+        self._timed = False
+
+    @property
+    def device_ms(self) -> float | None:
+        """The last invoke's ops on the device, in ms (between its two events); None before one."""
+        if not self._timed:
+            return None
+        return self.device.elapsed_ms(*self._timing_events)
+
     def eval(self, context, node: Node) -> None:
         tensors = context.tensors
         device = self.device
+        stream = device.stream
+        start, end = self._timing_events
         invoke = DeviceCounters()
-        with device.active(), device.counting(invoke), device.counting(self.total):
+        with device.active(), device.counting(invoke, self.total):
             for variable in self.environment.read_first:  # one the CPU assigned first: its value, once
                 if not variable.initialized:
                     variable.initialize_from_host(device, context.resources)
@@ -478,14 +495,14 @@ class GpuPartitionKernel(DelegateKernel):
                 device.upload_into(self.input_buffers[t], staging)
             if self.graph is None and self.delegate.cuda_graphs and self.invokes >= 1 and self.graph_failure is None:
                 self._capture()
-            start = device.event()
+            start.record(stream)
             if self.graph is not None:
                 device.launch_graph(self.graph, self.graph_nodes)
                 results, values = self.graph_outputs, self.graph_values
             else:
                 values = self._run_ops(self._inputs())
                 results = {t: values[t] for t in self.downloads}
-            end = device.event()
+            end.record(stream)
             for t in self.downloads:
                 device.download_async(results[t], self.output_staging[t])
             device.synchronize()
@@ -495,7 +512,7 @@ class GpuPartitionKernel(DelegateKernel):
             tensors[t].data[...] = self.output_staging[t]
         for variable in self.variables:  # the device buffer is the variable now
             variable.initialized = True
-        self.device_ms = device.elapsed_ms(start, end)
+        self._timed = True
         self.last_invoke = invoke
         self.invokes += 1
 

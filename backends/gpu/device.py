@@ -117,15 +117,21 @@ class Device:
             yield self
 
     @contextlib.contextmanager
-    def counting(self, counters: DeviceCounters) -> Iterator[DeviceCounters]:
-        """Also count what happens inside into ``counters`` (kernel launches: emulation only)."""
+    def counting(self, counters: DeviceCounters, *more: DeviceCounters) -> Iterator[DeviceCounters]:
+        """Also count what happens inside into ``counters`` (and ``more``; kernel launches:
+        emulation only)."""
         launches = self._launches()
-        self._counting.append(counters)
+        added = (counters, *more)
+        self._counting.extend(added)
         try:
             yield counters
         finally:
-            del self._counting[next(i for i, c in enumerate(self._counting) if c is counters)]
-            counters.kernel_launches += self._launches() - launches
+            for each in added:
+                del self._counting[next(i for i, c in enumerate(self._counting) if c is each)]
+            if self.counts_launches:
+                launched = self._launches() - launches
+                for each in added:
+                    each.kernel_launches += launched
 
     def _launches(self) -> int:
         return self.xp.machine.stats.launches if self.emulated else 0
