@@ -155,14 +155,23 @@ class PlacementDecision:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], subgraph: int, candidates: tuple[Candidate, ...]) -> "PlacementDecision | None":
-        """The cached decision, if it was made for these very candidates."""
-        if [list(c.nodes) for c in candidates] != data.get("candidates"):
+        """The cached decision, if it was made for these very candidates (None for anything
+        else, a damaged cache file included: the candidates are then timed again)."""
+        try:
+            if [list(c.nodes) for c in candidates] != data.get("candidates"):
+                return None
+            decision = cls(
+                subgraph, candidates, frozenset(tuple(n) for n in data["on_device"]),
+                {tuple(n): float(t) for n, t in data["device_us"]}, {tuple(n): float(t) for n, t in data["cpu_us"]},
+                {str(k): float(v) for k, v in data["totals_us"].items()}, str(data["kept"]), from_cache=True,
+            )
+        except (AttributeError, KeyError, TypeError, ValueError):
             return None
-        return cls(
-            subgraph, candidates, frozenset(tuple(n) for n in data["on_device"]),
-            {tuple(n): float(t) for n, t in data["device_us"]}, {tuple(n): float(t) for n, t in data["cpu_us"]},
-            {str(k): float(v) for k, v in data["totals_us"].items()}, str(data["kept"]), from_cache=True,
-        )
+        nodes = {c.nodes for c in candidates}
+        if decision.kept not in TIE_ORDER or not decision.on_device <= nodes or set(decision.device_us) != nodes \
+                or set(decision.cpu_us) != nodes:
+            return None
+        return decision
 
 
 def decide(subgraph: int, candidates: Sequence[Candidate], timing: PlacementTiming) -> PlacementDecision:

@@ -311,3 +311,13 @@ def test_placement_on_a_delegate_that_is_not_the_gpu_delegate_is_a_usage_error(t
     path = tmp_path / "model.tflite"
     path.write_bytes(MODEL)
     assert main(["analyze", str(path), "--delegate", "none", "--placement", "auto"]) == 2
+
+
+def test_a_damaged_cache_file_is_timed_again(tmp_path):
+    costs = dict(device_us={(0,): 3.0, (2,): 41.0, (4,): 3.0}, cpu_us={(0,): 10.0, (2,): 5.0, (4,): 10.0})
+    Interpreter(model_content=MODEL, experimental_delegates=[auto(TableTiming(**costs), PlacementCache(tmp_path))])
+    (cached,) = tmp_path.glob("*.json")
+    cached.write_text('{"candidates": [[0], [2], [4]], "on_device": "nonsense"}')
+    timing = TableTiming(**costs)
+    interpreter = Interpreter(model_content=MODEL, experimental_delegates=[auto(timing, PlacementCache(tmp_path))])
+    assert len(timing.trials) == 3 and delegate_nodes(interpreter) == [(0,), (4,)]
