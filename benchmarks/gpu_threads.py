@@ -2,14 +2,16 @@
 
     python benchmarks/gpu_threads.py [--seconds 2] [--threads 4] [--host] [--out report.md]
 
-Two measurements, for the next session with a GPU (issue 25's acceptance):
+Three measurements, for the next session with a GPU (issue 25's acceptance):
 
 1. **Threads.** For the face detector and keyword_spotting_alexa: THREADS interpreters,
    each with its own ``GpuDelegate()`` (its own stream and pool on device 0). Invokes/s of
    one of them alone, then of all of them together, each in its own thread for the same
    wall time; the ratio (goal: at least 2.5 with 4 threads). Every thread's last outputs
    are compared with the CPU path (int8 bit-exact, float32 within 1e-4).
-2. **Placement.** For every bundled model (``tests/data/models``): the median invoke of
+2. **Host-side cost of an invoke**: µs per invoke, and a cProfile split of it between our
+   Python (delegate, device wrapper, interpreter), CuPy's Python layers and the rest.
+3. **Placement.** For every bundled model (``tests/data/models``): the median invoke of
    the CPU path, of ``GpuDelegate(placement="auto")`` (a fresh decision: nothing cached)
    and of ``GpuDelegate()`` (every partition on the device), and the decision's first
    line. Goal: "auto" within 5% of the CPU path, or faster, on every model.
@@ -126,6 +128,42 @@ def threads_section(device, threads: int, seconds: float) -> list[str]:
     return lines
 
 
+def host_cost_section(device, runs: int) -> list[str]:
+    """Where an invoke's host time goes, by cProfile (which slows Python down: compare the
+    groups, not the absolute numbers): our Python (the delegate, its device wrapper, the
+    interpreter, contextlib), CuPy's Python layers, and the rest (numpy copies, waits)."""
+    import cProfile
+    import pstats
+
+    def group(filename: str) -> str:
+        if any(part in filename for part in ("/backends/gpu/delegate.py", "/backends/gpu/device.py", "/interpreter/",
+                                             "contextlib")):
+            return "ours"
+        if "cupy" in filename:
+            return "cupy"
+        return "other"
+
+    lines = ["## Host-side cost of one invoke (GpuDelegate(), graphs replaying)", "",
+             "| model | wall µs/invoke | profiled: ours µs (calls) | cupy µs (calls) | other µs (calls) |", "|---|---|---|---|---|"]
+    for name in ("converter/add_mul_broadcast_float32.tflite", *THREAD_MODELS):
+        model = (MODELS / name).read_bytes()
+        interpreter = Interpreter(model_content=model, experimental_delegates=[GpuDelegate(device=device)])
+        wall = median_invoke_us(interpreter, runs)
+        profile = cProfile.Profile()
+        profile.enable()
+        for _ in range(runs):
+            interpreter.invoke()
+        profile.disable()
+        seconds: dict[str, float] = {"ours": 0.0, "cupy": 0.0, "other": 0.0}
+        calls: dict[str, int] = {"ours": 0, "cupy": 0, "other": 0}
+        for (filename, _, _), (_, ncalls, tottime, _, _) in pstats.Stats(profile).stats.items():
+            seconds[group(filename)] += tottime
+            calls[group(filename)] += ncalls
+        cells = [f"{seconds[g] / runs * 1e6:.1f} ({calls[g] / runs:.0f})" for g in ("ours", "cupy", "other")]
+        lines.append(f"| {pathlib.Path(name).stem} | {wall:.1f} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def median_invoke_us(interpreter, runs: int) -> float:
     set_inputs(interpreter)
     for _ in range(3):
@@ -188,6 +226,7 @@ def main() -> int:
     label = "host emulation (not a GPU)" if args.host else GpuDelegate(device=0).device.name
     report = [f"# gpu_threads on {label}", "", f"python {sys.version.split()[0]}, {time.strftime('%Y-%m-%d %H:%M')}", ""]
     report += threads_section(device, args.threads, args.seconds)
+    report += [""] + host_cost_section(device, args.runs)
     if not args.skip_placement:
         report += [""] + placement_section(device, args.runs)
     text = "\n".join(report)
