@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import pathlib
 import re
 import sys
 
@@ -30,6 +31,7 @@ from interpreter import Interpreter
 from interpreter.example_model import build_example_model
 from interpreter.testing import assert_matches_cpu
 
+MOBILENET = pathlib.Path(__file__).parents[1] / "data" / "models" / "converter" / "mini_mobilenet_float32.tflite"
 MAKE_DEVICES = pytest.mark.parametrize(
     "make_device", [lambda: "host", emulated_cuda_device], ids=["host", "emulated-cuda"]
 )
@@ -82,6 +84,7 @@ def test_the_device_branch_runs_on_device_1_of_2_like_the_cpu_and_only_there():
     before = machine.work_on()
     delegate = GpuDelegate(device=device)
     assert_matches_cpu(build_example_model(), lambda: delegate, invokes=4)
+    assert_matches_cpu(MOBILENET.read_bytes(), lambda: GpuDelegate(device=device), invokes=4, atol=1e-5)
     assert delegate.partition_stats()[0].graph == "replaying"
     # every launch, copy, wait and allocation: on device 1, on the delegate's stream
     assert device.stream.device_id == 1
@@ -92,7 +95,7 @@ def test_the_device_branch_runs_on_device_1_of_2_like_the_cpu_and_only_there():
 
 
 @pytest.mark.gpu
-def test_a_second_device_runs_the_model_on_its_own_stream(cuda_device, cuda_device_count):
+def test_a_second_devices_buffers_and_stream_are_device_1s(cuda_device, cuda_device_count):
     """On a CUDA device (or the emulated one the suite was asked for): device 1's buffers
     are on device 1, its stream is device 1's, and the numbers are the CPU's."""
     if cuda_device_count < 2:
