@@ -76,6 +76,12 @@ DEFECTS: dict[str, tuple[str, str, str, list[str]]] = {
         "    return (x + half) >> exponent\n",
         QUANTIZED_TESTS,
     ),
+    "roundf-to-even": (
+        "backends/cpu/kernels/quantize.py",
+        "    rounded = round_half_away(quotient)\n",
+        "    rounded = xp.rint(quotient)\n",
+        QUANTIZED_TESTS,
+    ),
     # issue 13: the GPU-correctness work
     "ops-off-the-stream": (
         "backends/gpu/device.py",

@@ -235,6 +235,7 @@ CASES = {
     ),
     # QUANTIZE, DEQUANTIZE
     "quantize-float-to-int8": lambda: model(B.QUANTIZE, [x((4, 9), T.FLOAT32)], ((4, 9), T.INT8, quantization(0.0173, -5))),
+    "quantize-float-to-int8-ties": lambda: model(B.QUANTIZE, [x((6, 16), T.FLOAT32)], ((6, 16), T.INT8, quantization(1 / 64, -3))),
     "quantize-float-to-uint8": lambda: model(B.QUANTIZE, [x((4, 9), T.FLOAT32)], ((4, 9), T.UINT8, quantization(0.0173, 129))),
     "quantize-int8-requantize": lambda: unary_model(B.QUANTIZE, T.INT8, (3, 11), (0.031, 7), (0.047, -3)),
     "dequantize-int8": lambda: dequantize_model(T.INT8, (3, 10), (0.031, 7)),
@@ -255,6 +256,16 @@ CASES = {
 
 #: Cases whose outputs may sit on the clamps (a RELU6 at a wide scale, MAX of MAX).
 SATURATING = {"average-pool-uint8-relu", "add-uint8-relu6"}
+
+
+def halfway_between_steps(dtype, shape, rng) -> np.ndarray:
+    """Floats exactly halfway between two steps of 1/64: ``roundf`` rounds them away from
+    zero, ``rint`` to even, half of them differently."""
+    return ((rng.integers(-120, 120, shape) + 0.5) / 64).astype(dtype)
+
+
+#: Inputs other than the full range, by case.
+INPUTS = {"quantize-float-to-int8-ties": halfway_between_steps}
 
 
 def full_range(dtype, shape, rng) -> np.ndarray:
@@ -279,7 +290,8 @@ def test_the_gpu_delegate_equals_litert_bit_for_bit(case):
     rng = np.random.default_rng(sum(map(ord, case)))
     details = interpreter.get_input_details()
     for k in range(3):  # eager, capture, replay
-        inputs = [full_range(d["dtype"], tuple(d["shape"]), rng) for d in details]
+        make = INPUTS.get(case, full_range)
+        inputs = [make(d["dtype"], tuple(d["shape"]), rng) for d in details]
         for detail, value in zip(details, inputs):
             interpreter.set_tensor(detail["index"], value)
         interpreter.invoke()
