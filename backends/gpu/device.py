@@ -80,6 +80,7 @@ class DeviceCounters:
         return {field.name: getattr(self, field.name) for field in fields(self)}
 
     def minus(self, other: "DeviceCounters") -> "DeviceCounters":
+        """Field by field ``self - other`` (what happened between two readings)."""
         return DeviceCounters(**{field.name: getattr(self, field.name) - getattr(other, field.name) for field in fields(self)})
 
     @property
@@ -136,8 +137,10 @@ class Device:
 
     @contextlib.contextmanager
     def counting(self, counters: DeviceCounters) -> Iterator[DeviceCounters]:
-        """Also count what happens inside into ``counters`` (kernel launches: emulation only)."""
-        if self.emulated:  # what the machine saw asked of this device meanwhile
+        """Also count what happens inside into ``counters``: on an emulated device, what the
+        machine saw asked of this device meanwhile; on a CUDA device, the delegate's own
+        bookkeeping (kernel launches not counted)."""
+        if self.emulated:
             before = self._machine_counters()
             try:
                 yield counters

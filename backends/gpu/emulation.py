@@ -41,7 +41,8 @@ The rules, and how a violation shows:
   :class:`StreamCaptureUnsupportedError` and invalidates the capture, as CUDA does.
   ``graph.launch()`` replays the operations under the stream rules and checks that every
   block still belongs to the graph: alive (some array still holds it), or freed during the
-  capture into a pool that served that capture and nothing else. Otherwise
+  capture into a pool that served that capture and nothing else; and the pool object is
+  still there (a dropped pool gave every block back to the driver). Otherwise
   :class:`FreedMemoryError`: on a device the replay would write into memory the pool hands
   to someone else.
 * **CuPy's own habits** that matter under capture are modelled where we know them:
