@@ -3,8 +3,11 @@ file: without a device a ``gpu`` test is skipped, and with ``REQUIRE_GPU=1`` it 
 (exit code 1) saying why, instead of passing as skipped or xfailed.
 
 The child loads the hook from our own ``tests/conftest.py``, so the policy tested is the
-one the suite runs under. The device is hidden from the child (``CUDA_VISIBLE_DEVICES=``),
-so this also runs on a GPU machine, unless the device cannot be hidden there.
+one the suite runs under. The device is hidden from the child (``CUDA_VISIBLE_DEVICES=``,
+and no ``LITEDELEGATE_TEST_DEVICE``), so this also runs on a GPU machine, unless the device
+cannot be hidden there. With a device, the child's ``gpu`` test runs on the device the
+suite runs on: a CUDA device, or the emulated one under ``LITEDELEGATE_TEST_DEVICE=emulated``
+(through the ``cuda_device`` fixture of ``tests/gpu/conftest.py``).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import sys
 import pytest
 
 OUR_CONFTEST = pathlib.Path(__file__).with_name("conftest.py")
+OUR_GPU_CONFTEST = pathlib.Path(__file__).parent / "gpu" / "conftest.py"
+PROJECT_ROOT = pathlib.Path(__file__).parents[1]
 
 CHILD_CONFTEST = f"""
 import importlib.util
@@ -60,8 +65,9 @@ def _our_conftest():
 
 
 def _child_env(require_gpu: str | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("REQUIRE_GPU", "PYTEST_ADDOPTS", "PYTEST_PLUGINS")}
-    env["CUDA_VISIBLE_DEVICES"] = ""  # no device for the child, even on a GPU machine
+    hidden = ("REQUIRE_GPU", "PYTEST_ADDOPTS", "PYTEST_PLUGINS", "LITEDELEGATE_TEST_DEVICE")
+    env = {k: v for k, v in os.environ.items() if k not in hidden}
+    env["CUDA_VISIBLE_DEVICES"] = ""  # no device for the child, even on a GPU machine (nor the emulated one)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     if require_gpu is not None:
         env["REQUIRE_GPU"] = require_gpu
@@ -123,21 +129,30 @@ def test_without_require_gpu_a_gpu_test_is_skipped_and_the_run_passes(child_dir)
         assert "SKIPPED" in output and "needs a CUDA device" in output and "REQUIRE_GPU=1 fails instead" in output, output
 
 
+CHILD_DEVICE_CONFTEST = CHILD_CONFTEST + f"""
+_gpu_spec = importlib.util.spec_from_file_location("litedelegate_tests_gpu_conftest", {str(OUR_GPU_CONFTEST)!r})
+_gpu = importlib.util.module_from_spec(_gpu_spec)
+_gpu_spec.loader.exec_module(_gpu)
+cuda_device = _gpu.cuda_device
+"""
+
 CHILD_DEVICE_TEST = """
+import numpy as np
 import pytest
 
 
 @pytest.mark.gpu
-def test_sees_the_device():
-    import cupy
-
-    assert cupy.cuda.runtime.getDeviceCount() > 0
+def test_sees_the_device(cuda_device):
+    device = cuda_device()
+    with device.active():
+        values = device.upload(np.arange(4, dtype=np.float32))
+        assert device.download(values * 2).tolist() == [0.0, 2.0, 4.0, 6.0]
 """
 
 
 @pytest.mark.gpu
 def test_with_a_device_a_gpu_test_runs_under_require_gpu(tmp_path):
-    (tmp_path / "conftest.py").write_text(CHILD_CONFTEST)
+    (tmp_path / "conftest.py").write_text(CHILD_DEVICE_CONFTEST)
     (tmp_path / "pytest.ini").write_text(CHILD_INI)
     (tmp_path / "test_child.py").write_text(CHILD_DEVICE_TEST)
     env = _child_env("1")
@@ -145,6 +160,9 @@ def test_with_a_device_a_gpu_test_runs_under_require_gpu(tmp_path):
         env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
     else:
         del env["CUDA_VISIBLE_DEVICES"]
+    if "LITEDELEGATE_TEST_DEVICE" in os.environ:  # the device this suite runs its gpu tests on
+        env["LITEDELEGATE_TEST_DEVICE"] = os.environ["LITEDELEGATE_TEST_DEVICE"]
+    env["PYTHONPATH"] = os.pathsep.join([str(PROJECT_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-c", str(tmp_path / "pytest.ini"),
          "--rootdir", str(tmp_path), "-q", str(tmp_path / "test_child.py")],

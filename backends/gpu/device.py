@@ -55,6 +55,11 @@ class DeviceCounters:
     replay is one ``graph_replays`` that runs ``graph_nodes`` operations (kernels, copies,
     memsets). A real device reports eager launches as 0 (CuPy does not count them;
     ``Device.counts_launches``); the emulated machine counts them all.
+
+    On an emulated device every number is what the machine saw asked of that device
+    (``EmulatedMachine.device_stats``), not what the delegate says it asked: a blocking
+    copy is a synchronization, an op's own upload is an upload. On a CUDA device, where
+    CuPy counts nothing, they are the delegate's own bookkeeping.
     """
 
     kernel_launches: int = 0
@@ -73,6 +78,10 @@ class DeviceCounters:
 
     def as_dict(self) -> dict[str, int]:
         return {field.name: getattr(self, field.name) for field in fields(self)}
+
+    def minus(self, other: "DeviceCounters") -> "DeviceCounters":
+        """Field by field ``self - other`` (what happened between two readings)."""
+        return DeviceCounters(**{field.name: getattr(self, field.name) - getattr(other, field.name) for field in fields(self)})
 
     @property
     def transfer_bytes(self) -> int:
@@ -102,8 +111,9 @@ class Device:
         with self.cuda_device:
             self.stream = cupy.cuda.Stream(non_blocking=True)
             self.pool = cupy.cuda.MemoryPool()
-        self.counters = DeviceCounters()  # everything, prepare included
-        self._counting: list[DeviceCounters] = [self.counters]
+        self._total = DeviceCounters()  # everything, prepare included
+        self._counting: list[DeviceCounters] = [self._total]  # (a CUDA device: the delegate's bookkeeping)
+        self._machine_seen = self._machine_counters()  # (an emulated device: the machine's counts)
         self._modules: dict[str, Any] = {}
 
     def __repr__(self) -> str:
@@ -116,27 +126,53 @@ class Device:
         with self.cuda_device, self.stream, self.xp.cuda.using_allocator(self._malloc):
             yield self
 
+    @property
+    def counters(self) -> DeviceCounters:
+        """Everything asked of this device since it was opened, prepare included."""
+        if self.emulated:
+            now = self._machine_counters()
+            self._total.add(now.minus(self._machine_seen))
+            self._machine_seen = now
+        return self._total
+
     @contextlib.contextmanager
     def counting(self, counters: DeviceCounters, *more: DeviceCounters) -> Iterator[DeviceCounters]:
-        """Also count what happens inside into ``counters`` (and ``more``; kernel launches:
-        emulation only)."""
-        launches = self._launches()
+        """Also count what happens inside into ``counters`` (and ``more``): on an emulated
+        device, what the machine saw asked of this device meanwhile; on a CUDA device, the
+        delegate's own bookkeeping (kernel launches not counted)."""
         added = (counters, *more)
+        if self.emulated:
+            before = self._machine_counters()
+            try:
+                yield counters
+            finally:
+                seen = self._machine_counters().minus(before)
+                for each in added:
+                    each.add(seen)
+            return
         self._counting.extend(added)
         try:
             yield counters
         finally:
             for each in added:
                 del self._counting[next(i for i, c in enumerate(self._counting) if c is each)]
-            if self.counts_launches:
-                launched = self._launches() - launches
-                for each in added:
-                    each.kernel_launches += launched
 
-    def _launches(self) -> int:
-        return self.xp.machine.stats.launches if self.emulated else 0
+    def _machine_counters(self) -> DeviceCounters:
+        """What the emulated machine counted on this device (zeros on a CUDA device)."""
+        if not self.emulated:
+            return DeviceCounters()
+        stats = self.xp.machine.device_stats[self.id]
+        return DeviceCounters(
+            kernel_launches=stats.launches, graph_replays=stats.graph_launches, graph_nodes=stats.graph_nodes,
+            uploads=stats.uploads, upload_bytes=stats.upload_bytes, downloads=stats.downloads,
+            download_bytes=stats.download_bytes, synchronizations=stats.synchronizations,
+            pool_allocations=stats.allocations,
+        )
 
     def _count(self, name: str, amount: int = 1) -> None:
+        """The delegate's own bookkeeping, for a CUDA device (an emulated one counts itself)."""
+        if self.emulated:
+            return
         for counters in self._counting:
             setattr(counters, name, getattr(counters, name) + amount)
 

@@ -21,18 +21,28 @@ The rules, and how a violation shows:
   :class:`WrongDeviceError` (CuPy and CUDA refuse both).
 * **Memory.** Pools hand out blocks per stream, as CuPy's do. Fresh memory and memory
   returned to the pool (when its last array is garbage-collected) hold 0xFF bytes: NaN
-  as float, -1 as int. Reading what nobody wrote gives NaN, not zeros.
+  as float, -1 as int. Reading what nobody wrote gives NaN, not zeros. As in CuPy, an
+  array holds only a weak reference to its pool (``PooledMemory``): when the pool object
+  is gone, every block it handed out goes back to the driver, poisoned and free for any
+  other pool to take, even while arrays still point into it. Using such an array (or
+  replaying a graph that touches it) raises :class:`FreedMemoryError`.
 * **Host transfers.** A device-to-host copy into pinned memory is asynchronous: the
   pinned buffer holds poison until the host synchronizes the stream (or an event after the
-  copy). A copy to or from pageable memory blocks the host (and is counted as a
-  synchronization). Implicit conversion to numpy raises ``TypeError``, as in CuPy.
+  copy). A copy to or from pageable memory blocks the host: CUDA synchronizes the stream
+  first, so it is counted as a synchronization and a blocking copy (``cupy.asarray`` of a
+  host array stages it through pinned memory, as CuPy does, and does not wait).
+  Implicit conversion to numpy raises ``TypeError``, as in CuPy.
+* **Where work ran.** Every launch, copy, allocation and synchronization is counted on
+  the machine, on its device and on its stream (:meth:`EmulatedMachine.work_on`): tests
+  read what was asked of the machine, not what the caller says it asked.
 * **Graphs.** Between ``stream.begin_capture()`` and ``end_capture()`` nothing executes:
   operations are recorded with the memory they touch, by address. A host synchronization
   or a copy from pageable host memory during capture raises
   :class:`StreamCaptureUnsupportedError` and invalidates the capture, as CUDA does.
   ``graph.launch()`` replays the operations under the stream rules and checks that every
   block still belongs to the graph: alive (some array still holds it), or freed during the
-  capture into a pool that served that capture and nothing else. Otherwise
+  capture into a pool that served that capture and nothing else; and the pool object is
+  still there (a dropped pool gave every block back to the driver). Otherwise
   :class:`FreedMemoryError`: on a device the replay would write into memory the pool hands
   to someone else.
 * **CuPy's own habits** that matter under capture are modelled where we know them:
@@ -50,6 +60,7 @@ the CPU under the same rules; every pointer argument counts as read and written.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import itertools
 import operator
@@ -146,7 +157,7 @@ class Stream:
     def synchronize(self) -> None:
         """Block the host until every operation issued to this stream has finished."""
         self.machine.forbid_during_capture(self, "stream synchronization")
-        self.machine.stats.synchronizations += 1
+        self.machine.count(self.device_id, self, synchronizations=1)
         self._complete(self.seq)
 
     def record(self, event: "Event | None" = None) -> "Event":
@@ -196,7 +207,7 @@ class Event:
         if self.recorded is not None:
             stream, seq = self.recorded
             self.machine.forbid_during_capture(stream, "event synchronization")
-            self.machine.stats.synchronizations += 1
+            self.machine.count(stream.device_id, stream, synchronizations=1)
             stream._complete(seq)
 
     @property
@@ -244,15 +255,27 @@ class Block:
 
 
 class MemoryPointer:
-    """What a pool's ``malloc`` returns (``cupy.cuda.MemoryPointer``); arrays hold it, and
-    the block goes back to the pool when the last holder is gone."""
+    """What a pool's ``malloc`` returns (``cupy.cuda.MemoryPointer`` over CuPy's
+    ``PooledMemory``); arrays hold it, and the block goes back to the pool when the last
+    holder is gone. Like ``PooledMemory`` it holds the pool weakly: the pointer does not
+    keep the pool (nor, through it, the memory) alive.
 
-    __slots__ = ("block", "size", "device_id", "__weakref__")
+    ``generation``: the block's allocation this pointer holds; the block is someone
+    else's once it differs (its pool died and another pool took the memory)."""
+
+    __slots__ = ("block", "size", "device_id", "generation", "__weakref__")
 
     def __init__(self, block: Block, size: int) -> None:
         self.block = block
         self.size = size
         self.device_id = block.device_id
+        self.generation = block.generation
+
+    @property
+    def freed(self) -> bool:
+        """The memory is no longer this pointer's: its pool is gone (the block went back
+        to the driver, and perhaps to another pool since)."""
+        return self.block.released or self.block.generation != self.generation
 
     @property
     def ptr(self) -> int:
@@ -272,14 +295,14 @@ class MemoryPool:
         self.is_default = False
         self._used = 0
         machine.pools.add(self)
-        weakref.finalize(self, _release_blocks, self.blocks)
+        weakref.finalize(self, _release_blocks, weakref.ref(machine), self.blocks)
 
     def malloc(self, nbytes: int) -> MemoryPointer:
         machine = self.machine
         device_id, stream = machine.current_device, machine.current_stream()
         size = max(_ROUND, -(-int(nbytes) // _ROUND) * _ROUND)
         free = self.free.get((device_id, stream, size))
-        block = free.pop() if free else Block(size, self, device_id, stream)
+        block = free.pop() if free else machine.from_driver(size, self, device_id, stream)
         self.blocks.add(block)
         tick = machine.next_tick()
         block.generation += 1
@@ -291,9 +314,10 @@ class MemoryPool:
         else:
             self.served_outside_captures = True
         self._used += size
-        machine.stats.allocations += 1
+        machine.count(device_id, stream, allocations=1)
         pointer = MemoryPointer(block, int(nbytes))
-        weakref.finalize(pointer, self._give_back, block, block.generation)
+        # (a weak reference to the pool, as CuPy's PooledMemory: a bound method would keep it alive)
+        weakref.finalize(pointer, _give_back, weakref.ref(self), block, block.generation)
         return pointer
 
     def _give_back(self, block: Block, generation: int) -> None:
@@ -310,17 +334,30 @@ class MemoryPool:
     def free_all_blocks(self, stream: Any = None) -> None:
         for blocks in self.free.values():
             for block in blocks:
-                block.released = True
+                self.machine.to_driver(block)
         self.free.clear()
 
     def n_free_blocks(self) -> int:
         return sum(len(b) for b in self.free.values())
 
 
-def _release_blocks(blocks: "weakref.WeakSet[Block]") -> None:
+def _give_back(pool: "weakref.ref[MemoryPool]", block: Block, generation: int) -> None:
+    """A pointer is gone: its block goes back to its pool, if the pool is still there
+    (CuPy's ``PooledMemory.free``; without the pool, the driver has the memory already)."""
+    alive = pool()
+    if alive is not None:
+        alive._give_back(block, generation)
+
+
+def _release_blocks(machine: "weakref.ref[EmulatedMachine]", blocks: "weakref.WeakSet[Block]") -> None:
+    """A pool is gone: every block it handed out goes back to the driver, those that
+    arrays still point into included (as CuPy's pool frees its chunks when it dies)."""
+    alive = machine()
+    if alive is None:
+        return
     for block in list(blocks):
-        if not block.live:
-            block.released = True
+        if block.pool() is None:  # (not one the driver has handed to another pool since)
+            alive.to_driver(block)
 
 
 class PinnedMemory(bytearray):
@@ -492,7 +529,7 @@ class _DeviceHandle:
         machine = self.machine
         for stream in machine.streams_of(self.id):
             machine.forbid_during_capture(stream, "device synchronization")
-        machine.stats.synchronizations += 1
+        machine.count(self.id, None, synchronizations=1)
         for stream in machine.streams_of(self.id):
             stream._complete(stream.seq)
 
@@ -562,8 +599,7 @@ class Graph:
             machine.access(stream, node.reads, node.writes, f"graph node {node.label}")
             with np.errstate(all="ignore"):
                 node.run()
-        machine.stats.graph_launches += 1
-        machine.stats.graph_nodes += len(self.nodes)
+        machine.count(stream.device_id, stream, graph_launches=1, graph_nodes=len(self.nodes))
 
     def _check_owned(self, block: Block) -> None:
         what = f"memory that the graph's '{block.label}' used" if block.label else "memory the graph uses"
@@ -601,7 +637,8 @@ class Graph:
 
 @dataclass
 class MachineStats:
-    """Everything the emulated machine saw (the delegate's own counters are checked against it)."""
+    """What was asked of the emulated machine (of one device, or one stream): the
+    delegate's counters on an emulated device are read from here."""
 
     launches: int = 0  # kernels launched from the host (graph replays not included)
     graph_launches: int = 0
@@ -610,7 +647,8 @@ class MachineStats:
     upload_bytes: int = 0
     downloads: int = 0
     download_bytes: int = 0
-    synchronizations: int = 0  # explicit, and implicit (pageable copies to the host)
+    synchronizations: int = 0  # host waits: explicit, and implicit (every blocking copy)
+    blocking_copies: int = 0  # copies the host waited for: from or to pageable memory, or blocking=True
     allocations: int = 0
     modules_loaded: int = 0
 
@@ -639,13 +677,62 @@ class EmulatedMachine:
         self.pools: weakref.WeakSet[MemoryPool] = weakref.WeakSet()
         self.devices = [_DeviceState(self, i) for i in range(device_count)]
         self.pinned: weakref.WeakValueDictionary[int, PinnedMemory] = weakref.WeakValueDictionary()
+        #: Memory given back to the driver by pools that are gone, by (device, size): the
+        #: next pool to need that much takes it (cudaFree, then cudaMalloc, often does).
+        self.driver_free: dict[tuple[int, int], list[Block]] = {}
         self.stats = MachineStats()
+        self.device_stats = [MachineStats() for _ in range(device_count)]
+        self.stream_stats: dict[tuple[int, int], MachineStats] = {}
         self.label = ""  # what is running (for messages): set with labelled()
         self.module: Any = None  # the EmulatedCupy over this machine
 
     def next_tick(self) -> int:
         self.tick += 1
         return self.tick
+
+    # -- what was asked of the machine -----------------------------------------------------------
+    def count(self, device_id: int, stream: Stream | None, **amounts: int) -> None:
+        """Count work on the machine, on device ``device_id``, and on ``stream`` (None: work
+        of the device as a whole, a device synchronization or a module load)."""
+        targets = [self.stats, self.device_stats[device_id]]
+        if stream is not None:
+            key = (device_id, stream.ptr)
+            per_stream = self.stream_stats.get(key)
+            if per_stream is None:
+                per_stream = self.stream_stats[key] = MachineStats()
+            targets.append(per_stream)
+        for stats in targets:
+            for name, amount in amounts.items():
+                setattr(stats, name, getattr(stats, name) + amount)
+
+    def work_on(self) -> dict[tuple[int, int], MachineStats]:
+        """What ran where so far: ``(device id, stream handle) -> counts`` (a copy). The
+        legacy default stream's handle is 0 on every device."""
+        return {key: dataclasses.replace(stats) for key, stats in self.stream_stats.items()}
+
+    # -- the driver's memory -----------------------------------------------------------------------
+    def to_driver(self, block: Block) -> None:
+        """``cudaFree``: the block is poisoned and free for any pool of its device; arrays
+        that still point into it hold freed memory (:class:`FreedMemoryError` at their next use)."""
+        if block.released:
+            return
+        block.live = False
+        block.released = True
+        block.memory.fill(POISON)
+        self.driver_free.setdefault((block.device_id, block.size), []).append(block)
+
+    def from_driver(self, size: int, pool: "MemoryPool", device_id: int, stream: Stream) -> Block:
+        """``cudaMalloc`` for ``pool``: memory another pool gave back, else new memory."""
+        free = self.driver_free.get((device_id, size))
+        if not free:
+            return Block(size, pool, device_id, stream)
+        block = free.pop()
+        previous = block.pool()
+        if previous is not None:  # (a pool that freed its free blocks: they are not its any more)
+            previous.blocks.discard(block)
+        block.pool, block.stream, block.released = weakref.ref(pool), stream, False
+        block.last_write, block.reads = None, {}
+        return block
 
     @contextlib.contextmanager
     def labelled(self, label: str) -> Iterator[None]:
@@ -692,7 +779,14 @@ class EmulatedMachine:
         return EmulatedArray(raw, pointer, self)
 
     def _check_device(self, arrays: Sequence[EmulatedArray], label: str) -> None:
+        """Each array is on the current device and still holds its memory."""
         for array in arrays:
+            if array.data.freed:
+                what = f"'{array.data.block.label}'" if array.data.block.label else "an array"
+                raise FreedMemoryError(
+                    f"{label}: {what} points into memory its pool gave back to the driver (the pool object is gone: "
+                    "as in CuPy, arrays hold their pool only weakly; keep the pool as long as its arrays)"
+                )
             if array.data.device_id != self.current_device:
                 raise WrongDeviceError(
                     f"{label}: an array on device {array.data.device_id} used while device {self.current_device} "
@@ -813,7 +907,7 @@ class EmulatedMachine:
         else:
             self.access(stream, reads, writes, label)
         if kernel:
-            self.stats.launches += 1
+            self.count(stream.device_id, stream, launches=1)
 
     def launch_raw(self, kernel: Any, name: str, grid: Any, block: Any, args: Sequence[Any]) -> None:
         """A ``RawKernel`` launch: every pointer argument is read and written."""
@@ -864,8 +958,7 @@ class EmulatedMachine:
             self.forbid_during_capture(
                 stream, f"CuPy's {name} of {len(arrays)} arrays (it copies a table of their addresses from host memory)"
             )
-            self.stats.uploads += 1
-            self.stats.upload_bytes += 8 * len(arrays)
+            self.count(stream.device_id, stream, uploads=1, upload_bytes=8 * len(arrays))
 
     # -- host transfers ------------------------------------------------------------------------
     def is_pinned(self, array: np.ndarray) -> bool:
@@ -882,17 +975,21 @@ class EmulatedMachine:
         return memory
 
     def upload(self, host: Any, dtype: Any = None) -> EmulatedArray:
+        """``cupy.asarray`` of a host array: CuPy copies it into pinned staging memory of its
+        own, then copies asynchronously (the host does not wait)."""
         host = np.asarray(host, dtype=dtype)
         array = self.empty(host.shape, host.dtype)
-        self.upload_into(array, host, None)
+        self.upload_into(array, host, None, staged=True)
         return array
 
-    def upload_into(self, array: EmulatedArray, host: np.ndarray, stream: Stream | None) -> None:
+    def upload_into(self, array: EmulatedArray, host: np.ndarray, stream: Stream | None, *, staged: bool = False) -> None:
+        """``ndarray.set``: an asynchronous copy from pinned memory; from pageable memory
+        CUDA synchronizes the stream first and the host waits (a blocking copy)."""
         if host.shape != array.shape:
             raise ValueError(f"shape mismatch: the host array has shape {host.shape}, the device array {array.shape}")
         self._check_device([array], "host-to-device copy")
         stream = stream or self.current_stream()
-        if self.is_pinned(host):
+        if staged or self.is_pinned(host):
             values = np.array(host, dtype=array.dtype)  # read when the stream gets there; modelled as now
             raw = array._raw
 
@@ -905,18 +1002,18 @@ class EmulatedMachine:
         else:
             self.forbid_during_capture(stream, "a host-to-device copy from pageable memory")
             self.access(stream, [], [array.data.block], "host-to-device copy")
+            stream._complete(stream.seq)  # the host waits for the stream, then for the copy
             array._raw[...] = host
+            self.count(stream.device_id, stream, synchronizations=1, blocking_copies=1)
         array.data.block.uploaded = True
-        self.stats.uploads += 1
-        self.stats.upload_bytes += array.nbytes
+        self.count(stream.device_id, stream, uploads=1, upload_bytes=array.nbytes)
 
     def download(self, array: EmulatedArray, stream: Stream | None, out: np.ndarray | None, blocking: bool = True) -> np.ndarray:
         stream = stream or self.current_stream()
         self._check_device([array], "device-to-host copy")
         self.forbid_during_capture(stream, "a device-to-host copy")
         self.access(stream, [array.data.block], [], "device-to-host copy")
-        self.stats.downloads += 1
-        self.stats.download_bytes += array.nbytes
+        self.count(stream.device_id, stream, downloads=1, download_bytes=array.nbytes)
         if out is None:
             out = np.empty(array.shape, array.dtype)
         elif out.shape != array.shape or out.dtype != array.dtype:
@@ -927,7 +1024,7 @@ class EmulatedMachine:
             out.reshape(-1).view(np.uint8)[...] = POISON
             stream._pending.append((stream.seq, out, array._raw.copy()))
         else:  # the host waits for the stream to get there
-            self.stats.synchronizations += 1
+            self.count(stream.device_id, stream, synchronizations=1, blocking_copies=1)
             stream._complete(stream.seq)
             out[...] = array._raw
         return out
@@ -1019,7 +1116,7 @@ class _RawModule:
         self.machine = machine
         self.device_id = machine.current_device
         self.module = HostModule(code, "module.cu", kernels=names, cooperative=cooperative)
-        machine.stats.modules_loaded += 1
+        machine.count(self.device_id, None, modules_loaded=1)
 
     def get_function(self, name: str) -> _RawKernel:
         return _RawKernel(self.machine, self.module.get_function(name), name)

@@ -106,6 +106,68 @@ def test_memory_given_back_to_the_pool_is_poisoned_and_reused(cp):
     assert y.data.block is block and np.isnan(y.get()).all()
 
 
+def test_dropping_a_pool_frees_its_memory_while_arrays_still_point_into_it(cp):
+    """CuPy's arrays hold their pool weakly (PooledMemory): when the pool object goes, its
+    memory goes back to the driver, poisoned, whatever arrays still point into it."""
+    pool = cp.cuda.MemoryPool()
+    with cp.cuda.using_allocator(pool.malloc):
+        x = ones(cp, (128,))
+    block = x.data.block
+    del pool
+    gc.collect()
+    assert x.data.freed and block.released and (block.memory == 0xFF).all()
+    with pytest.raises(FreedMemoryError, match="its pool gave back to the driver"):
+        x + 1
+
+
+def test_memory_a_dropped_pool_gave_back_is_handed_to_the_next_pool(cp):
+    pool = cp.cuda.MemoryPool()
+    with cp.cuda.using_allocator(pool.malloc):
+        x = ones(cp, (128,))
+    del pool
+    gc.collect()
+    other = cp.cuda.MemoryPool()
+    with cp.cuda.using_allocator(other.malloc):
+        y = cp.full((128,), 7.0, np.float32)
+    assert y.data.block is x.data.block  # the same memory, someone else's now
+    with pytest.raises(FreedMemoryError):
+        x.get()
+    assert y.get().tolist() == [7.0] * 128
+
+
+def test_an_array_keeps_its_pool_alive_no_longer_than_cupy_does(cp):
+    import weakref
+
+    pool = cp.cuda.MemoryPool()
+    with cp.cuda.using_allocator(pool.malloc):
+        x = ones(cp, (4,))
+    alive = weakref.ref(pool)
+    del pool
+    gc.collect()
+    assert alive() is None and x.data.freed
+
+
+def test_a_copy_from_pageable_memory_makes_the_host_wait(cp):
+    """cudaMemcpyAsync from pageable memory synchronizes the stream first: a host wait,
+    counted as a synchronization and a blocking copy; from pinned memory it is neither."""
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        x = cp.empty((4,), np.float32)
+        pinned = np.ndarray((4,), np.float32, buffer=cp.cuda.alloc_pinned_memory(16))
+        pinned[...] = 2.0
+        x.set(pinned, stream=stream)
+        assert (cp.machine.stats.synchronizations, cp.machine.stats.blocking_copies) == (0, 0)
+        x.set(np.full(4, 3.0, np.float32), stream=stream)
+        assert (cp.machine.stats.synchronizations, cp.machine.stats.blocking_copies) == (1, 1)
+
+
+def test_asarray_of_a_host_array_is_staged_through_pinned_memory_as_in_cupy(cp):
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        ones(cp)
+    assert (cp.machine.stats.uploads, cp.machine.stats.synchronizations, cp.machine.stats.blocking_copies) == (1, 0, 0)
+
+
 def test_a_copy_to_pinned_memory_lands_only_when_the_host_synchronizes(cp):
     stream = cp.cuda.Stream(non_blocking=True)
     pinned = np.ndarray((4,), np.float32, buffer=cp.cuda.alloc_pinned_memory(16))
@@ -176,6 +238,22 @@ def test_a_replay_after_the_graphs_pool_served_someone_else_is_refused(cp):
         del stranger
 
 
+def test_a_replay_after_the_graphs_pool_was_dropped_is_refused(cp):
+    """The graph's intermediates were freed into its private pool during the capture and
+    its output still points into it: once the pool object is gone, all of it is the
+    driver's again, and a device would replay into memory others are handed."""
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        x = ones(cp)
+        pool = cp.cuda.MemoryPool()
+        graph, out = capture(cp, stream, lambda: two_steps(x), pool)
+        graph.launch(stream)
+        del pool
+        gc.collect()
+        with pytest.raises(FreedMemoryError, match="given back to the driver"):
+            graph.launch(stream)
+
+
 def test_a_host_synchronization_during_a_capture_invalidates_it(cp):
     stream = cp.cuda.Stream(non_blocking=True)
     with stream:
@@ -204,11 +282,35 @@ def test_cupys_concatenate_of_more_than_8_arrays_cannot_be_captured(cp):
 def test_the_statistics_count_launches_transfers_and_synchronizations(cp):
     stream = cp.cuda.Stream(non_blocking=True)
     with stream:
-        x = ones(cp)  # 1 upload
+        x = ones(cp)  # 1 upload (staged in pinned memory by CuPy)
         y = (x + 1) * 2  # 2 kernels
         y.get()  # 1 download, pageable: the host waits
     stats = cp.machine.stats
-    assert (stats.uploads, stats.launches, stats.downloads, stats.synchronizations) == (1, 2, 1, 1)
+    assert (stats.uploads, stats.launches, stats.downloads, stats.synchronizations, stats.blocking_copies) == (1, 2, 1, 1, 1)
+
+
+def test_a_blocking_download_into_pinned_memory_is_a_host_wait(cp):
+    stream = cp.cuda.Stream(non_blocking=True)
+    pinned = np.ndarray((4,), np.float32, buffer=cp.cuda.alloc_pinned_memory(16))
+    with stream:
+        x = ones(cp)
+        x.get(stream=stream, out=pinned, blocking=False)
+        assert (cp.machine.stats.synchronizations, cp.machine.stats.blocking_copies) == (0, 0)
+        x.get(stream=stream, out=pinned, blocking=True)
+        assert (cp.machine.stats.synchronizations, cp.machine.stats.blocking_copies) == (1, 1)
+
+
+def test_work_is_counted_on_the_device_and_the_stream_it_ran_on(cp):
+    with cp.cuda.Device(1):
+        stream = cp.cuda.Stream(non_blocking=True)
+        with stream:
+            x = ones(cp)
+            (x + 1).get(stream=stream)
+    work = cp.machine.work_on()
+    assert set(work) == {(1, stream.ptr)}
+    assert (work[1, stream.ptr].uploads, work[1, stream.ptr].launches, work[1, stream.ptr].downloads) == (1, 1, 1)
+    assert x.data.device_id == 1 and x.data.block.stream is stream  # and the array knows where it was made
+    assert cp.machine.device_stats[0].allocations == 0 and cp.machine.device_stats[1].allocations == 2
 
 
 def test_a_buffer_the_device_cannot_hold_is_a_clear_device_memory_error():
