@@ -1,5 +1,6 @@
 """The quantized convolution family's CUDA kernels (``cuda/conv2d_int8.cu``,
-``depthwise_conv2d_int8.cu``, ``fully_connected_int8.cu``): one launch per node, bit for bit.
+``depthwise_conv2d_int8.cu``, ``fully_connected_int8.cu``, ``batch_matmul_int8.cu``): one
+launch per node, bit for bit.
 
 Three levels, each exact:
 
@@ -27,8 +28,11 @@ import pytest
 from backends.cpu.quantization import quantize_multiplier
 from backends.gpu import GpuDelegate, emulated_cuda_device
 from backends.gpu.cuda.conv2d import Conv2DGeometry, conv2d_filter_layout, conv2d_launch_config
+from backends.gpu.cuda.conv2d import MatmulShape, matmul_bias_act_launch_config
 from backends.gpu.cuda.conv_int8 import (
     OutputStage,
+    batch_matmul_int8_args,
+    batch_matmul_int8_twin,
     conv2d_int8_args,
     conv2d_int8_twin,
     depthwise_conv2d_int8_twin,
@@ -48,7 +52,7 @@ from schema.enums import ActivationFunctionType as Act
 from schema.enums import BuiltinOperator as B
 from schema.enums import Padding, TensorType
 from schema.model import Model
-from schema.params import Conv2DParams, DepthwiseConv2DParams, FullyConnectedParams
+from schema.params import BatchMatMulParams, Conv2DParams, DepthwiseConv2DParams, FullyConnectedParams
 
 T = TensorType
 SAME, VALID = Padding.SAME, Padding.VALID
@@ -180,6 +184,26 @@ def test_fully_connected_kernel_wraps_its_int32_accumulator_as_the_twin():
     np.testing.assert_array_equal(got, want)
     wrapped = (128 * 127 * depth + 2**31) % 2**32 - 2**31  # negative: the sum wrapped
     assert wrapped < 0 and got[0, 1] == -128
+
+
+@pytest.mark.parametrize(
+    "a_shape, b_shape, adjoint_a, adjoint_b",
+    [((3, 5, 37), (3, 37, 9), False, False), ((1, 21, 6), (4, 13, 21), True, True), ((7, 11), (2, 11, 66), False, False)],
+)
+def test_batch_matmul_kernel_equals_its_twin(a_shape, b_shape, adjoint_a, adjoint_b):
+    rng = np.random.default_rng(len(a_shape) + a_shape[-1])
+    a, b = full_range(np.int8, a_shape, rng), full_range(np.int8, b_shape, rng)
+    shape = MatmulShape.of(a.shape, b.shape, adjoint_a, adjoint_b)
+    stage = OutputStage(-int(rng.integers(-128, 128)), -int(rng.integers(-128, 128)), int(rng.integers(-128, 128)), -128, 127)
+    multiplier, shift = quantize_multiplier(60 / (math.sqrt(shape.k) * 128 * 128))
+    got, want = (np.empty((shape.batch, shape.m, shape.n), np.int8) for _ in range(2))
+    args = batch_matmul_int8_args(a, b, got, shape, stage, multiplier, shift)
+    shipped_module("batch_matmul_int8.cu").get_function("batch_matmul_int8")(
+        *matmul_bias_act_launch_config(shape.batch, shape.m, shape.n), args
+    )
+    batch_matmul_int8_twin(a, b, want, adjoint_a=adjoint_a, adjoint_b=adjoint_b, stage=stage, multiplier=multiplier, shift=shift)
+    np.testing.assert_array_equal(got, want)
+    assert len(np.unique(got)) > 10
 
 
 # -- node level: the delegate equals the CPU path and LiteRT (BUILTIN_REF) -----------------------------
@@ -368,6 +392,39 @@ def test_fully_connected_matches_cpu_and_litert(case, make_device):
     check(fc_model(io_type, **kwargs), make_device, version=version)
 
 
+def bmm_model(x_shape, y_shape, *, adj_x=False, adj_y=False, constant_rhs=False, seed=0) -> bytes:
+    rng = np.random.default_rng(seed)
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    s_x, s_y = (float(v) for v in rng.uniform(0.005, 0.05, 2))
+    z_x, z_y, z_out = (int(v) for v in rng.integers(-128, 128, 3))
+    depth = x_shape[-2] if adj_x else x_shape[-1]
+    x = graph.add_input("x", list(x_shape), T.INT8, quantization=quantization(s_x, z_x))
+    if constant_rhs:
+        y = graph.add_constant("y", rng.integers(-128, 128, y_shape).astype(np.int8), quantization=quantization(s_y, z_y))
+    else:
+        y = graph.add_input("y", list(y_shape), T.INT8, quantization=quantization(s_y, z_y))
+    out = graph.add_tensor("out", [1], T.INT8, quantization=quantization(output_scale(s_x, s_y, depth) * 1.7, z_out))
+    graph.add_operator(B.BATCH_MATMUL, [x, y], [out], BatchMatMulParams(adj_x=adj_x, adj_y=adj_y))
+    graph.add_output(out)
+    builder.add_signature("serving_default", graph)
+    return builder.build()
+
+
+BMM_CASES = {
+    "runtime-operands": dict(x_shape=(2, 3, 40), y_shape=(2, 40, 5)),
+    "adjoints-broadcast-batches": dict(x_shape=(2, 1, 17, 6), y_shape=(1, 3, 9, 17), adj_x=True, adj_y=True),
+    "constant-rhs-shared": dict(x_shape=(4, 7, 33), y_shape=(33, 10), constant_rhs=True),
+    "constant-rhs-adjoint": dict(x_shape=(3, 5, 12), y_shape=(3, 8, 12), adj_y=True, constant_rhs=True),
+}
+
+
+@pytest.mark.parametrize("make_device", DEVICES)
+@pytest.mark.parametrize("case", list(BMM_CASES))
+def test_batch_matmul_int8_matches_cpu_and_litert(case, make_device):
+    check(bmm_model(**BMM_CASES[case]), make_device, version=2)
+
+
 # -- one launch per node ----------------------------------------------------------------------------
 
 
@@ -380,8 +437,9 @@ def test_fully_connected_matches_cpu_and_litert(case, make_device):
         lambda: conv_model(T.UINT8, (1, 9, 8, 6), 4, (3, 3), groups=2),
         lambda: depthwise_model(T.INT8, (1, 9, 8, 3), (3, 3), multiplier=2, dilation=(2, 2)),
         lambda: fc_model(T.INT8, 2, 30, 7, per_channel=True),
+        lambda: bmm_model((2, 3, 40), (1, 40, 5), constant_rhs=True),
     ],
-    ids=["conv2d", "grouped-uint8-conv2d", "depthwise", "fully-connected"],
+    ids=["conv2d", "grouped-uint8-conv2d", "depthwise", "fully-connected", "batch-matmul"],
 )
 def test_each_node_is_one_kernel_launch(model, make_device, cuda_graphs):
     delegate = GpuDelegate(device=make_device(), cuda_graphs=cuda_graphs)

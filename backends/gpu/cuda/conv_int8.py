@@ -1,7 +1,8 @@
 """Launchers, launch shapes and numpy twins of the quantized convolution family, one launch
 per node each: ``conv2d_int8.cu`` (CONV_2D), ``depthwise_conv2d_int8.cu``
 (DEPTHWISE_CONV_2D) and ``fully_connected_int8.cu`` (FULLY_CONNECTED), on int8 or uint8
-tensors.
+tensors, and ``batch_matmul_int8.cu`` (BATCH_MATMUL, int8), the quantized matrix product
+of the same family.
 
 Each launch does the whole node: the int32 accumulation with the zero points, the bias,
 the requantization (``fixed_point.cuh``: ``MultiplyByQuantizedMultiplier`` per output
@@ -32,6 +33,7 @@ from backends.cpu.kernels.fully_connected_quantized import rescale_double
 from backends.cpu.quantization import exact_float_dtype, multiply_by_quantized_multiplier, wrap_int32
 from backends.gpu.cuda.conv2d import (
     Conv2DGeometry,
+    MatmulShape,
     _check_out,
     _contiguous,
     conv2d_launch_config,
@@ -280,3 +282,63 @@ def fully_connected_int8_twin(x: np.ndarray, w: np.ndarray, bias: np.ndarray | N
     out[...] = rescale_double(wrap_int32(acc), scales.reshape(-1), stage.output_offset, stage.act_min, stage.act_max,
                               check_int32_conversion=True)
 
+
+
+# -- BATCH_MATMUL ------------------------------------------------------------------------------------
+
+
+def batch_matmul_int8_args(a: Any, b: Any, c: Any, shape: MatmulShape, stage: OutputStage, multiplier: int,
+                           shift: int) -> tuple:
+    """The argument tuple of a ``batch_matmul_int8`` launch, in parameter order (``stage``:
+    ``input_offset = -z_x``, ``filter_offset = -z_y``, the output's zero point and range)."""
+    return (a, b, c, *shape.scalar_args(), np.int32(stage.input_offset), np.int32(stage.filter_offset),
+            np.int32(multiplier), np.int32(shift), np.int32(stage.output_offset), np.int32(stage.act_min),
+            np.int32(stage.act_max))
+
+
+class BatchMatmulInt8Cuda(_Launcher):
+    """Quantized BATCH_MATMUL (int8) in one launch of ``batch_matmul_int8.cu``: ``a``
+    ``[M, K]`` or ``[B or 1, M, K]`` (``[.., K, M]`` when ``adjoint_a``), ``b`` ``[K, N]``
+    or ``[B or 1, K, N]`` (``[.., N, K]`` when ``adjoint_b``), read where they lie; one
+    multiplier and shift; the zero points and range of ``stage``. The result is
+    ``[B, M, N]``. ``xp``, ``module`` and ``host_device`` as in ``_Launcher``."""
+
+    source = "batch_matmul_int8.cu"
+
+    def __init__(self, stage: OutputStage, multiplier: int, shift: int, *, xp: Any = None, module: Any = None,
+                 host_device: Any = None) -> None:
+        self.stage = stage
+        self.multiplier, self.shift = int(multiplier), int(shift)
+        super().__init__(xp, module, host_device)
+
+    def __call__(self, a: Any, b: Any, *, adjoint_a: bool = False, adjoint_b: bool = False) -> Any:
+        xp = self.xp
+        if a.dtype != np.int8 or b.dtype != np.int8:
+            raise TypeError(f"batch_matmul_int8 multiplies int8 operands, got {a.dtype} and {b.dtype}")
+        shape = MatmulShape.of(a.shape, b.shape, adjoint_a, adjoint_b)
+        a, b = _contiguous(xp, a), _contiguous(xp, b)
+        out = xp.empty((shape.batch, shape.m, shape.n), dtype=np.int8)
+        if out.size == 0:
+            return out
+        grid, block = matmul_bias_act_launch_config(shape.batch, shape.m, shape.n)
+        args = batch_matmul_int8_args(a, b, out, shape, self.stage, self.multiplier, self.shift)
+        twin = functools.partial(batch_matmul_int8_twin, adjoint_a=adjoint_a, adjoint_b=adjoint_b, stage=self.stage,
+                                 multiplier=self.multiplier, shift=self.shift)
+        self.launch("batch_matmul_int8", grid, block, args, twin, (a, b), (out,))
+        return out
+
+
+def batch_matmul_int8_twin(a: np.ndarray, b: np.ndarray, out: np.ndarray, *, adjoint_a: bool, adjoint_b: bool,
+                           stage: OutputStage, multiplier: int, shift: int) -> None:
+    """``batch_matmul_int8`` in numpy: the exact float64 product of the operands plus their
+    offsets (a shared operand broadcast), wrapped to int32, then
+    ``MultiplyByQuantizedMultiplier``, the zero point and the clamp."""
+    a = a.astype(np.float64) + stage.input_offset
+    b = b.astype(np.float64) + stage.filter_offset
+    if adjoint_a:
+        a = np.swapaxes(a, -1, -2)
+    if adjoint_b:
+        b = np.swapaxes(b, -1, -2)
+    acc = wrap_int32(np.matmul(a, b).astype(np.int64)).reshape(out.shape)
+    scaled = multiply_by_quantized_multiplier(acc, multiplier, shift)
+    out[...] = np.clip(scaled + stage.output_offset, stage.act_min, stage.act_max)
