@@ -21,6 +21,7 @@ Three levels, each exact:
 from __future__ import annotations
 
 import math
+import pathlib
 
 import numpy as np
 import pytest
@@ -477,3 +478,50 @@ def test_a_conv2d_whose_int32_accumulators_could_overflow_is_refused():
     assert not placement.delegated
     assert "int32 accumulators could overflow" in str(placement.rejections), placement.rejections
     del rng
+
+
+# -- every int8 model: every tensor on the device branch (the .cu kernels through the host shim) ----------
+
+MODELS = pathlib.Path(__file__).parents[1] / "data" / "models"
+INT8_MODELS = sorted(MODELS.glob("converter/*_int8.tflite")) + sorted(
+    p for p in MODELS.glob("real/*int8*.tflite") if "streaming" not in p.stem  # (test_int8_models_gpu: 8 invokes there)
+)
+
+
+@pytest.mark.parametrize("path", INT8_MODELS, ids=lambda p: p.stem)
+def test_every_tensor_of_every_int8_model_on_the_emulated_device_equals_builtin_ref(path):
+    from ai_edge_litert.interpreter import Interpreter as LiteRT
+    from ai_edge_litert.interpreter import OpResolverType
+
+    delegate = GpuDelegate(device=emulated_cuda_device(), expose_intermediates=True)
+    ours = Interpreter(model_path=str(path))
+    ours.modify_graph_with_delegate(delegate)
+    ours.allocate_tensors()
+    assert any(p.delegated for p in ours.node_placements())
+    theirs = LiteRT(model_path=str(path), experimental_op_resolver_type=OpResolverType.BUILTIN_REF,
+                    experimental_preserve_all_tensors=True)
+    theirs.allocate_tensors()
+    rng = np.random.default_rng(1)
+    compared = 0
+    for step in range(3):  # eager, captured, replayed
+        for mine, reference in zip(ours.get_input_details(), theirs.get_input_details()):
+            dtype = np.dtype(mine["dtype"])
+            value = (full_range(dtype, tuple(mine["shape"]), rng) if dtype.kind in "iu"
+                     else rng.uniform(-2, 2, tuple(mine["shape"])).astype(dtype))
+            ours.set_tensor(mine["index"], value)
+            theirs.set_tensor(reference["index"], value)
+        ours.invoke()
+        theirs.invoke()
+        for detail in theirs.get_tensor_details():
+            if detail["index"] >= len(ours._main.tensors):  # LiteRT's own scratch tensors
+                continue
+            tensor = ours._main.tensors[detail["index"]]
+            if tensor.is_constant or tensor.data is None or tensor.dtype is None or tensor.dtype.kind not in "iuf":
+                continue
+            try:
+                expected = theirs.get_tensor(detail["index"])
+            except ValueError:  # a tensor LiteRT did not keep
+                continue
+            np.testing.assert_array_equal(np.asarray(tensor.data), expected, err_msg=f"invoke {step}: {detail['name']}")
+            compared += 1
+    assert compared >= 3 * 2
