@@ -525,3 +525,150 @@ def test_every_tensor_of_every_int8_model_on_the_emulated_device_equals_builtin_
             np.testing.assert_array_equal(np.asarray(tensor.data), expected, err_msg=f"invoke {step}: {detail['name']}")
             compared += 1
     assert compared >= 3 * 2
+
+
+# -- AddressSanitizer: no kernel reads or writes outside its arrays -----------------------------------------
+#
+# A GPU forgives nothing a CPU loop would: a read past an array is garbage or a fault on a device.
+# The kernels are built with -fsanitize=address and run in a Python process with libasan
+# preloaded, so that numpy's buffers (exactly sized) carry redzones, over boundary geometries
+# (windows mostly in the padding, dilated filters wider than the input, exact VALID fits,
+# partial blocks of odd sizes); each launch must also equal its twin.
+
+ASAN_SCRIPT = r'''
+import sys
+import numpy as np
+from backends.gpu.cuda.conv2d import Conv2DGeometry, MatmulShape, conv2d_filter_layout
+from backends.gpu.cuda.conv_int8 import (
+    OutputStage, batch_matmul_int8_args, batch_matmul_int8_twin, conv2d_int8_args, conv2d_int8_twin,
+    depthwise_conv2d_int8_twin, depthwise_int8_args, fully_connected_int8_args, fully_connected_int8_twin,
+)
+from backends.gpu.cuda.host import HostModule
+from backends.gpu.cuda.sources import DepthwiseGeometry, read_source
+from backends.cpu.quantization import quantize_multiplier
+
+FLAGS = ("-fsanitize=address", "-fno-omit-frame-pointer", "-g")
+sources = dict(arg.split("=", 1) for arg in sys.argv[1:])  # name=path of a (possibly broken) source
+def module(name):
+    text = open(sources[name]).read() if name in sources else read_source(name)
+    return HostModule(text, name, flags=FLAGS)
+rng = np.random.default_rng(0)
+def values(dtype, shape):
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max, size=shape, endpoint=True).astype(dtype)
+def launch(kernel, threads, block, args):
+    kernel((-(-threads // block), 1, 1), (block, 1, 1), args)
+def stage_for(dtype, channels):
+    pairs = [quantize_multiplier(float(r)) for r in rng.uniform(1e-4, 1e-2, channels)]
+    m = np.array([p[0] for p in pairs], np.int32); s = np.array([p[1] for p in pairs], np.int32)
+    offset = -3 if dtype == np.int8 else -130
+    return OutputStage(offset, 0 if dtype == np.int8 else -120, 5, int(np.iinfo(dtype).min), int(np.iinfo(dtype).max)), m, s
+
+CASES = [  # input shape, kernel, stride, dilation, padding, block
+    ((1, 1, 1, 1), (3, 3), (1, 1), (1, 1), "SAME", 256),
+    ((1, 2, 3, 2), (5, 5), (1, 1), (3, 3), "SAME", 32),
+    ((2, 5, 4, 3), (3, 3), (2, 2), (1, 1), "VALID", 7),
+    ((1, 7, 7, 2), (3, 3), (3, 3), (2, 2), "SAME", 64),
+    ((1, 4, 4, 1), (4, 4), (1, 1), (1, 1), "VALID", 1),
+    ((3, 3, 9, 5), (1, 7), (1, 2), (1, 2), "SAME", 100),
+]
+for dtype, suffix in ((np.int8, "int8"), (np.uint8, "uint8")):
+    conv, depthwise = module("conv2d_int8.cu"), module("depthwise_conv2d_int8.cu")
+    for shape, kernel, stride, dilation, padding, block in CASES:
+        for groups, group_out in ((1, 3), (shape[3], 2)):
+            x = values(dtype, shape)
+            w = conv2d_filter_layout(values(dtype, (groups * group_out, *kernel, shape[3] // groups)), groups)
+            stage, m, s = stage_for(dtype, groups * group_out)
+            bias = rng.integers(-1000, 1000, groups * group_out).astype(np.int32)
+            g = Conv2DGeometry.of(x.shape, w.shape, stride, dilation, padding)
+            got, want = np.empty(g.out_shape, dtype), np.empty(g.out_shape, dtype)
+            pixels = g.out_shape[0] * g.out_shape[1] * g.out_shape[2]
+            launch(conv.get_function("conv2d_" + suffix), -(-pixels // 4) * g.out_channels, block,
+                   conv2d_int8_args(x, w, bias, m, s, got, g, stage, None))
+            conv2d_int8_twin(x, w, bias, m, s, want, geometry=g, stage=stage)
+            assert (got == want).all(), ("conv2d", shape)
+        for multiplier in (1, 3):
+            x = values(dtype, shape)
+            w = values(dtype, (1, *kernel, shape[3] * multiplier))
+            stage, m, s = stage_for(dtype, shape[3] * multiplier)
+            g = DepthwiseGeometry.of(x.shape, w.shape, stride, dilation, padding)
+            got, want = np.empty(g.out_shape, dtype), np.empty(g.out_shape, dtype)
+            launch(depthwise.get_function("depthwise_conv2d_" + suffix), got.size, block,
+                   depthwise_int8_args(x, w, None, m, s, got, g, stage, None))
+            depthwise_conv2d_int8_twin(x, w, None, m, s, want, geometry=g, stage=stage)
+            assert (got == want).all(), ("depthwise", shape)
+    fc = module("fully_connected_int8.cu")
+    for rows, depth, units, block in ((1, 1, 1, (1, 1)), (5, 7, 3, (2, 1)), (9, 3, 33, (32, 2)), (2, 64, 5, (4, 4))):
+        x, w = values(dtype, (rows, depth)), values(dtype, (depth, units))
+        stage, _, _ = stage_for(dtype, units)
+        scales = rng.uniform(1e-4, 1e-2, units)
+        got, want = np.empty((rows, units), dtype), np.empty((rows, units), dtype)
+        grid = (-(-units // block[0]), -(-(-(-rows // 4)) // block[1]), 1)
+        fc.get_function("fully_connected_" + suffix)(grid, (*block, 1), fully_connected_int8_args(x, w, None, scales, got, stage, None))
+        fully_connected_int8_twin(x, w, None, scales, want, stage=stage)
+        assert (got == want).all(), ("fully_connected", rows, depth, units)
+bmm = module("batch_matmul_int8.cu")
+for a_shape, b_shape, adj_a, adj_b in (((1, 1), (1, 1), False, False), ((3, 5, 2), (1, 7, 2), False, True), ((2, 9, 3), (2, 9, 6), True, False)):
+    a, b = values(np.int8, a_shape), values(np.int8, b_shape)
+    shape = MatmulShape.of(a.shape, b.shape, adj_a, adj_b)
+    stage = OutputStage(-3, 4, 5, -128, 127)
+    got, want = (np.empty((shape.batch, shape.m, shape.n), np.int8) for _ in range(2))
+    grid = (-(-shape.n // 3), -(-(-(-shape.m // 4)) // 2), shape.batch)
+    bmm.get_function("batch_matmul_int8")(grid, (3, 2, 1), batch_matmul_int8_args(a, b, got, shape, stage, 1 << 30, -6))
+    batch_matmul_int8_twin(a, b, want, adjoint_a=adj_a, adjoint_b=adj_b, stage=stage, multiplier=1 << 30, shift=-6)
+    assert (got == want).all(), ("batch_matmul", a_shape, b_shape)
+print("clean")
+'''
+
+
+def run_under_asan(tmp_path, replacements: dict[str, str] | None = None):
+    import os
+    import subprocess
+    import sys
+
+    from backends.gpu.cuda.sources import read_source
+
+    library = subprocess.run(["g++", "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
+    if not os.path.isabs(library):
+        pytest.skip("g++ has no libasan")
+    arguments = []
+    for name, text in (replacements or {}).items():
+        path = tmp_path / name
+        path.write_text(text)
+        arguments.append(f"{name}={path}")
+    script = tmp_path / "asan_check.py"
+    script.write_text(ASAN_SCRIPT)
+    root = pathlib.Path(__file__).parents[2]
+    env = dict(os.environ, PYTHONPATH=str(root), LD_PRELOAD=library, ASAN_OPTIONS="detect_leaks=0:halt_on_error=1")
+    return subprocess.run([sys.executable, str(script), *arguments], capture_output=True, text=True, timeout=600,
+                          env=env, cwd=root, check=False)
+
+
+def test_the_int8_kernels_are_clean_under_address_sanitizer_on_boundary_shapes(tmp_path):
+    result = run_under_asan(tmp_path)
+    assert result.returncode == 0 and result.stdout.strip().endswith("clean"), (result.stdout + result.stderr)[-4000:]
+    assert "AddressSanitizer" not in result.stderr
+
+
+ASAN_BREAKAGES = {
+    # The partial last block runs past the output.
+    "depthwise-no-index-guard": ("depthwise_conv2d_int8.cu", "if (index >= total) return;  // the last block is partial", ""),
+    # Padding columns read outside the input rows.
+    "depthwise-no-column-check": ("depthwise_conv2d_int8.cu", "if (ix < 0 || ix >= in_w) continue;", ""),
+    # The conv's pixels past the end (the last group of CONV2D_PIXELS) read past the input.
+    "conv-pixels-past-the-end": ("conv2d_int8.cu", "first_pixel + r < pixels ? first_pixel + r : pixels - 1", "first_pixel + r"),
+    # FULLY_CONNECTED's rows past the end read past the input.
+    "fully-connected-rows": ("fully_connected_int8.cu", "min(first_row + r, rows - 1)", "(first_row + r)"),
+}
+
+
+@pytest.mark.parametrize("breakage", sorted(ASAN_BREAKAGES))
+def test_address_sanitizer_catches_an_int8_kernel_with_a_missing_bounds_check(breakage, tmp_path):
+    from backends.gpu.cuda.sources import read_source
+
+    name, old, new = ASAN_BREAKAGES[breakage]
+    source = read_source(name)
+    assert source.count(old) == 1, f"{name} no longer contains {old!r}: update this test"
+    result = run_under_asan(tmp_path, {name: source.replace(old, new)})
+    assert result.returncode != 0
+    assert "AddressSanitizer" in result.stderr, (result.stdout + result.stderr)[-4000:]
