@@ -463,7 +463,6 @@ def test_each_node_is_one_kernel_launch(model, make_device, cuda_graphs):
 
 def test_a_conv2d_whose_int32_accumulators_could_overflow_is_refused():
     # 255 * 255 * 3 * 3 * 4000 > 2**31: TFLite's int32 accumulator could wrap where the CPU kernel is exact.
-    rng = np.random.default_rng(0)
     builder = ModelBuilder()
     graph = builder.subgraph()
     x = graph.add_input("x", [1, 3, 3, 4000], T.UINT8, quantization=quantization(0.02, 0))
@@ -477,8 +476,25 @@ def test_a_conv2d_whose_int32_accumulators_could_overflow_is_refused():
     (placement,) = interpreter.node_placements()
     assert not placement.delegated
     assert "int32 accumulators could overflow" in str(placement.rejections), placement.rejections
-    del rng
 
+
+
+def test_a_depthwise_conv2d_whose_bias_could_overflow_the_accumulator_is_refused():
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    x = graph.add_input("x", [1, 4, 4, 2], T.INT8, quantization=quantization(0.02, 0))
+    w = graph.add_constant("w", np.full((1, 3, 3, 2), 100, np.int8), quantization=quantization([0.01, 0.01], 0, 3))
+    b = graph.add_constant("b", np.array([2**31 - 1000, 0], np.int32), quantization=quantization([0.0002, 0.0002], 0))
+    out = graph.add_tensor("out", [1, 4, 4, 2], T.INT8, quantization=quantization(1000.0, 0))
+    params = DepthwiseConv2DParams(padding=SAME, stride_h=1, stride_w=1, depth_multiplier=1)
+    graph.add_operator(B.DEPTHWISE_CONV_2D, [x, w, b], [out], params)
+    graph.add_output(out)
+    builder.add_signature("serving_default", graph)
+    interpreter = Interpreter(model_content=builder.build())
+    interpreter.modify_graph_with_delegate(GpuDelegate(device="host"))
+    (placement,) = interpreter.node_placements()
+    assert not placement.delegated
+    assert "int32 accumulators could overflow" in str(placement.rejections), placement.rejections
 
 # -- every int8 model: every tensor on the device branch (the .cu kernels through the host shim) ----------
 
