@@ -191,7 +191,7 @@ def test_support_table_is_exactly_the_implemented_versions():
         B.ADD: 2,
         B.ASSIGN_VARIABLE: 1,
         B.AVERAGE_POOL_2D: 2,
-        B.BATCH_MATMUL: 1,
+        B.BATCH_MATMUL: 2,  # v2: int8
         B.CAST: frozenset({1, 3}),
         B.CEIL: 1,
         B.CONCATENATION: 2,
