@@ -426,6 +426,22 @@ def test_batch_matmul_int8_matches_cpu_and_litert(case, make_device):
     check(bmm_model(**BMM_CASES[case]), make_device, version=2)
 
 
+DEVICE_CASES = {
+    **{f"conv2d-{name}": (conv_model, case) for name, case in CONV_CASES.items()},
+    **{f"depthwise-{name}": (depthwise_model, case) for name, case in DEPTHWISE_CASES.items()},
+    **{f"fully-connected-{name}": (fc_model, case) for name, case in FC_CASES.items()},
+    **{f"batch-matmul-{name}": (bmm_model, (None, kwargs, 2)) for name, kwargs in BMM_CASES.items()},
+}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", list(DEVICE_CASES))
+def test_every_node_case_on_a_device_matches_cpu_and_litert(case, cuda_device):
+    make_model, (io_type, kwargs, version) = DEVICE_CASES[case]
+    model = make_model(**kwargs) if io_type is None else make_model(io_type, **kwargs)
+    check(model, cuda_device, version=version)
+
+
 # -- one launch per node ----------------------------------------------------------------------------
 
 
