@@ -274,19 +274,19 @@ def test_float16_storage(case, make_device):
 
 def test_claimed_versions():
     table = gpu_support_table()
-    assert table[B.BATCH_MATMUL] == 1
+    assert table[B.BATCH_MATMUL] == 2  # v2: int8 (test_int8_conv_kernels.py)
     assert table[B.TRANSPOSE_CONV] == frozenset({1, 3, 4})
     assert gpu_custom_support_table() == {NAME: 1}
     assert NAME not in table
     assert GpuDelegate(device="host").custom_support_table == {NAME: 1}
 
 
-def int8_bmm_model() -> bytes:
+def int16_bmm_model() -> bytes:
     builder = ModelBuilder()
     graph = builder.subgraph()
-    x = graph.add_input("x", [2, 3, 4], T.INT8, quantization=quantization(0.05, 1))
-    y = graph.add_input("y", [2, 4, 5], T.INT8, quantization=quantization(0.04, 0))
-    out = graph.add_tensor("out", [2, 3, 5], T.INT8, quantization=quantization(0.1, -2))
+    x = graph.add_input("x", [2, 3, 4], T.INT16, quantization=quantization(0.05, 0))
+    y = graph.add_input("y", [2, 4, 5], T.INT16, quantization=quantization(0.04, 0))
+    out = graph.add_tensor("out", [2, 3, 5], T.INT16, quantization=quantization(0.1, 0))
     graph.add_operator(B.BATCH_MATMUL, [x, y], [out], BatchMatMulParams())
     return finish(builder, graph, out)
 
@@ -310,12 +310,12 @@ def quantized_tconv_model(kind: str) -> bytes:
     return finish(builder, graph, out)
 
 
-def test_batch_matmul_v2_is_refused_naming_the_version():
-    model = int8_bmm_model()
-    assert stamped(model) == ("BATCH_MATMUL", 2)
+def test_batch_matmul_v3_is_refused_naming_the_version():
+    model = int16_bmm_model()
+    assert stamped(model) == ("BATCH_MATMUL", 3)
     plan = plan_delegation(GpuDelegate(device="host"), model)
     assert plan.taken == []
-    assert plan.reason(0) == "BATCH_MATMUL v2: max version supported by GpuDelegate is 1"
+    assert plan.reason(0) == "BATCH_MATMUL v3: max version supported by GpuDelegate is 2"
 
 
 def test_transpose_conv_v5_is_refused_naming_the_version():

@@ -437,3 +437,267 @@ def test_nodes_the_kernels_cannot_run_are_refused_with_the_reason(case):
     op_class, reason = op_class_and_reason(make())
     assert op_class is None, f"{case} was taken by {op_class.__name__}"
     assert named in reason, reason
+
+
+# -- fixed_point.cuh: the device's integer arithmetic, equal bit for bit to the CPU's ---------------
+#
+# Each function of backends/gpu/cuda/fixed_point.cuh runs elementwise in a small kernel of its
+# own (FIXED_POINT_CHECK below), built for the CPU by the host shim (g++) and compiled by
+# NVRTC; on a GPU machine the `gpu` test runs it on the device. The references are the CPU's
+# array-namespace functions (backends/cpu/quantization.py, backends/cpu/kernels/_fixed_point.py,
+# fully_connected_quantized.rescale_double), which the CPU kernels and, through them,
+# LiteRT's reference kernels (BUILTIN_REF) are checked against.
+
+from backends.cpu.kernels import _fixed_point as fp  # noqa: E402
+from backends.cpu.kernels.fully_connected_quantized import rescale_double  # noqa: E402
+from backends.cpu import quantization as cpu_q  # noqa: E402
+from backends.gpu.cuda.host import HostModule  # noqa: E402
+from backends.gpu.cuda.sources import splice_headers  # noqa: E402
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+#: (kernel, the statement for element i, its parameters before ``long long n``).
+_CHECKS = (
+    ("fp_srdhm", "out[i] = saturating_rounding_doubling_high_mul(a[i], b[i])", "const int* a, const int* b, int* out"),
+    ("fp_rdbpot", "out[i] = rounding_divide_by_pot(x[i], e[i])", "const int* x, const int* e, int* out"),
+    ("fp_mbqm", "out[i] = multiply_by_quantized_multiplier(x[i], m[i], s[i])",
+     "const int* x, const int* m, const int* s, int* out"),
+    ("fp_mbqm_smaller", "out[i] = multiply_by_quantized_multiplier_smaller_than_one_exp(x[i], m[i], s[i])",
+     "const int* x, const int* m, const int* s, int* out"),
+    ("fp_mbqm_greater", "out[i] = multiply_by_quantized_multiplier_greater_than_one(x[i], m[i], s[i])",
+     "const int* x, const int* m, const int* s, int* out"),
+    ("fp_mbqm_int64", "out[i] = multiply_by_quantized_multiplier_int64(x[i], m[i], s[i])",
+     "const long long* x, const int* m, const int* s, int* out"),
+    ("fp_saturating_add", "out[i] = saturating_add(a[i], b[i])", "const int* a, const int* b, int* out"),
+    ("fp_wrapping_add", "out[i] = wrapping_add(a[i], b[i])", "const int* a, const int* b, int* out"),
+    ("fp_wrapping_sub", "out[i] = wrapping_sub(a[i], b[i])", "const int* a, const int* b, int* out"),
+    ("fp_wrapping_mul", "out[i] = wrapping_mul(a[i], b[i])", "const int* a, const int* b, int* out"),
+    ("fp_saturating_shift_left", "out[i] = saturating_shift_left(x[i], e[i])", "const int* x, const int* e, int* out"),
+    ("fp_rounding_half_sum", "out[i] = rounding_half_sum(a[i], b[i])", "const int* a, const int* b, int* out"),
+    ("fp_clamp", "out[i] = clamp_int(x[i], low, high)", "const int* x, int low, int high, int* out"),
+    ("fp_rescale_double", "out[i] = rescale_double(acc[i], scale[i], zero_point, low, high)",
+     "const int* acc, const double* scale, int zero_point, int low, int high, int* out"),
+)
+#: One elementwise kernel per function of the header, written out (no macro: the emulated
+#: CuPy's RawModule, like the registry of shipped kernels, finds kernels by their definitions).
+FIXED_POINT_CHECK = '#include "fixed_point.cuh"\n' + "".join(
+    f"""
+extern "C" __global__ void {name}({params}, long long n) {{
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {{ {statement}; }}
+}}
+"""
+    for name, statement, params in _CHECKS
+)
+FIXED_POINT_KERNELS = tuple(name for name, _, _ in _CHECKS)
+
+
+@pytest.fixture(scope="module")
+def fixed_point_host():
+    """The check kernels built for the CPU by the host shim: ``run(name, *args)`` launches one
+    over the length of its first array and returns the int32 output."""
+    module = HostModule(splice_headers(FIXED_POINT_CHECK), "fixed_point_check.cu", FIXED_POINT_KERNELS)
+
+    def run(name, *args):
+        n = len(args[0])
+        out = np.empty(n, np.int32)
+        arrays = [np.ascontiguousarray(a) if isinstance(a, np.ndarray) else a for a in args]
+        module.get_function(name)((-(-n // 256), 1, 1), (256, 1, 1), (*arrays, out, np.int64(n)))
+        return out
+
+    return run
+
+
+def i32(values) -> np.ndarray:
+    return np.asarray(values, np.int64).astype(np.int32)
+
+
+#: int32 values where the arithmetic turns: the extremes, powers of two and their neighbours, 0, +-1.
+EDGES = sorted(
+    {INT32_MIN, INT32_MIN + 1, INT32_MAX, INT32_MAX - 1, 0, 1, -1, 2, -2, 3, -3}
+    | {s * (1 << k) + d for k in range(1, 31) for s in (1, -1) for d in (-1, 0, 1)}
+)
+
+
+def edge_pairs(seed: int, random_count: int = 20000) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair of EDGES, then random int32 pairs (uniform over int32, and small values)."""
+    rng = np.random.default_rng(seed)
+    edges = np.array(EDGES, np.int64)
+    a, b = (grid.ravel() for grid in np.meshgrid(edges, edges))
+    wide = rng.integers(INT32_MIN, INT32_MAX + 1, (2, random_count))
+    small = rng.integers(-(1 << 16), 1 << 16, (2, random_count))
+    return i32(np.concatenate([a, wide[0], small[0]])), i32(np.concatenate([b, wide[1], small[1]]))
+
+
+def assert_same_bits(got: np.ndarray, want, inputs: dict) -> None:
+    want = np.asarray(want, np.int64)
+    assert want.min(initial=0) >= INT32_MIN and want.max(initial=0) <= INT32_MAX
+    bad = np.flatnonzero(got.astype(np.int64) != want)
+    if bad.size:
+        first = bad[:5]
+        detail = {k: np.asarray(v)[first].tolist() for k, v in inputs.items()}
+        raise AssertionError(f"{bad.size} values differ, e.g. at {first.tolist()}: inputs {detail}, "
+                             f"fixed_point.cuh {got[first].tolist()}, CPU {want[first].tolist()}")
+
+
+def test_header_is_spliced_into_a_source_that_includes_it():
+    text = splice_headers('#include "fixed_point.cuh"\n')
+    assert "saturating_rounding_doubling_high_mul" in text
+    assert not [line for line in text.splitlines() if line.startswith("#include")]
+
+
+def test_saturating_rounding_doubling_high_mul_equals_the_cpu_including_int32_min_squared(fixed_point_host):
+    a, b = edge_pairs(1)
+    got = fixed_point_host("fp_srdhm", a, b)
+    assert_same_bits(got, cpu_q.saturating_rounding_doubling_high_mul(a, b), {"a": a, "b": b})
+    both_min = (a == INT32_MIN) & (b == INT32_MIN)
+    assert both_min.sum() == 1 and got[both_min][0] == INT32_MAX  # the one overflow saturates
+
+
+def test_rounding_divide_by_pot_equals_the_cpu_for_every_exponent_and_tie(fixed_point_host):
+    rng = np.random.default_rng(2)
+    xs, es = [], []
+    for exponent in range(32):
+        half = 1 << exponent >> 1
+        multiples = rng.integers(-(2**31 >> exponent), 2**31 >> exponent, 200) << exponent
+        ties = np.concatenate([multiples + half, multiples - half]) if exponent else multiples  # exact .5
+        values = np.concatenate([np.array(EDGES), ties, ties + 1, ties - 1, rng.integers(INT32_MIN, INT32_MAX + 1, 500)])
+        values = values[(values >= INT32_MIN) & (values <= INT32_MAX)]
+        xs.append(values)
+        es.append(np.full(values.size, exponent))
+    x, e = i32(np.concatenate(xs)), i32(np.concatenate(es))
+    got = fixed_point_host("fp_rdbpot", x, e)
+    assert_same_bits(got, cpu_q.rounding_divide_by_pot(x.astype(np.int64), e.astype(np.int64)), {"x": x, "e": e})
+    scalar = [fp.rdbpot(int(v), int(k)) for v, k in zip(x[::97], e[::97])]  # the Python-int form too
+    assert_same_bits(got[::97], scalar, {"x": x[::97], "e": e[::97]})
+    assert fixed_point_host("fp_rdbpot", i32([5, -5, 3, -3, 7, -7]), i32([1, 1, 1, 1, 1, 1])).tolist() == [3, -3, 2, -2, 4, -4]
+
+
+def multiplier_cases(seed: int, shifts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """x over EDGES and random int32, with multipliers of QuantizeMultiplier's range
+    [2**30, 2**31) and its edges (0, 2**30, INT32_MAX, INT32_MIN for the saturating case),
+    for each shift."""
+    rng = np.random.default_rng(seed)
+    multipliers = np.concatenate([[0, 1, 1 << 30, (1 << 30) + 1, INT32_MAX, INT32_MIN], rng.integers(1 << 30, 1 << 31, 10)])
+    xs, ms, ss = [], [], []
+    for shift in shifts:
+        x = np.concatenate([np.array(EDGES), rng.integers(INT32_MIN, INT32_MAX + 1, 200), rng.integers(-5000, 5000, 200)])
+        m = rng.choice(multipliers, x.size)
+        m[: len(multipliers)] = multipliers
+        xs.append(x)
+        ms.append(m)
+        ss.append(np.full(x.size, shift))
+    return i32(np.concatenate(xs)), i32(np.concatenate(ms)), i32(np.concatenate(ss))
+
+
+def test_multiply_by_quantized_multiplier_equals_the_cpu_for_shifts_minus_31_to_30(fixed_point_host):
+    x, m, s = multiplier_cases(3, range(-31, 31))
+    got = fixed_point_host("fp_mbqm", x, m, s)
+    want = cpu_q.multiply_by_quantized_multiplier(x, m.astype(np.int64), s.astype(np.int64))
+    assert_same_bits(got, want, {"x": x, "m": m, "s": s})
+    assert set(np.unique(s)) == set(range(-31, 31))
+
+
+def test_multiply_by_quantized_multiplier_ties_match_the_cpu(fixed_point_host):
+    x = i32([1, -1, 3, -3, 5, -5, 2**31 - 1, -(2**31) + 1, INT32_MIN])
+    m = i32([1 << 30] * x.size)  # 0.5
+    for shift in (0, -1, -2):
+        s = i32([shift] * x.size)
+        got = fixed_point_host("fp_mbqm", x, m, s)
+        assert_same_bits(got, cpu_q.multiply_by_quantized_multiplier(x, m.astype(np.int64), s.astype(np.int64)), {"x": x})
+    s = i32([0] * x.size)
+    # x * 0.5 at shift 0 is SaturatingRoundingDoublingHighMul alone, whose nudge rounds halves up
+    # (toward +inf); a right shift's RoundingDivideByPOT rounds them away from zero.
+    assert fixed_point_host("fp_mbqm", x, m, s)[:6].tolist() == [1, 0, 2, -1, 3, -2]
+    assert fixed_point_host("fp_mbqm", x, i32([INT32_MAX] * x.size), i32([-1] * x.size))[:6].tolist() == [1, -1, 2, -2, 3, -3]
+
+
+def test_the_smaller_than_one_and_greater_than_one_forms_equal_the_general_one(fixed_point_host):
+    x, m, s = multiplier_cases(4, range(-31, 1))
+    want = cpu_q.multiply_by_quantized_multiplier(x, m.astype(np.int64), s.astype(np.int64))
+    assert_same_bits(fixed_point_host("fp_mbqm_smaller", x, m, s), want, {"x": x, "m": m, "s": s})
+    x, m, s = multiplier_cases(5, range(0, 31))
+    want = cpu_q.multiply_by_quantized_multiplier(x, m.astype(np.int64), s.astype(np.int64))
+    assert_same_bits(fixed_point_host("fp_mbqm_greater", x, m, s), want, {"x": x, "m": m, "s": s})
+
+
+def test_the_int64_overload_equals_the_cpu(fixed_point_host):
+    rng = np.random.default_rng(6)
+    n = 4000
+    x = np.concatenate([rng.integers(-(2**47), 2**47, n), rng.integers(-(2**20), 2**20, n), [0, 1, -1, 2**47 - 1, -(2**47)]])
+    m = rng.integers(1 << 30, 1 << 31, x.size)
+    m[:4] = [0x7FFF0000 - 1, 0x7FFF0000, INT32_MAX, 1 << 30]
+    s = rng.integers(-31, 15, x.size)
+    got = fixed_point_host("fp_mbqm_int64", x.astype(np.int64), i32(m), i32(s))
+    assert_same_bits(got, cpu_q.multiply_by_quantized_multiplier_int64(x, m, s), {"x": x, "m": m, "s": s})
+
+
+def test_saturating_and_wrapping_adds_equal_the_cpu(fixed_point_host):
+    a, b = edge_pairs(7)
+    wide_a, wide_b = a.astype(np.int64), b.astype(np.int64)
+    inputs = {"a": a, "b": b}
+    assert_same_bits(fixed_point_host("fp_saturating_add", a, b), fp._saturating_add(wide_a, wide_b), inputs)
+    assert_same_bits(fixed_point_host("fp_wrapping_add", a, b), fp.wrap32(wide_a + wide_b), inputs)
+    assert_same_bits(fixed_point_host("fp_wrapping_sub", a, b), fp.wrap32(wide_a - wide_b), inputs)
+    assert_same_bits(fixed_point_host("fp_wrapping_mul", a, b), cpu_q.wrap_int32(wide_a * wide_b), inputs)
+    assert_same_bits(fixed_point_host("fp_rounding_half_sum", a, b), fp.rounding_half_sum(wide_a, wide_b), inputs)
+
+
+def test_saturating_shift_left_equals_the_cpu(fixed_point_host):
+    rng = np.random.default_rng(8)
+    x = np.concatenate([np.tile(EDGES, 32), rng.integers(INT32_MIN, INT32_MAX + 1, 4000)])
+    e = np.concatenate([np.repeat(np.arange(32), len(EDGES)), rng.integers(0, 32, 4000)])
+    got = fixed_point_host("fp_saturating_shift_left", i32(x), i32(e))
+    assert_same_bits(got, fp.saturating_shift_left(x, e), {"x": x, "e": e})
+
+
+def test_clamp_equals_numpy_clip(fixed_point_host):
+    x = i32(EDGES)
+    assert_same_bits(fixed_point_host("fp_clamp", x, np.int32(-128), np.int32(127)), np.clip(x, -128, 127), {"x": x})
+
+
+def test_the_double_rescale_of_fully_connected_equals_the_cpu(fixed_point_host):
+    rng = np.random.default_rng(9)
+    n = 20000
+    acc = np.concatenate([rng.integers(-(2**20), 2**20, n), rng.integers(INT32_MIN, INT32_MAX + 1, n), EDGES])
+    scale = np.concatenate([rng.uniform(1e-5, 2e-2, n), rng.uniform(0.5, 4.0, n), rng.uniform(0, 1, len(EDGES))])
+    # exact ties: acc * scale a half (scale 0.5 and 0.25 on odd multiples)
+    acc[:1000] = 2 * rng.integers(-1000, 1000, 1000) + 1
+    scale[:1000] = 0.5
+    for zero_point, low, high in ((-3, -128, 127), (128, 0, 255), (0, INT32_MIN, INT32_MAX), (100, -128, 127)):
+        got = fixed_point_host("fp_rescale_double", i32(acc), scale.astype(np.float64), np.int32(zero_point), np.int32(low), np.int32(high))
+        want = rescale_double(acc.astype(np.int64), scale, zero_point, low, high, check_int32_conversion=True)
+        assert_same_bits(got, want, {"acc": acc, "scale": scale})
+
+
+@pytest.mark.parametrize("arch", ("sm_75", "sm_80", "sm_90"))
+def test_the_header_compiles_with_nvrtc_without_warnings(arch):
+    from backends.gpu.cuda.nvrtc import compile_source
+
+    ptx = compile_source(splice_headers(FIXED_POINT_CHECK), "fixed_point_check.cu", arch.replace("sm", "compute"), warnings_as_errors=True)
+    for kernel in FIXED_POINT_KERNELS:
+        assert f".entry {kernel}(" in ptx.decode()
+
+
+@pytest.mark.gpu
+def test_the_header_on_a_device_equals_the_host_shim(cuda_device, fixed_point_host):
+    from backends.gpu.cuda.sources import CUPY_OPTIONS
+
+    a, b = edge_pairs(10)
+    x, m, s = multiplier_cases(11, range(-31, 31))
+    e = i32(np.arange(a.size) % 32)
+    cases = {
+        "fp_srdhm": (a, b), "fp_rdbpot": (a, e), "fp_mbqm": (x, m, s), "fp_saturating_add": (a, b),
+        "fp_wrapping_mul": (a, b), "fp_saturating_shift_left": (a, e), "fp_rounding_half_sum": (a, b),
+        "fp_rescale_double": (a, np.abs(b.astype(np.float64)) / 2**31, np.int32(-5), np.int32(-128), np.int32(127)),
+    }
+    device = cuda_device()
+    xp = device.xp
+    with device.active():
+        module = xp.RawModule(code=splice_headers(FIXED_POINT_CHECK), options=CUPY_OPTIONS)
+        for name, args in cases.items():
+            n = len(args[0])
+            out = xp.empty(n, np.int32)
+            device_args = [xp.asarray(v) if isinstance(v, np.ndarray) else v for v in args]
+            module.get_function(name)((-(-n // 256),), (256,), (*device_args, out, np.int64(n)))
+            np.testing.assert_array_equal(out.get(), fixed_point_host(name, *args), err_msg=name)

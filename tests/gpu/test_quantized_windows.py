@@ -4,7 +4,7 @@ MAX_POOL_2D and MEAN on the GPU delegate, bit for bit against LiteRT's reference
 
 Every case is a one-node model run through ``GpuDelegate(device="host")`` (host emulation,
 the numpy branch) and ``GpuDelegate(device=emulated_cuda_device())`` (the device branch:
-``matmul_i32`` through the host shim, CuPy's capture rules), over four invokes with new
+the quantized ``.cu`` kernels through the host shim, CuPy's capture rules), over four invokes with new
 inputs (the delegate runs eagerly, captures a CUDA graph at invoke 2 and replays it from
 invoke 3). Each case checks that the node was delegated and that the partition replays
 its graph. Then the version caps: the version just above each claim (int16, hybrid...)

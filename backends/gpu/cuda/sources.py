@@ -9,8 +9,9 @@ also check what a GPU launch would pass.
 
 Every source compiles with no system ``#include`` at all: the NVRTC of the pip wheel ships
 no CUDA headers (so no ``cuda_fp16.h``: float16 travels as its bit pattern, see
-``storage.cuh``). The project's own header, ``storage.cuh``, is spliced into the text by
-``read_source``.
+``storage.cuh``). The project's own headers, ``storage.cuh`` (float storage) and
+``fixed_point.cuh`` (TFLite's integer requantization arithmetic), are spliced into the
+text by ``read_source``.
 """
 
 from __future__ import annotations
@@ -75,6 +76,13 @@ def read_source(name: str) -> str:
     if name not in SOURCES:
         raise ValueError(f"unknown CUDA source {name!r}; the shipped sources are {list(SOURCES)}")
     text = resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+    return splice_headers(text)
+
+
+def splice_headers(text: str) -> str:
+    """``text`` with each ``#include "x.cuh"`` of a header shipped here (``storage.cuh``,
+    ``fixed_point.cuh``) replaced by the header's text: one self-contained source, as
+    NVRTC, CuPy and the host shim read it (tests splice their own kernels this way)."""
     return _INCLUDE.sub(lambda match: _header(match.group(1)), text)
 
 

@@ -13,35 +13,30 @@ SAME/VALID padding (positions outside the input contribute nothing);
   the same with one multiplier per output channel.
 
 The multipliers, shifts, zero points and the quantized clamp are the CPU kernels' own
-(``ConvQuantization.of``), the requantization ``backends.cpu.quantization``'s
-(:class:`~backends.cpu.quantization.Requantizer`) on device arrays, through
-``QuantizedMatmulOp.output_stage`` (shared with the quantized CONV_2D: the bias, the
-output stage).
+(``ConvQuantization.of``, through ``conv_quantized.QuantizedConvOp``, shared with the
+quantized CONV_2D).
 
-How: the input minus its zero point in int32, padded with 0 (what the zero-point padding
-of the reference becomes); a loop over the KH*KW taps accumulating
-``slice[..., c, None] * w[ky, kx, c, :]`` into an int32 ``[N, OH, OW, C, M]`` (TFLite's
-int32 accumulator; the node is refused when ``sum |w| * max |x - z_in|`` of a channel
-could leave int32), then the output stage in int64. Hybrid (v4, v6), int16 (v5) and
-int4 (v7) nodes are not claimed. (The float op's hand-written CUDA kernel is float-only;
-integer xp code runs the same on a device and in host emulation.)
+How: one launch of ``cuda/depthwise_conv2d_int8.cu`` per node: the int32 accumulation
+with the zero points, the bias, ``MultiplyByQuantizedMultiplier`` per output channel
+(``cuda/fixed_point.cuh``), the clamp and the store; the filter stays in TFLite's layout
+and type. The kernel's accumulator is int32 as TFLite's; the node is refused when
+``sum |w - z_w| * max |x - z_in| + |bias|`` of a channel could leave int32. Hybrid (v4,
+v6), int16 (v5) and int4 (v7) nodes are not claimed.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from backends.cpu.kernels._quantized_window import ConvQuantization, uint8_bias_scale_error, zero_point_of
-from backends.cpu.kernels._window import WindowGeometry
-from backends.gpu.ops.conv import conv_window_reason, padded
-from backends.gpu.ops.conv_quantized import QuantizedMatmulOp
-from backends.gpu.ops.elementwise import fused_activation, fused_activation_reason
+from backends.cpu.kernels._quantized_window import uint8_bias_scale_error, zero_point_of
+from backends.gpu.ops.conv import conv_window_reason
+from backends.gpu.ops.conv_quantized import QuantizedConvOp, accumulator_reason, bias_reason
+from backends.gpu.ops.elementwise import fused_activation_reason
 from backends.gpu.ops.quantized_base import per_tensor
 from schema.enums import BuiltinOperator, TensorType
 
 B = BuiltinOperator
 T = TensorType
-INT32_LIMIT = 1 << 31
 
 
 def _centered_filter(filters) -> np.ndarray:
@@ -51,7 +46,7 @@ def _centered_filter(filters) -> np.ndarray:
     return np.asarray(filters.data, np.int64)[0] - z_w
 
 
-class QuantizedDepthwiseConv2D(QuantizedMatmulOp):
+class QuantizedDepthwiseConv2D(QuantizedConvOp):
     """DEPTHWISE_CONV_2D v1, v2 (uint8, v2 dilated) and v3 (int8, per-channel or
     per-tensor filter): depth multiplier, strides, dilation, SAME/VALID, bias, fused
     activation as the quantized clamp."""
@@ -87,12 +82,10 @@ class QuantizedDepthwiseConv2D(QuantizedMatmulOp):
                 return f"the filter has {scales} scales; expected 1 or {out_channels}"
             if scales > 1 and int(w.quantization.quantized_dimension) != 3:
                 return f"a per-channel filter must be quantized along dimension 3, not {w.quantization.quantized_dimension}"
+        reason = bias_reason(node, tensors, out_channels)
+        if reason:
+            return reason
         bias = tensors[node.inputs[2]] if len(node.inputs) > 2 and node.inputs[2] >= 0 else None
-        if bias is not None:
-            if bias.type != T.INT32 or not bias.is_constant:
-                return f"the bias must be a constant INT32 tensor, got {'a runtime' if not bias.is_constant else bias.type_name} tensor"
-            if bias.num_elements != out_channels:
-                return f"bias has {bias.num_elements} elements, expected {out_channels}"
         if x.type == T.UINT8:
             reason = uint8_bias_scale_error(x, w, bias, out)
             if reason:
@@ -101,43 +94,21 @@ class QuantizedDepthwiseConv2D(QuantizedMatmulOp):
         _, reason = conv_window_reason(x.shape, (kh, kw), params, (params.dilation_h_factor, params.dilation_w_factor))
         if reason:
             return reason
-        # TFLite's accumulator is int32; so is the tap loop's.
-        info = np.iinfo(x.dtype)
-        z_in = zero_point_of(x)
-        max_x = max(abs(int(info.min) - z_in), abs(int(info.max) - z_in))
-        bound = int(np.abs(_centered_filter(w)).reshape(-1, out_channels).sum(axis=0).max(initial=0)) * max_x
-        if bound >= INT32_LIMIT:
-            return f"the int32 accumulators could overflow (sum |w| * max |x| = {bound})"
-        return fused_activation_reason(params)
+        abs_sums = np.abs(_centered_filter(w)).reshape(-1, out_channels).sum(axis=0)
+        return accumulator_reason(abs_sums, x, bias) or fused_activation_reason(params)
 
     def prepare(self) -> None:
-        x, filters, output = self.inputs[0], self.inputs[1], self.outputs[0]
+        from backends.gpu.cuda.conv_int8 import DepthwiseConv2DInt8Cuda
+
+        filters = self.inputs[1]
         params = self.params
-        _, kh, kw, out_channels = filters.shape
-        channels = x.shape[3]
-        self.multiplier = out_channels // channels
-        self.geometry = WindowGeometry.of(
-            x.shape, (kh, kw), params.padding, (params.stride_h, params.stride_w),
-            (params.dilation_h_factor, params.dilation_w_factor),
-        )
-        self.quantization = q = ConvQuantization.of(x, filters, output, out_channels, fused_activation(params))
-        self.rescale = self.requantizer(q.multipliers, q.shifts)
-        taps = _centered_filter(filters).reshape(kh, kw, channels, self.multiplier)  # o = c*M + m
-        self.taps = self.upload(taps, np.int32)
+        self.prepare_output_stage(filters, filters.shape[3])
+        self.filter = self.upload(np.asarray(filters.data), filters.dtype)  # TFLite's [1, KH, KW, C*M]
         self.prepared_inputs.add(1)
-        self.prepare_bias(out_channels)
+        self.kernel = DepthwiseConv2DInt8Cuda(
+            (params.stride_h, params.stride_w), (params.dilation_h_factor, params.dilation_w_factor), params.padding,
+            self.stage, **self.device.launcher_arguments("depthwise_conv2d_int8.cu"),
+        )
 
     def run(self, args):
-        xp, g, q = self.xp, self.geometry, self.quantization
-        x = args[0].astype(np.int32) - q.input_zero_point  # zero-point padding becomes 0
-        source = padded(xp, x, g)[..., None]  # [N, Hp, Wp, C, 1]
-        acc = None
-        for ky in range(g.filter_h):
-            for kx in range(g.filter_w):
-                term = source[g.tap_slices(ky, kx)] * self.taps[ky, kx]  # [N, OH, OW, C, M]
-                if acc is None:
-                    acc = term
-                else:
-                    acc += term
-        acc = acc.reshape(g.batch, g.out_h, g.out_w, -1)
-        return [self.output_stage(acc)]
+        return [self.kernel(args[0], self.filter, self.bias, self.multipliers, self.shifts)]

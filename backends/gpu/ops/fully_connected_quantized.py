@@ -8,9 +8,10 @@ Semantics are the CPU kernel's (``backends/cpu/kernels/fully_connected_quantized
 
 In the LiteRT we match, the reference FULLY_CONNECTED rescales in double, never with
 ``MultiplyByQuantizedMultiplier``; that output stage (``rescale_double``), its real
-multipliers (``double_rescale_scale``), the bias-scale check and the int32 hazards
-(the accumulator wrapping, a product leaving int32) are the CPU kernel's own functions,
-called here on device arrays.
+multipliers (``double_rescale_scale``) and the bias-scale check are the CPU kernel's own
+functions; the kernel wraps its int32 accumulator and converts an out-of-range product
+to INT32_MIN as the compiled C does (which the CPU kernel does where ``int32_hazards``
+says it can happen).
 
 Versions (``schema/versioning/op_version.py``: the rule stamps the first that applies of
 v6 "two inputs", v5 "keep_num_dims", v4 "int8", else v1):
@@ -23,10 +24,11 @@ v6 "two inputs", v5 "keep_num_dims", v4 "int8", else v1):
   hybrid (v3, v9, v12), int16 (v7, v11, and int16 x int8 nodes stamped v1/v5/v6),
   shuffled (v2), sparse (v8) and int4/int2 (v10, v13, v14) nodes are refused.
 
-How: ``(x - x_zp)`` in int32 times the centered weights laid out once at prepare as
-``[depth, units]`` int32, with ``QuantizedMatmulOp.product`` (``matmul_i32`` on a device,
-which wraps like TFLite's int32 accumulator); the bias in int64, the int32 wrap where the
-bound says it could happen, then ``rescale_double`` in float64.
+How: one launch of ``cuda/fully_connected_int8.cu`` per node: the int32 accumulation with
+the zero points (the weights stay in their own type, laid out once at prepare as
+``[depth, units]``), the bias, the int32 wrap of TFLite's accumulator, the double rescale
+(``cuda/fixed_point.cuh``'s ``rescale_double``, tested equal to the CPU's), the clamp and
+the store. The per-unit scales (float64) are ``double_rescale_scale``'s.
 """
 
 from __future__ import annotations
@@ -38,14 +40,11 @@ from backends.cpu.kernels.fully_connected_quantized import (
     bias_scale_error,
     double_rescale_scale,
     input_abs_max,
-    int32_hazards,
-    rescale_double,
 )
-from backends.cpu.quantization import activation_range_quantized, exact_float_dtype, legacy_params, wrap_int32
+from backends.cpu.quantization import activation_range_quantized, exact_float_dtype, legacy_params
 from backends.gpu.ops.conv import fully_connected_inputs_reason
-from backends.gpu.ops.conv_quantized import QuantizedMatmulOp
 from backends.gpu.ops.elementwise import fused_activation, fused_activation_reason
-from backends.gpu.ops.quantized_base import per_tensor
+from backends.gpu.ops.quantized_base import QuantizedOp, per_tensor
 from schema.enums import BuiltinOperator, TensorType
 
 B = BuiltinOperator
@@ -58,7 +57,7 @@ def _weight_scales(weights) -> np.ndarray | None:
     return np.asarray(q.scale, np.float32) if q.scale.size > 1 else None
 
 
-class QuantizedFullyConnected(QuantizedMatmulOp):
+class QuantizedFullyConnected(QuantizedOp):
     """FULLY_CONNECTED v1 (uint8), v4 (int8, per-tensor or per-channel weights), v5
     (keep_num_dims) and v6 (no bias slot) of those."""
 
@@ -110,8 +109,12 @@ class QuantizedFullyConnected(QuantizedMatmulOp):
                     return reason
         if exact_float_dtype(cls._row_bound(x, w)) is None:
             return "the accumulators are too large to compute exactly"
+        from backends.gpu.cuda.conv2d import matmul_launch_reason
+
         # TFLite's integer FULLY_CONNECTED has no TANH / SIGN_BIT (its Prepare fails).
-        return fused_activation_reason(params, CLAMPING_ACTIVATIONS)
+        return fused_activation_reason(params, CLAMPING_ACTIVATIONS) or matmul_launch_reason(
+            1, x.num_elements // depth, units
+        )
 
     @staticmethod
     def _centered(weights) -> np.ndarray:
@@ -126,39 +129,29 @@ class QuantizedFullyConnected(QuantizedMatmulOp):
         return row * input_abs_max(x.dtype, legacy_params(x)[1])
 
     def prepare(self) -> None:
-        x, weights, out = self.inputs[0], self.inputs[1], self.outputs[0]
-        centered = self._centered(weights)
-        self.units, self.depth = centered.shape
-        in_scale, self.in_zp = legacy_params(x)
-        out_scale, self.out_zp = legacy_params(out)
-        scales = _weight_scales(weights)
-        channel_scales = scales.astype(np.float64) if scales is not None else np.float64(np.float32(legacy_params(weights)[0]))
-        scale = double_rescale_scale(in_scale, channel_scales, out_scale)
-        self.scale = self.upload(scale, np.float64) if np.ndim(scale) else float(scale)
-        self.low, self.high = activation_range_quantized(fused_activation(self.params), out_scale, self.out_zp, out.dtype)
-        bias = self.inputs[2] if len(self.inputs) > 2 else None
-        bias_bound = int(np.abs(np.asarray(bias.data, np.int64)).max(initial=0)) if bias is not None else 0
-        self.wrap_accumulator, self.check_int32_conversion = int32_hazards(
-            self._row_bound(x, weights) + bias_bound, scale, acc_is_int32=True
-        )
-        self.weights = self.upload(np.ascontiguousarray(centered.T), np.int32)  # [depth, units]
-        self.prepared_inputs.add(1)
-        self.prepare_bias(self.units)
-        self.prepare_product()
-        self.out_shape = tuple(out.shape)
+        from backends.gpu.cuda.conv_int8 import FullyConnectedInt8Cuda, OutputStage
 
-    def output_stage(self, acc):
-        """The CPU kernel's ``rescale_double`` on ``acc + bias`` (int32-wrapped when the
-        bound says TFLite's accumulator could wrap)."""
-        acc = acc + self.bias
-        if self.wrap_accumulator:
-            acc = wrap_int32(acc)
-        values = rescale_double(
-            acc, self.scale, self.out_zp, self.low, self.high, check_int32_conversion=self.check_int32_conversion
+        x, weights, out = self.inputs[0], self.inputs[1], self.outputs[0]
+        self.units, self.depth = (int(d) for d in weights.shape)
+        in_scale, in_zp = legacy_params(x)
+        out_scale, out_zp = legacy_params(out)
+        scales = _weight_scales(weights)
+        w_zp = 0 if scales is not None else legacy_params(weights)[1]  # per channel: zero points ignored
+        channel_scales = scales.astype(np.float64) if scales is not None else np.float64(np.float32(legacy_params(weights)[0]))
+        scale = np.broadcast_to(double_rescale_scale(in_scale, channel_scales, out_scale), (self.units,))
+        self.scales = self.upload(scale, np.float64)
+        low, high = activation_range_quantized(fused_activation(self.params), out_scale, out_zp, out.dtype)
+        self.weights = self.upload(np.ascontiguousarray(np.asarray(weights.data).T), weights.dtype)  # [depth, units]
+        self.prepared_inputs.add(1)
+        bias = self.inputs[2] if len(self.inputs) > 2 else None
+        self.bias = None if bias is None else self.upload(np.asarray(bias.data).reshape(-1), np.int32)
+        if bias is not None:
+            self.prepared_inputs.add(2)
+        self.out_shape = tuple(out.shape)
+        self.kernel = FullyConnectedInt8Cuda(
+            OutputStage(-in_zp, -w_zp, out_zp, low, high), **self.device.launcher_arguments("fully_connected_int8.cu")
         )
-        return values.astype(self.outputs[0].dtype)
 
     def run(self, args):
-        x = args[0].reshape(-1, self.depth).astype(np.int32) - self.in_zp
-        acc = self.product(x, self.weights)
-        return [self.output_stage(acc).reshape(self.out_shape)]
+        x = args[0].reshape(-1, self.depth)
+        return [self.kernel(x, self.weights, self.bias, self.scales).reshape(self.out_shape)]

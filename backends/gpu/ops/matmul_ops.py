@@ -16,9 +16,12 @@ an operand whose batch axes broadcast partly (``[2, 1, ...]`` against ``[1, 3, .
 broadcast by a copy first. float16 storage: the kernel reads and writes halves and
 computes in float32.
 
-Versions claimed: BATCH_MATMUL 1 (float32). v2 (int8), v3 (int16) and v4 (hybrid with
-asymmetric_quantize_inputs) are quantized: not here. Ranks 2 to 4 (the delegate's limit;
-the CPU kernel takes rank 5 too).
+Versions claimed: BATCH_MATMUL 1 (float32) and 2 (int8 x int8 -> int8, per tensor:
+``QuantizedBatchMatMul``, one launch of ``cuda/batch_matmul_int8.cu`` with the zero points,
+``MultiplyByQuantizedMultiplier`` and the clamp to int8 fused, the operands laid out as the
+float op's; semantics are the CPU kernel's, ``backends/cpu/kernels/batch_matmul_quantized.py``).
+Not claimed: int8 -> int32 (raw products), v3 (int16) and v1/v4 hybrids. Ranks 2 to 4 (the
+delegate's limit; the CPU kernel takes rank 5 too).
 """
 
 from __future__ import annotations
@@ -29,8 +32,10 @@ from typing import Any
 import numpy as np
 
 from backends.cpu.common import broadcast_shape
+from backends.cpu.quantization import legacy_params, quantize_multiplier
 from backends.gpu.ops.elementwise import FloatOp
-from schema.enums import BuiltinOperator
+from backends.gpu.ops.quantized_base import QuantizedOp, per_tensor
+from schema.enums import BuiltinOperator, TensorType
 
 B = BuiltinOperator
 
@@ -50,40 +55,38 @@ def _product_shape(shape, adjoint: bool) -> tuple[int, int]:
     return (cols, rows) if adjoint else (rows, cols)
 
 
-class BatchMatMul(FloatOp):
-    """BATCH_MATMUL version 1 (float32: adj_x/adj_y, batch axes broadcast, ranks 2-4,
-    constant or runtime operands)."""
+def shapes_reason(node, tensors) -> str | None:
+    """Why a BATCH_MATMUL node's shapes do not fit one launch (any type), or None."""
+    if len(node.inputs) != 2 or min(node.inputs) < 0 or len(node.outputs) != 1:
+        return f"expected 2 inputs and 1 output, got {len(node.inputs)} inputs and {len(node.outputs)} outputs"
+    x, y = (tensors[i] for i in node.inputs)
+    for role, tensor in (("lhs", x), ("rhs", y)):
+        if len(tensor.shape) < MIN_RANK:
+            return f"{role} must have rank {MIN_RANK} to 4, got shape {list(tensor.shape)}"
+    adj_x, adj_y = bool(node.params.adj_x), bool(node.params.adj_y)
+    rows, depth_x = _product_shape(x.shape, adj_x)
+    depth_y, cols = _product_shape(y.shape, adj_y)
+    if depth_x != depth_y:
+        return f"inner dimensions differ: lhs {list(x.shape)} (adj_x={adj_x}) and rhs {list(y.shape)} (adj_y={adj_y})"
+    try:
+        batch = broadcast_shape(x.shape[:-2], y.shape[:-2])
+    except ValueError as error:
+        return f"batch axes do not broadcast: {error}"
+    return launch_reason(math.prod(batch), rows, cols)
 
-    ops = {B.BATCH_MATMUL: 1}  # v2: int8, v3: int16, v4: hybrid
 
-    @classmethod
-    def node_reason(cls, node, op, version, tensors):
-        if len(node.inputs) != 2 or min(node.inputs) < 0 or len(node.outputs) != 1:
-            return f"expected 2 inputs and 1 output, got {len(node.inputs)} inputs and {len(node.outputs)} outputs"
-        x, y = (tensors[i] for i in node.inputs)
-        for role, tensor in (("lhs", x), ("rhs", y)):
-            if len(tensor.shape) < MIN_RANK:
-                return f"{role} must have rank {MIN_RANK} to 4, got shape {list(tensor.shape)}"
-        adj_x, adj_y = bool(node.params.adj_x), bool(node.params.adj_y)
-        rows, depth_x = _product_shape(x.shape, adj_x)
-        depth_y, cols = _product_shape(y.shape, adj_y)
-        if depth_x != depth_y:
-            return (
-                f"inner dimensions differ: lhs {list(x.shape)} (adj_x={adj_x}) and rhs {list(y.shape)} (adj_y={adj_y})"
-            )
-        try:
-            batch = broadcast_shape(x.shape[:-2], y.shape[:-2])
-        except ValueError as error:
-            return f"batch axes do not broadcast: {error}"
-        return launch_reason(math.prod(batch), rows, cols)
+class _Operands:
+    """How BATCH_MATMUL's operands enter ``[B_op, R, C]`` products: per operand "shared"
+    (one batch, batch stride 0), "batched", or "broadcast" (made batched by a copy), and
+    its layout uploaded once when it is a constant (transposed there for an adjoint)."""
 
-    def prepare(self) -> None:
+    def prepare_operands(self, dtype: Any, upload_dtype: Any = None) -> None:
+        """``dtype``: the constants' values on the host; ``upload_dtype``: on the device
+        (None: the storage dtype)."""
         x, y = self.inputs
         self.adj = (bool(self.params.adj_x), bool(self.params.adj_y))
         self.batch_shape = broadcast_shape(x.shape[:-2], y.shape[:-2])
         self.out_shape = tuple(self.outputs[0].shape)
-        # Per operand: how it enters the product ("shared", "batched", or "broadcast": made
-        # batched by a copy), and its constant layout when it is a constant.
         self.modes: list[str] = []
         self.constants: list[Any] = []
         for position, tensor in enumerate((x, y)):
@@ -93,15 +96,12 @@ class BatchMatMul(FloatOp):
             self.modes.append(mode)
             constant = None
             if tensor.is_constant:
-                value = np.asarray(tensor.data, np.float32)
+                value = np.asarray(tensor.data, dtype)
                 if self.adj[position]:
                     value = np.swapaxes(value, -1, -2)
-                constant = self.upload(self.operand(np, value, position))
+                constant = self.upload(self.operand(np, value, position), upload_dtype)
                 self.prepared_inputs.add(position)
             self.constants.append(constant)
-        from backends.gpu.cuda.conv2d import MatmulBiasActivationCuda
-
-        self.product = MatmulBiasActivationCuda(None, self.storage, **self.device.launcher_arguments("matmul.cu"))
 
     def operand(self, xp: Any, value: Any, position: int) -> Any:
         """The operand as ``[1 or B, R, C]`` as it is stored (R, C: its last two axes),
@@ -111,12 +111,71 @@ class BatchMatMul(FloatOp):
             value = xp.broadcast_to(value, (*self.batch_shape, rows, cols))
         return xp.ascontiguousarray(value).reshape(-1, rows, cols)
 
-    def run(self, args):
+    def operands(self, args) -> tuple[Any, Any, bool, bool]:
+        """``(a, b, adjoint_a, adjoint_b)`` for the product: a constant was transposed at
+        prepare, a runtime operand is read transposed."""
         a, b = (
             self.constants[p] if self.constants[p] is not None else self.operand(self.xp, args[p], p)
             for p in (0, 1)
         )
-        # A constant was transposed at prepare; a runtime operand is read transposed.
         adjoint_a, adjoint_b = (self.adj[p] and self.constants[p] is None for p in (0, 1))
+        return a, b, adjoint_a, adjoint_b
+
+
+class BatchMatMul(_Operands, FloatOp):
+    """BATCH_MATMUL version 1 (float32: adj_x/adj_y, batch axes broadcast, ranks 2-4,
+    constant or runtime operands)."""
+
+    ops = {B.BATCH_MATMUL: 1}  # v2: int8, v3: int16, v4: hybrid
+
+    @classmethod
+    def node_reason(cls, node, op, version, tensors):
+        return shapes_reason(node, tensors)
+
+    def prepare(self) -> None:
+        self.prepare_operands(np.float32)
+        from backends.gpu.cuda.conv2d import MatmulBiasActivationCuda
+
+        self.product = MatmulBiasActivationCuda(None, self.storage, **self.device.launcher_arguments("matmul.cu"))
+
+    def run(self, args):
+        a, b, adjoint_a, adjoint_b = self.operands(args)
         out = self.product(a, b, adjoint_a=adjoint_a, adjoint_b=adjoint_b)  # [B, M, N]
         return [out.reshape(self.out_shape)]
+
+
+class QuantizedBatchMatMul(_Operands, QuantizedOp):
+    """BATCH_MATMUL version 2: int8 x int8 -> int8, per tensor (adj_x/adj_y, batch axes
+    broadcast, ranks 2-4, constant or runtime operands), in one launch."""
+
+    ops = {B.BATCH_MATMUL: frozenset({2})}
+
+    @classmethod
+    def node_reason(cls, node, op, version, tensors):
+        reason = shapes_reason(node, tensors)
+        if reason:
+            return reason
+        for role, index in (("lhs", node.inputs[0]), ("rhs", node.inputs[1]), ("output", node.outputs[0])):
+            tensor = tensors[index]
+            if tensor.type != TensorType.INT8:
+                return f"the {role} is {tensor.type_name}; the GPU delegate's quantized BATCH_MATMUL takes int8 only"
+            if not per_tensor(tensor):
+                return f"the {role} must be quantized per tensor"
+        return None
+
+    def prepare(self) -> None:
+        from backends.gpu.cuda.conv_int8 import BatchMatmulInt8Cuda, OutputStage
+
+        x, y = self.inputs
+        out = self.outputs[0]
+        self.prepare_operands(np.int8, np.int8)
+        (x_scale, x_zp), (y_scale, y_zp), (out_scale, out_zp) = (legacy_params(t) for t in (x, y, out))
+        # GetQuantizedConvolutionMultipler, as the CPU kernel: the product of the scales in float32.
+        product = float(np.float32(x_scale) * np.float32(y_scale))
+        multiplier, shift = quantize_multiplier(product / float(np.float32(out_scale)))
+        stage = OutputStage(-x_zp, -y_zp, out_zp, -128, 127)
+        self.product = BatchMatmulInt8Cuda(stage, multiplier, shift, **self.device.launcher_arguments("batch_matmul_int8.cu"))
+
+    def run(self, args):
+        a, b, adjoint_a, adjoint_b = self.operands(args)
+        return [self.product(a, b, adjoint_a=adjoint_a, adjoint_b=adjoint_b).reshape(self.out_shape)]
