@@ -25,13 +25,8 @@ import numpy as np
 HOST = "host"
 
 
-class GpuUnavailableError(RuntimeError):
-    """No usable CUDA device: the message says what is missing and what to do."""
-
-
-class DeviceMemoryError(MemoryError):
-    """The device (or the pinned host memory staging its copies) could not hold a buffer
-    the delegate needs: the message says how many bytes, for what, and what to do."""
+from backends.gpu.errors import DeviceMemoryError, GpuUnavailableError  # (re-exported: their public home is here)
+from backends.gpu.probe import probe_cuda_device
 
 
 #: Past this many bytes a single buffer is refused without asking the allocator (no
@@ -332,8 +327,6 @@ def _probe_once(cupy: ModuleType, device_id: int) -> None:
     key = (id(cupy), device_id)
     if key in _PROBED:
         return
-    from backends.gpu.probe import probe_cuda_device
-
     probe_cuda_device(cupy, device_id)
     _PROBED.add(key)
 

@@ -21,6 +21,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from backends.gpu.errors import GpuUnavailableError
+
 #: Threads the probe kernel runs (one block).
 PROBE_SIZE = 256
 
@@ -87,8 +89,6 @@ def _step(name: str, device_id: int, fix: str, run: Callable[[], Any]) -> Any:
     try:
         return run()
     except Exception as error:
-        from backends.gpu.device import GpuUnavailableError  # lazy: device.py imports this module lazily too
-
         raise GpuUnavailableError(
             f"CUDA device {device_id} failed the GPU delegate's probe at step {name}: "
             f"{type(error).__name__}: {_one_line(error)}; fix: {fix}"

@@ -275,6 +275,17 @@ def test_describe_with_the_installed_cupy_is_one_line():
     assert re.search(r"CUDA runtime (\d+\.\d+|unknown), driver (\d+\.\d+|none|unknown), NVRTC (\d+\.\d+|unknown)$", line), line
 
 
-def test_probe_imports_the_error_type_lazily():
-    # device.py imports probe.py lazily and probe.py imports device.py lazily: no cycle.
-    assert "GpuUnavailableError" not in vars(probe)
+def test_device_and_probe_do_not_import_each_other():
+    # The errors live in backends/gpu/errors.py, which both import: no import circle, lazy or not.
+    import ast
+    import pathlib
+
+    gpu = pathlib.Path(probe.__file__).parent
+
+    def imported(name: str) -> set[str]:
+        tree = ast.parse((gpu / f"{name}.py").read_text(encoding="utf-8"))
+        return {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+
+    assert "backends.gpu.device" not in imported("probe")
+    assert "backends.gpu.probe" in imported("device")
+    assert not {"backends.gpu.device", "backends.gpu.probe"} & imported("errors")
