@@ -82,7 +82,12 @@ class Delegate:
     """Low-level delegate: override :meth:`prepare`.
 
     ``supports_dynamic_tensors`` False (the default, as TFLite's flags) means the
-    interpreter refuses this delegate on a graph with dynamic-shaped tensors.
+    delegate must not take a node that reads or writes a dynamic-sized tensor
+    (``context.dynamic_tensors``: a shape known only at invoke, such as READ_VARIABLE's
+    output). ``SimpleDelegate`` leaves those nodes on the CPU, with a reason naming this
+    attribute, and takes the rest; a low-level delegate that takes one anyway is refused
+    with ``DelegateError``. Set it True when the kernels handle shapes that change at
+    invoke (the output arrays may then be replaced by new ones of the new shape).
     """
 
     name: str = "Delegate"
@@ -280,6 +285,9 @@ class SimpleDelegate(Delegate):
         problem = arity_problem(registration.builtin_code, node.inputs, node.outputs, lambda t: _static_rank(context, t))
         if problem is not None:
             return f"{registration.op_name} v{registration.version}: malformed node: {problem}"
+        reason = self.dynamic_tensor_reason(context, node, registration)
+        if reason is not None:
+            return reason
         reason = self.node_rejection_reason(context, node, registration)
         if reason is None:
             return None
@@ -292,6 +300,24 @@ class SimpleDelegate(Delegate):
                 "(e.g. 'only float32 tensors are supported'), which the delegation report shows"
             )
         return f"{label}: {reason}"
+
+    def dynamic_tensor_reason(self, context: "DelegateContext", node: "Node", registration: Registration) -> str | None:
+        """Why a static-only delegate (``supports_dynamic_tensors = False``) leaves this node:
+        it reads or writes a tensor of ``context.dynamic_tensors``; None otherwise. Only the
+        nodes that touch such a tensor stay on the CPU: the rest of the graph is taken."""
+        if self.supports_dynamic_tensors:
+            return None
+        dynamic = getattr(context, "dynamic_tensors", frozenset())
+        if not dynamic:
+            return None
+        for t in (*node.inputs, *node.outputs):
+            if t >= 0 and t in dynamic:
+                name = getattr(context.tensors[t], "name", "")
+                return (f"{registration.op_name} v{registration.version}: tensor {t} {name!r} is dynamic-sized (its "
+                        f"shape is known only at invoke) and {self.name} only supports static-sized tensors (set "
+                        "supports_dynamic_tensors = True on the delegate class if its kernels handle shapes that "
+                        "change at invoke)")
+        return None
 
     def prepare(self, context: "DelegateContext") -> None:
         self.check_declaration()

@@ -32,7 +32,6 @@ from delegate_sdk.delegate import (
     NodeDecision,
 )
 from delegate_sdk.partition import check_replacement
-from delegate_sdk.tensor import Allocation
 from interpreter.subgraph import SubgraphRuntime, as_arena_limit_error
 from schema.enums import BuiltinOperator
 
@@ -184,9 +183,10 @@ class _CheckedContext(DelegateContext):
     and ``replace_node_subsets_with_delegate_kernels`` / ``preview_delegate_partitioning``
     check their node set (and registration, and delegate) first."""
 
-    def __init__(self, subgraph: SubgraphRuntime, delegate: Any) -> None:
+    def __init__(self, subgraph: SubgraphRuntime, delegate: Any, dynamic: frozenset[int] = frozenset()) -> None:
         self._subgraph = subgraph
         self._delegate = delegate
+        self._dynamic = dynamic
 
     def __getattr__(self, name: str) -> Any:  # index, nodes, registrations, describe_node...
         return getattr(self._subgraph, name)
@@ -231,6 +231,10 @@ class _CheckedContext(DelegateContext):
     def record_decision(self, decision: Any) -> None:
         self._subgraph.record_decision(decision)
 
+    @property
+    def dynamic_tensors(self) -> frozenset[int]:
+        return self._dynamic
+
 
 def apply_delegate(subgraphs: Sequence[SubgraphRuntime], num_model_nodes: Sequence[int], delegate: Any) -> DelegationReport:
     """Let ``delegate`` prepare every subgraph and report what it took.
@@ -252,13 +256,14 @@ def apply_delegate(subgraphs: Sequence[SubgraphRuntime], num_model_nodes: Sequen
     dynamic = bool(getattr(delegate, "supports_dynamic_tensors", False))
     try:
         for subgraph in subgraphs:
-            delegate.prepare(_CheckedContext(subgraph, delegate))
+            found = _prepare_on_cpu(subgraph) if subgraph.index == 0 else frozenset()
+            delegate.prepare(_CheckedContext(subgraph, delegate, found))
         for subgraph, start in zip(subgraphs, before):  # before any allocation binds the invokes
             _check_outputs_after_invoke(subgraph, start, name, dynamic, debug)
         if not dynamic:
             for subgraph, start in zip(subgraphs, before):
                 if len(subgraph.nodes) > start:
-                    _refuse_dynamic_tensors(subgraph, name)
+                    _refuse_dynamic_tensors(subgraph, start, name)
     except DelegateError as error:
         _restore(subgraphs, snapshots)
         error.report = DelegationReport(name, placements(subgraphs, num_model_nodes), {}, error=_describe(error),
@@ -446,21 +451,50 @@ def _unwritten(context: Any, node: Any, name: str, poisoned: list[tuple[int, str
             )
 
 
-def _refuse_dynamic_tensors(subgraph: SubgraphRuntime, name: str) -> None:
-    """A delegate without dynamic-tensor support must not be used on a graph that has them.
-    As TFLite's ``HasDynamicTensors``, only the tensors of the nodes left in the execution
-    plan count: a tensor inside a delegate partition is the delegate's business."""
+def _prepare_on_cpu(subgraph: SubgraphRuntime) -> frozenset[int]:
+    """Prepare the subgraph as it stands (TFLite's ``EnsureMemoryAllocations`` before a
+    delegate's prepare): every tensor then has the shape the CPU kernels compute, which is
+    what a delegate reads, and the tensors their kernels made dynamic are known. Returns
+    those (``DelegateContext.dynamic_tensors``). A graph the CPU cannot prepare (an op only
+    a delegate runs) keeps the shapes of the file and reports no dynamic tensor here."""
+    try:
+        subgraph.allocate_tensors()
+    except Exception:
+        subgraph.allocated = False
+        return frozenset()
+    return _intrinsically_dynamic(subgraph)
+
+
+def _intrinsically_dynamic(subgraph: SubgraphRuntime) -> frozenset[int]:
+    """Dynamic tensors whose kernel made them so at prepare (not those of the nodes that are
+    prepared again at each invoke because an input is dynamic: their shapes are computed,
+    once the inputs are known, as for any other node)."""
+    deferred = getattr(subgraph, "_reprepare", set())
+    downstream = {t for n in deferred for t in subgraph.nodes[n].outputs}
+    return frozenset(t.index for t in subgraph.tensors if t.is_dynamic and t.index not in downstream)
+
+
+def _refuse_dynamic_tensors(subgraph: SubgraphRuntime, start: int, name: str) -> None:
+    """A delegate without dynamic-tensor support must not take a node that reads or writes a
+    dynamic-sized tensor. Only the delegate nodes it created count: the CPU runs the rest of
+    the graph, dynamic tensors included (``SimpleDelegate`` leaves such nodes by itself;
+    this catches a low-level delegate that took one)."""
     subgraph.allocate_tensors()
-    in_plan = sorted({
-        t for n in subgraph.execution_plan
-        for t in (*subgraph.nodes[n].inputs, *subgraph.nodes[n].outputs) if t >= 0
-    })
-    for tensor in (subgraph.tensors[t] for t in in_plan):
-        if tensor.allocation is Allocation.DYNAMIC:
+    dynamic = _intrinsically_dynamic(subgraph)
+    for node_index in range(start, len(subgraph.nodes)):
+        node = subgraph.nodes[node_index]
+        if node.delegate_params is None:
+            continue
+        inner = [subgraph.nodes[n] for n in _replaced_nodes(subgraph, node_index)]
+        touched = sorted({t for n in (node, *inner) for t in (*n.inputs, *n.outputs) if t >= 0} & dynamic)
+        if touched:
+            tensor = subgraph.tensors[touched[0]]
             raise DelegateError(
                 f"Attempting to use a delegate ({name}) that only supports static-sized tensors with a graph "
-                f"that has dynamic-sized tensors (tensor {tensor.index} {tensor.name!r} is dynamic-sized); "
-                "run without the delegate, or make the shapes static (e.g. a constant shape tensor)"
+                f"that has dynamic-sized tensors (tensor {tensor.index} {tensor.name!r} is dynamic-sized, and "
+                f"{subgraph.describe_node(node_index)} touches it); leave the nodes that read or write it to the "
+                "CPU (SimpleDelegate does), or set supports_dynamic_tensors = True if the delegate's kernels "
+                "handle shapes known only at invoke"
             )
 
 

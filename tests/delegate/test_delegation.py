@@ -9,7 +9,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from delegate_sdk import DelegateKernel, KernelError, SimpleDelegate
+from delegate_sdk import Delegate, DelegateKernel, KernelError, SimpleDelegate
 from delegate_sdk.testing import ReferenceDelegate
 from interpreter.testing import assert_matches_cpu, run_model
 from delegate_sdk.delegate import DelegatePrepareError
@@ -200,10 +200,35 @@ def dynamic_reshape_model() -> bytes:
     return builder.build()
 
 
-def test_a_static_shape_delegate_is_refused_on_a_graph_with_dynamic_tensors():
+def test_a_static_shape_delegate_leaves_only_the_nodes_that_touch_a_dynamic_tensor():
     interpreter = Interpreter(model_content=dynamic_reshape_model())
-    with pytest.raises(DelegateError, match=r"only supports static-sized tensors .*tensor 3 'y' is dynamic-sized"):
-        interpreter.modify_graph_with_delegate(ReferenceDelegate({BuiltinOperator.RELU: 1}))
+    report = interpreter.modify_graph_with_delegate(ReferenceDelegate({BuiltinOperator.RELU: 1, BuiltinOperator.ADD: 1}))
+    assert [p.node for p in interpreter.node_placements() if p.delegated] == [0]  # RELU: static tensors only
+    (reason,) = report.reasons_for(2)  # ADD reads the RESHAPE's dynamic output 'y'
+    assert "tensor 3 'y' is dynamic-sized" in reason and "supports_dynamic_tensors = True" in reason
+
+
+def test_the_static_shape_delegate_computes_what_the_cpu_computes_around_a_dynamic_tensor():
+    x = np.random.default_rng(1).standard_normal((2, 6)).astype(np.float32)
+    shape = np.array([3, 4], np.int32)
+    assert_matches_cpu(dynamic_reshape_model(), lambda: ReferenceDelegate({BuiltinOperator.RELU: 1}), inputs=[x, shape],
+                       invokes=1)
+
+
+class TakesEverything(Delegate):
+    """A low-level delegate that takes every node without looking at dynamic tensors."""
+
+    name = "TakesEverything"
+
+    def prepare(self, context):
+        context.replace_node_subsets_with_delegate_kernels(
+            ReferenceDelegate({}).kernel_registration(), list(context.execution_plan), self)
+
+
+def test_a_low_level_static_delegate_that_takes_a_dynamic_node_is_refused_naming_the_flag():
+    interpreter = Interpreter(model_content=dynamic_reshape_model())
+    with pytest.raises(DelegateError, match=r"only supports static-sized tensors .*tensor 3 'y' is dynamic-sized.*supports_dynamic_tensors = True"):
+        interpreter.modify_graph_with_delegate(TakesEverything())
     assert not any(p.delegated for p in interpreter.node_placements())
 
 
