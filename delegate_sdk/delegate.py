@@ -285,9 +285,6 @@ class SimpleDelegate(Delegate):
         problem = arity_problem(registration.builtin_code, node.inputs, node.outputs, lambda t: _static_rank(context, t))
         if problem is not None:
             return f"{registration.op_name} v{registration.version}: malformed node: {problem}"
-        reason = self.dynamic_tensor_reason(context, node, registration)
-        if reason is not None:
-            return reason
         reason = self.node_rejection_reason(context, node, registration)
         if reason is None:
             return None
@@ -301,23 +298,43 @@ class SimpleDelegate(Delegate):
             )
         return f"{label}: {reason}"
 
-    def dynamic_tensor_reason(self, context: "DelegateContext", node: "Node", registration: Registration) -> str | None:
-        """Why a static-only delegate (``supports_dynamic_tensors = False``) leaves this node:
-        it reads or writes a tensor of ``context.dynamic_tensors``; None otherwise. Only the
-        nodes that touch such a tensor stay on the CPU: the rest of the graph is taken."""
-        if self.supports_dynamic_tensors:
-            return None
+    def keep_dynamic_tensors_inside(self, context: "DelegateContext", supported: Sequence[int]) -> list[int]:
+        """For a static-only delegate (``supports_dynamic_tensors = False``): drop from
+        ``supported`` the nodes that read or write a dynamic-sized tensor
+        (``context.dynamic_tensors``) which would cross between this delegate and the rest
+        of the graph (its writer or one of its readers not taken, or a subgraph input or
+        output), recording why; a dynamic tensor both written and read only by taken nodes
+        stays inside the delegate (whose kernels fix its shape, as the GPU delegate does for
+        READ_VARIABLE). Only those nodes stay on the CPU: the rest of the graph is taken."""
         dynamic = getattr(context, "dynamic_tensors", frozenset())
-        if not dynamic:
-            return None
-        for t in (*node.inputs, *node.outputs):
-            if t >= 0 and t in dynamic:
-                name = getattr(context.tensors[t], "name", "")
-                return (f"{registration.op_name} v{registration.version}: tensor {t} {name!r} is dynamic-sized (its "
+        if self.supports_dynamic_tensors or not dynamic:
+            return list(supported)
+        users: dict[int, set[int]] = {t: set() for t in dynamic}
+        for node_index in context.execution_plan:
+            node = context.get_node_and_registration(node_index)[0]
+            for t in (*node.inputs, *node.outputs):
+                if t in users:
+                    users[t].add(node_index)
+        boundary = set(context.inputs) | set(context.outputs)
+        taken = set(supported)
+        changed = True
+        while changed:
+            changed = False
+            for t in sorted(dynamic):
+                mine = users[t] & taken
+                if not mine or (users[t] <= taken and t not in boundary):
+                    continue
+                for node_index in sorted(mine):
+                    taken.discard(node_index)
+                    registration = context.get_node_and_registration(node_index)[1]
+                    name = getattr(context.tensors[t], "name", "")
+                    context.record_decision(NodeDecision(self.name, node_index, False, (
+                        f"{registration.op_name} v{registration.version}: tensor {t} {name!r} is dynamic-sized (its "
                         f"shape is known only at invoke) and {self.name} only supports static-sized tensors (set "
                         "supports_dynamic_tensors = True on the delegate class if its kernels handle shapes that "
-                        "change at invoke)")
-        return None
+                        "change at invoke)")))
+                changed = True
+        return [n for n in supported if n in taken]
 
     def prepare(self, context: "DelegateContext") -> None:
         self.check_declaration()
@@ -329,6 +346,7 @@ class SimpleDelegate(Delegate):
                 supported.append(node_index)
             else:
                 context.record_decision(NodeDecision(self.name, node_index, False, reason))
+        supported = self.keep_dynamic_tensors_inside(context, supported)
         chosen = self._apply_partition_options(context, supported)
         for node_index in chosen:
             context.record_decision(NodeDecision(self.name, node_index, True))

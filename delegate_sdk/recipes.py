@@ -54,15 +54,19 @@ B = BuiltinOperator
 T = TensorType
 
 __all__ = [
+    "QUANTIZED_DTYPES",
     "Recipe",
     "RecipeError",
+    "TYPED_RECIPES",
     "UNBUILDABLE_VERSIONS",
     "VERSION_RECIPES",
     "recipe",
     "recipes_for",
     "register_recipe",
+    "checked_model",
     "rule_version",
     "single_op_model",
+    "typed_recipes",
 ]
 
 
@@ -90,6 +94,7 @@ class Recipe:
     family: str = ""
     subject: int = 0
     hand_stamped: str = ""
+    dtype: str = ""  #: the activations' type ("int8", "uint8", "int16"...); empty: read from the model
 
     def __call__(self) -> bytes:
         return self.build()
@@ -98,6 +103,31 @@ class Recipe:
     def label(self) -> str:
         return f"{_op_name(self.op)} v{self.version}"
 
+    @property
+    def activation_dtype(self) -> str:
+        """The type of the data the node computes on: its first input that is not a
+        constant (its first output when every input is), by ``TensorType`` name in lower
+        case: ``"float32"``, ``"int8"``, ``"uint8"``, ``"int16"``..."""
+        if self.dtype:
+            return self.dtype
+        if self not in _DTYPE_CACHE:
+            _DTYPE_CACHE[self] = _activation_dtype(self.build(), self.subject)
+        return _DTYPE_CACHE[self]
+
+
+_DTYPE_CACHE: dict["Recipe", str] = {}
+
+
+def _activation_dtype(model: bytes, node: int) -> str:
+    from schema.enums import tensor_type_name
+
+    subgraph = Model.from_bytes(model).subgraphs[0]
+    operator = subgraph.operators[node]
+    candidates = [i for i in operator.inputs if i >= 0 and not subgraph.tensors[i].is_constant] or list(operator.outputs)
+    if not candidates:
+        return ""
+    return tensor_type_name(subgraph.tensors[candidates[0]].type).lower()
+
 
 def _op_name(op: int | str) -> str:
     return op if isinstance(op, str) else builtin_operator_name(op)
@@ -105,6 +135,18 @@ def _op_name(op: int | str) -> str:
 
 #: (op, version) -> its Recipe. Read it, or add to it with :func:`register_recipe`.
 VERSION_RECIPES: dict[tuple[int, int], Recipe] = {}
+
+#: (op, version, dtype) -> a Recipe whose activations are ``dtype`` ("int8", "uint8", "int16"):
+#: the quantized forms of a version whose recipe in ``VERSION_RECIPES`` is of another type
+#: (uint8 CONV_2D v1, int8 RESHAPE v1, int8 FULLY_CONNECTED v5 with keep_num_dims...), and
+#: the bit-exact models of the main integer kernels (CONV_2D v3, DEPTHWISE_CONV_2D v3,
+#: FULLY_CONNECTED v4, ADD v2, MUL v2: hundreds of outputs, per-channel scales and zero
+#: points that are not round numbers, so a rounding error of one step shows). Read them
+#: through :func:`typed_recipes`, which adds the ``VERSION_RECIPES`` of that type.
+TYPED_RECIPES: dict[tuple[int, int, str], Recipe] = {}
+
+#: The integer types the kit builds quantized models in.
+QUANTIZED_DTYPES = ("int8", "uint8", "int16")
 
 #: (op, version) pairs the CPU backend registers (or TFLite's tables list) that TFLite's
 #: rules never give to a model the kernels accept, and why. A recipe stamped by hand exists
@@ -183,9 +225,30 @@ def recipe(op: int, version: int) -> Recipe:
         ) from None
 
 
-def recipes_for(op: int) -> list[Recipe]:
-    """Every recipe of ``op``, by version."""
+def recipes_for(op: int, dtype: str | None = None) -> list[Recipe]:
+    """Every recipe of ``op``, by version; with ``dtype``, those whose activations are of
+    that type (``typed_recipes``)."""
+    if dtype is not None:
+        return [r for _, r in sorted(typed_recipes(op, dtype).items())]
     return [VERSION_RECIPES[key] for key in sorted(k for k in VERSION_RECIPES if k[0] == int(op))]
+
+
+def typed_recipes(op: int, dtype: str) -> dict[int, Recipe]:
+    """version -> the recipe of ``op`` at that version whose activations are ``dtype``
+    (``"int8"``, ``"uint8"``, ``"int16"``, ``"float32"``...): from ``TYPED_RECIPES`` first
+    (the bit-exact models), else the ``VERSION_RECIPES`` entry when it is of that type. The
+    versions missing are those where TFLite's rules give ``op`` no such form (int8 CONV_2D
+    is v3 at the least: v1 is float32 or uint8, v2 hybrid)."""
+    dtype = _dtype_name(dtype)
+    found = {v: r for (o, v), r in VERSION_RECIPES.items() if o == int(op) and r.activation_dtype == dtype}
+    found.update({v: r for (o, v, d), r in TYPED_RECIPES.items() if o == int(op) and d == dtype})
+    return dict(sorted(found.items()))
+
+
+def _dtype_name(dtype) -> str:
+    if isinstance(dtype, str):
+        return dtype.lower()
+    return np.dtype(dtype).name
 
 
 def rule_version(model: bytes | Model, node: int = 0) -> int:
@@ -203,15 +266,32 @@ def rule_version(model: bytes | Model, node: int = 0) -> int:
     return get_builtin_operator_version(signature)
 
 
-def single_op_model(op: int, version: int) -> bytes:
+def single_op_model(op: int, version: int, dtype: str | None = None) -> bytes:
     """The model of ``recipe(op, version)``, checked: its node ``subject`` is ``op`` and is
     stamped ``version``, the version the rules give it (unless the recipe is hand-stamped).
+    With ``dtype`` (``"int8"``, ``"uint8"``, ``"int16"``...), the recipe of that version
+    whose activations are of that type (:func:`typed_recipes`).
 
     Raises:
       RecipeError: no recipe for that (op, version) (add one with ``register_recipe``), or
-        the recipe's model is not what it claims.
+        none of that dtype, or the recipe's model is not what it claims.
     """
-    entry = recipe(op, version)
+    if dtype is None:
+        entry = recipe(op, version)
+    else:
+        found = typed_recipes(op, dtype)
+        if int(version) not in found:
+            raise RecipeError(
+                f"no {_dtype_name(dtype)} recipe for {_op_name(op)} v{version} ({_dtype_name(dtype)} recipes exist for "
+                f"versions {sorted(found)}; TFLite's rules give {_op_name(op)} no {_dtype_name(dtype)} form at the others)"
+            )
+        entry = found[int(version)]
+    return checked_model(entry)
+
+
+def checked_model(entry: Recipe) -> bytes:
+    """``entry``'s model, checked against its claims (see :func:`single_op_model`)."""
+    op, version = entry.op, entry.version
     model = entry.build()
     view = Model.from_bytes(model)
     operators = view.subgraphs[0].operators
@@ -1186,12 +1266,135 @@ def _hand_stamped_table() -> Iterator[tuple[int, int, str, str, Callable[[], byt
            _hand_stamped(lambda: _fully_connected("16x8"), 7))
 
 
+# -- typed and bit-exact recipes --------------------------------------------------------------------
+
+
+def _realistic(rng: np.random.Generator, channels: int) -> list[float]:
+    """Per-channel weight scales as a converter writes them: not round numbers."""
+    return [float(np.float32(v)) for v in rng.uniform(0.0031, 0.0197, channels)]
+
+
+def _bitexact(op: int, kind: str = "conv", **fields) -> bytes:
+    """An int8 model of ``op`` big enough, with realistic scales, that a kernel off by one
+    step anywhere in its rescaling differs from the reference on some outputs: hundreds of
+    outputs, per-channel weight scales and zero points that are not round numbers, an
+    output scale chosen from the float range so the outputs do not saturate."""
+    m = _Graph()
+    rng = np.random.default_rng(27)
+    in_q = quantization(0.0237, -7)
+    if op == B.ADD or op == B.MUL:
+        a = m.g.add_input("a", [1, 8, 8, 8], T.INT8, quantization=in_q)
+        b = m.g.add_input("b", [1, 8, 8, 8], T.INT8, quantization=quantization(0.0391, 11))
+        out_q = quantization(0.0617 if op == B.ADD else 0.0317, 3)
+        y = m.g.add_tensor("y", [1, 8, 8, 8], T.INT8, quantization=out_q)
+        m.op(op, [a, b], [y], **fields)
+        return m.build(y)
+    if op == B.FULLY_CONNECTED:
+        rows, depth, units = 8, 64, 32
+        x_shape, w_shape, axis = [rows, depth], [units, depth], 0
+        keep = fields.get("keep_num_dims", False)
+        if keep:
+            x_shape = [2, rows // 2, depth]
+        y_shape = [*x_shape[:-1], units] if keep else [rows, units]
+    elif op == B.CONV_2D:
+        x_shape, w_shape, axis, y_shape = [1, 8, 8, 8], [8, 3, 3, 8], 0, [1, 8, 8, 8]
+        depth = 9 * 8
+    else:  # DEPTHWISE_CONV_2D
+        x_shape, w_shape, axis, y_shape = [1, 8, 8, 8], [1, 3, 3, 8], 3, [1, 8, 8, 8]
+        depth = 9
+    channels = w_shape[axis]
+    scales = _realistic(rng, channels) if op != B.FULLY_CONNECTED else [_realistic(rng, 1)[0]]
+    x = m.g.add_input("x", x_shape, T.INT8, quantization=in_q)
+    w = m.g.add_constant("w", rng.integers(-127, 128, w_shape).astype(np.int8),
+                         quantization=quantization(scales, 0, axis if len(scales) > 1 else 0))
+    bias_scales = [float(np.float32(0.0237) * np.float32(s)) for s in scales]
+    b = m.g.add_constant("b", rng.integers(-3000, 3000, channels).astype(np.int32),
+                         quantization=quantization(bias_scales if len(scales) > 1 else bias_scales[0], 0))
+    # the accumulator's spread is about sqrt(depth) * 64 * 64 steps: map 3 of its sigmas on int8
+    out_scale = float(np.float32(3 * np.sqrt(depth) * 64 * 64 * 0.0237 * max(scales) / 127))
+    y = m.g.add_tensor("y", y_shape, T.INT8, quantization=quantization(out_scale, 2))
+    inputs = [x, w] if fields.pop("no_bias", False) else [x, w, b]
+    if op == B.FULLY_CONNECTED:
+        m.op(op, inputs, [y], **fields)
+    elif op == B.CONV_2D:
+        m.op(op, inputs, [y], padding=Padding.SAME, stride_w=1, stride_h=1, **fields)
+    else:
+        m.op(op, inputs, [y], padding=Padding.SAME, stride_w=1, stride_h=1, depth_multiplier=1, **fields)
+    return m.build(y)
+
+
+def _uint8_weights_conv(op: int) -> bytes:
+    """uint8 CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED v1 (TFLite's first quantized
+    form: uint8 activations and filter, per-tensor scales, zero points 128)."""
+    m = _Graph()
+    x_shape, w_shape, y_shape = {
+        B.CONV_2D: ((1, 5, 5, 2), (2, 3, 3, 2), (1, 5, 5, 2)),
+        B.DEPTHWISE_CONV_2D: ((1, 5, 5, 2), (1, 3, 3, 2), (1, 5, 5, 2)),
+        B.FULLY_CONNECTED: ((2, 4), (3, 4), (2, 3)),
+    }[op]
+    channels = w_shape[3] if op == B.DEPTHWISE_CONV_2D else w_shape[0]
+    x = m.input("x", x_shape, U8Q)
+    w = m.g.add_constant("w", m.rng.integers(28, 228, w_shape).astype(np.uint8), quantization=quantization(0.02, 128))
+    b = m.g.add_constant("b", m.rng.integers(-1000, 1000, channels).astype(np.int32),
+                         quantization=quantization(0.05 * 0.02, 0))
+    y = m.g.add_tensor("y", list(y_shape), T.UINT8, quantization=quantization(0.5, 120))
+    if op == B.FULLY_CONNECTED:
+        m.op(op, [x, w, b], [y])
+    elif op == B.CONV_2D:
+        m.op(op, [x, w, b], [y], padding=Padding.SAME, stride_w=1, stride_h=1)
+    else:
+        m.op(op, [x, w, b], [y], padding=Padding.SAME, stride_w=1, stride_h=1, depth_multiplier=1)
+    return m.build(y)
+
+
+def _typed_table() -> Iterator[tuple[int, int, str, str, Callable[[], bytes]]]:
+    """(op, version, dtype, description, build) of the typed recipes (``TYPED_RECIPES``)."""
+    exact = "bit-exact: realistic per-channel scales, "
+    yield B.CONV_2D, 3, "int8", exact + "8x8x8 -> 8 channels, 3x3", lambda: _bitexact(B.CONV_2D)
+    yield B.CONV_2D, 6, "int8", "int8 quantized, grouped (2 groups)", lambda: _conv_grouped_int8()
+    yield B.DEPTHWISE_CONV_2D, 3, "int8", exact + "8x8x8, 3x3", lambda: _bitexact(B.DEPTHWISE_CONV_2D)
+    yield B.FULLY_CONNECTED, 4, "int8", exact + "8x64 by 32x64", lambda: _bitexact(B.FULLY_CONNECTED)
+    yield B.FULLY_CONNECTED, 5, "int8", "int8, keep_num_dims", lambda: _bitexact(B.FULLY_CONNECTED, keep_num_dims=True)
+    yield B.FULLY_CONNECTED, 6, "int8", "int8, two inputs (no bias slot)", lambda: _bitexact(B.FULLY_CONNECTED, no_bias=True)
+    yield B.ADD, 2, "int8", exact + "1x8x8x8, scales 0.0237 and 0.0391", lambda: _bitexact(B.ADD)
+    yield B.MUL, 2, "int8", exact + "1x8x8x8", lambda: _bitexact(B.MUL)
+    for op in (B.CONV_2D, B.DEPTHWISE_CONV_2D, B.FULLY_CONNECTED):
+        yield op, 1, "uint8", "uint8 quantized activations and weights", lambda op=op: _uint8_weights_conv(op)
+    for op in (B.ADD, B.SUB, B.MUL):
+        yield op, 1, "uint8", "uint8 quantized", lambda op=op: _binary(op, U8Q)
+    pot = _T("int16 quantized", T.INT16, quantization(1 / 512, 0), quantization(1 / 512, 0))
+    finer = dataclasses.replace(pot, q=quantization(1 / 1024, 0))
+    for op in (B.ADD, B.SUB):
+        yield op, 1, "int16", "int16 quantized, power-of-two scales (pot_scale_int16)", lambda op=op: _binary(op, pot, second=finer)
+    for op in (B.MAX_POOL_2D, B.AVERAGE_POOL_2D):
+        yield op, 1, "uint8", "uint8 quantized, 2x2 window, stride 2", lambda op=op: _pool(op, U8Q.same())
+    for name, t in (("int8", I8Q.same()), ("uint8", U8Q.same()), ("int16", I16Q.same())):
+        yield B.RESHAPE, 1, name, f"{name} quantized", lambda t=t: _with_const(B.RESHAPE, t, S2, [3, 2], (3, 2), new_shape=(3, 2))
+        yield B.SQUEEZE, 1, name, f"{name} quantized", lambda t=t: _shape_changing(B.SQUEEZE, t, (1, 2, 1, 3), S2, squeeze_dims=(0, 2))
+        yield B.EXPAND_DIMS, 1, name, f"{name} quantized", lambda t=t: _with_const(B.EXPAND_DIMS, t, S2, 0, (1, 2, 3))
+    yield B.CONCATENATION, 1, "uint8", "uint8 quantized", lambda: _concatenation(U8Q.same())
+    yield B.LOGISTIC, 1, "uint8", "uint8 quantized", lambda: _unary(B.LOGISTIC, U8Q.with_out(1 / 256, 0))
+    yield B.SOFTMAX, 1, "uint8", "uint8 quantized", lambda: _unary(B.SOFTMAX, U8Q.with_out(1 / 256, 0), beta=1.0)
+
+
+def _conv_grouped_int8() -> bytes:
+    t = I8Q
+    m = _Graph()
+    x = m.input("x", (1, 5, 5, 4), t)
+    w, b = _weights(m, (4, 3, 3, 2), "int8", 0, t.q.scale[0])
+    y = m.tensor("y", (1, 5, 5, 4), t)
+    m.op(B.CONV_2D, [x, w, b], [y], padding=Padding.SAME, stride_w=1, stride_h=1)
+    return m.build(y)
+
+
 def _install() -> None:
     for op, version, family, description, build, subject in (*_table(), *_dry_run_table()):
         VERSION_RECIPES[(int(op), version)] = Recipe(int(op), version, build, description, family, subject)
     for op, version, family, description, build in _hand_stamped_table():
         why = UNBUILDABLE_VERSIONS[(op, version)]
         VERSION_RECIPES[(int(op), version)] = Recipe(int(op), version, build, description, family, 0, why)
+    for op, version, dtype, description, build in _typed_table():
+        TYPED_RECIPES[(int(op), version, dtype)] = Recipe(int(op), version, build, description, "typed", 0, "", dtype)
 
 
 _install()

@@ -13,6 +13,8 @@ reported instead of leaving the previous invoke's values. A delegate that fails 
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import logging
 import os
@@ -38,7 +40,7 @@ from schema.enums import BuiltinOperator
 __all__ = [
     "CPU", "DEBUG_ENVIRONMENT_VARIABLE", "DelegateDeclarationError", "DelegateError", "DelegateKernelError",
     "DelegatePrepareError", "DelegationReport", "InvalidReplacementError", "NodePlacement", "apply_delegate",
-    "delegate_name", "placements",
+    "delegate_name", "delegating_only", "placements",
 ]
 
 logger = logging.getLogger("litedelegate")
@@ -178,6 +180,28 @@ def _replaced_nodes(subgraph: SubgraphRuntime, node_index: int) -> list[int]:
     return [n for replaced in node.delegate_params.nodes_to_replace for n in _replaced_nodes(subgraph, replaced)]
 
 
+_ONLY_NODES: contextvars.ContextVar[frozenset[int] | None] = contextvars.ContextVar("only_nodes", default=None)
+
+
+@contextlib.contextmanager
+def delegating_only(nodes: Sequence[int]):
+    """While active, a delegate applied to a main subgraph replaces only ``nodes`` of it
+    (the rest of what it asks for stays on the CPU): ``interpreter.testing.diff`` delegates
+    one node at a time this way, whatever the delegate."""
+    token = _ONLY_NODES.set(frozenset(int(n) for n in nodes))
+    try:
+        yield
+    finally:
+        _ONLY_NODES.reset(token)
+
+
+def _restricted(subgraph: SubgraphRuntime, nodes: list[int]) -> list[int]:
+    only = _ONLY_NODES.get()
+    if only is None or subgraph.index != 0:
+        return nodes if only is None else []
+    return [n for n in nodes if n in only]
+
+
 class _CheckedContext(DelegateContext):
     """A subgraph as the delegate being applied sees it: every call goes to the subgraph,
     and ``replace_node_subsets_with_delegate_kernels`` / ``preview_delegate_partitioning``
@@ -219,14 +243,16 @@ class _CheckedContext(DelegateContext):
 
     def preview_delegate_partitioning(self, nodes_to_replace):
         nodes = check_replacement(self._subgraph.execution_plan, nodes_to_replace, subgraph=self._subgraph.index)
-        return self._subgraph.preview_delegate_partitioning(nodes)
+        return self._subgraph.preview_delegate_partitioning(_restricted(self._subgraph, nodes))
 
     def replace_node_subsets_with_delegate_kernels(self, registration, nodes_to_replace, delegate) -> None:
         nodes = check_replacement(
             self._subgraph.execution_plan, nodes_to_replace, registration, delegate,
             applying=self._delegate, subgraph=self._subgraph.index,
         )
-        self._subgraph.replace_node_subsets_with_delegate_kernels(registration, nodes, delegate)
+        nodes = _restricted(self._subgraph, nodes)
+        if nodes:
+            self._subgraph.replace_node_subsets_with_delegate_kernels(registration, nodes, delegate)
 
     def record_decision(self, decision: Any) -> None:
         self._subgraph.record_decision(decision)
@@ -457,12 +483,21 @@ def _prepare_on_cpu(subgraph: SubgraphRuntime) -> frozenset[int]:
     what a delegate reads, and the tensors their kernels made dynamic are known. Returns
     those (``DelegateContext.dynamic_tensors``). A graph the CPU cannot prepare (an op only
     a delegate runs) keeps the shapes of the file and reports no dynamic tensor here."""
+    if subgraph.allocated:
+        return _intrinsically_dynamic(subgraph)
+    before = [(tensor.allocation, tensor.data) for tensor in subgraph.tensors]
     try:
         subgraph.allocate_tensors()
+        dynamic = _intrinsically_dynamic(subgraph)
     except Exception:
-        subgraph.allocated = False
-        return frozenset()
-    return _intrinsically_dynamic(subgraph)
+        dynamic = frozenset()
+    # Shapes only, as LiteRT's PrepareOpsStartingAt: the tensors' memory and allocation
+    # kinds are as they were (a delegate sees what it saw before; the plan is allocated
+    # once the delegates are applied).
+    for tensor, (allocation, data) in zip(subgraph.tensors, before):
+        tensor.allocation, tensor.data = allocation, data
+    subgraph.allocated = False
+    return dynamic
 
 
 def _intrinsically_dynamic(subgraph: SubgraphRuntime) -> frozenset[int]:
@@ -475,9 +510,10 @@ def _intrinsically_dynamic(subgraph: SubgraphRuntime) -> frozenset[int]:
 
 
 def _refuse_dynamic_tensors(subgraph: SubgraphRuntime, start: int, name: str) -> None:
-    """A delegate without dynamic-tensor support must not take a node that reads or writes a
-    dynamic-sized tensor. Only the delegate nodes it created count: the CPU runs the rest of
-    the graph, dynamic tensors included (``SimpleDelegate`` leaves such nodes by itself;
+    """A delegate without dynamic-tensor support must not exchange a dynamic-sized tensor
+    with the rest of the graph. Only the boundary tensors of the delegate nodes it created
+    count: the CPU runs the rest of the graph, dynamic tensors included, and a tensor inside
+    a partition is the delegate's business (``SimpleDelegate`` leaves such nodes by itself;
     this catches a low-level delegate that took one)."""
     subgraph.allocate_tensors()
     dynamic = _intrinsically_dynamic(subgraph)
@@ -485,8 +521,7 @@ def _refuse_dynamic_tensors(subgraph: SubgraphRuntime, start: int, name: str) ->
         node = subgraph.nodes[node_index]
         if node.delegate_params is None:
             continue
-        inner = [subgraph.nodes[n] for n in _replaced_nodes(subgraph, node_index)]
-        touched = sorted({t for n in (node, *inner) for t in (*n.inputs, *n.outputs) if t >= 0} & dynamic)
+        touched = sorted({t for t in (*node.inputs, *node.outputs) if t >= 0} & dynamic)  # inside: its business
         if touched:
             tensor = subgraph.tensors[touched[0]]
             raise DelegateError(

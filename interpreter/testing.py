@@ -27,10 +27,14 @@ from delegate_sdk.delegate import Delegate
 
 __all__ = [
     "DEFAULT_TOLERANCES",
+    "DiffReport",
     "FLOAT16_COMPUTE_TOLERANCES",
+    "NodeDiff",
+    "OutputDiff",
     "Tolerance",
     "assert_matches_cpu",
     "check_delegate",
+    "diff",
     "run_model",
 ]
 
@@ -237,6 +241,7 @@ def check_delegate(
     strict: bool = False,
     tolerances: Mapping[str, Tolerance] | None = None,
     invokes: int = 2,
+    dtype: str | None = None,
 ):
     """Test every cap ``make_delegate()`` declares, in one call.
 
@@ -245,12 +250,16 @@ def check_delegate(
     cap and any version outside a declared set is refused with the SDK's reason); then,
     with ``run``, every recipe model the delegate takes and the CPU runs is run with and
     without it (:func:`assert_matches_cpu`). Returns the ``CapReport``; raises
-    ``AssertionError`` listing every failure.
+    ``AssertionError`` listing every failure. With ``dtype`` (``"int8"``, ``"uint8"``,
+    ``"int16"``...) every model is of that type (``delegate_sdk.testing.typed_recipes``):
+    an int8-only delegate proves each int8 version it declares, on the kit's bit-exact
+    int8 models where there is one (hundreds of outputs, realistic scales: a rescale off
+    by one step shows).
     """
     from backends.cpu import builtin_op_resolver
     from delegate_sdk.testing import assert_declared_caps, single_op_model
 
-    report = assert_declared_caps(make_delegate, strict=strict)
+    report = assert_declared_caps(make_delegate, strict=strict, dtype=dtype)
     if not run:
         return report
     resolver = builtin_op_resolver()
@@ -259,9 +268,306 @@ def check_delegate(
         if row.outcome != "taken" or resolver.find_op(row.op, row.version) is None:
             continue
         try:
-            assert_matches_cpu(single_op_model(row.op, row.version), make_delegate, tolerances=tolerances, invokes=invokes)
+            model = single_op_model(row.op, row.version, dtype)
+            assert_matches_cpu(model, make_delegate, tolerances=tolerances, invokes=invokes)
             row.ran = True
         except AssertionError as error:
             failures.append(f"{row.label} ({row.description}): {error}")
     assert not failures, "the delegate's outputs differ from the CPU's on recipe models:\n" + "\n".join(failures)
     return report
+
+
+# -- diff: where a delegate's numbers leave the reference ------------------------------------------
+
+
+@dataclass
+class OutputDiff:
+    """How one output of the delegated model differs from the reference's (the worst invoke)."""
+
+    index: int
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    max_abs: float  #: the largest |delegate - reference|
+    max_rel: float  #: max_abs over the reference's largest magnitude (0 when both are 0)
+    max_steps: int | None  #: integer outputs: the largest difference in quantized steps
+    mismatched: int  #: elements beyond the tolerance (in the worst invoke)
+    size: int
+    tolerance: str
+    within: bool
+    problem: str = ""  #: the comparison's message when not within the tolerance
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "name": self.name, "dtype": self.dtype, "shape": list(self.shape),
+                "max_abs": self.max_abs, "max_rel": self.max_rel, "max_steps": self.max_steps,
+                "mismatched": self.mismatched, "size": self.size, "tolerance": self.tolerance, "within": self.within}
+
+
+@dataclass
+class NodeDiff:
+    """The first node whose delegated result differs from the CPU's, given the same inputs."""
+
+    node: int
+    op: str
+    version: int
+    delegate: str
+    kernel: str  #: the delegate's kernel choice for the node (its op class), or the kernel class
+    input_shapes: list[list[int]]
+    output_shapes: list[list[int]]
+    outputs: list[OutputDiff]  #: per output of the node
+
+    def __str__(self) -> str:
+        worst = max(self.outputs, key=lambda o: (not o.within, o.max_abs))
+        steps = f", {worst.max_steps} step(s)" if worst.max_steps is not None else ""
+        return (f"node {self.node} {self.op} v{self.version} on {self.delegate} (kernel {self.kernel}), inputs "
+                f"{self.input_shapes} -> outputs {self.output_shapes}: output {worst.index} {worst.name!r} differs by "
+                f"up to {worst.max_abs:.6g} (relative {worst.max_rel:.3g}{steps}); {worst.mismatched} of {worst.size} "
+                f"element(s) beyond {worst.tolerance}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"node": self.node, "op": self.op, "version": self.version, "delegate": self.delegate,
+                "kernel": self.kernel, "input_shapes": self.input_shapes, "output_shapes": self.output_shapes,
+                "outputs": [o.to_json() for o in self.outputs]}
+
+
+@dataclass
+class DiffReport:
+    """What :func:`diff` found: per output the error and both latencies, and, when an
+    output is out of tolerance, the first node (in execution order) whose delegated result
+    differs from the CPU's given the same inputs."""
+
+    delegate: str
+    reference: str  #: "cpu" or "litert-ref"
+    invokes: int
+    outputs: list[OutputDiff]
+    reference_ms: float  #: median invoke latency of the reference
+    delegate_ms: float  #: median invoke latency with the delegate
+    delegated_nodes: int
+    first_divergent: NodeDiff | None = None
+    nodes_checked: int = 0  #: delegated nodes run one at a time while localizing
+    note: str = ""  #: what the localization could not say
+
+    @property
+    def ok(self) -> bool:
+        return all(o.within for o in self.outputs)
+
+    def __str__(self) -> str:
+        lines = [f"{self.delegate} vs {self.reference}: {self.delegated_nodes} node(s) delegated, {self.invokes} invoke(s); "
+                 f"latency {self.reference_ms:.3f} ms ({self.reference}) / {self.delegate_ms:.3f} ms ({self.delegate})"]
+        for o in self.outputs:
+            steps = f", {o.max_steps} step(s)" if o.max_steps is not None else ""
+            verdict = "ok" if o.within else f"OUT OF TOLERANCE ({o.mismatched} of {o.size})"
+            lines.append(f"  output {o.index} {o.name!r} {o.dtype}{list(o.shape)}: max |diff| {o.max_abs:.6g}, relative "
+                         f"{o.max_rel:.3g}{steps} [{o.tolerance}] {verdict}")
+        if self.first_divergent is not None:
+            lines.append(f"  first divergent node ({self.nodes_checked} delegated node(s) run alone): {self.first_divergent}")
+        if self.note:
+            lines.append(f"  {self.note}")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"delegate": self.delegate, "reference": self.reference, "invokes": self.invokes, "ok": self.ok,
+                "latency_ms": {"reference": self.reference_ms, "delegate": self.delegate_ms},
+                "delegated_nodes": self.delegated_nodes, "outputs": [o.to_json() for o in self.outputs],
+                "first_divergent_node": self.first_divergent.to_json() if self.first_divergent else None,
+                "nodes_checked": self.nodes_checked, "note": self.note}
+
+
+def _measure(index: int, name: str, got: np.ndarray, expected: np.ndarray, tolerance: Tolerance) -> OutputDiff:
+    """The error of one output (``got``) against the reference (``expected``)."""
+    problem = _compare(got, expected, tolerance, f"output {index} {name!r}")
+    max_abs = max_rel = 0.0
+    steps = None
+    mismatched = 0
+    if got.shape == expected.shape and expected.size and expected.dtype.kind in "biufc":
+        if expected.dtype.kind in "iub":
+            difference = np.abs(got.astype(np.int64) - expected.astype(np.int64))
+            steps = int(difference.max())
+            mismatched = int((difference > tolerance.atol).sum())
+        else:
+            with np.errstate(invalid="ignore", over="ignore"):
+                difference = np.abs(got.astype(np.complex128 if got.dtype.kind == "c" else np.float64) - expected)
+                difference = np.where(np.isnan(difference), np.inf, difference)
+                mismatched = int((difference > tolerance.bound(np.abs(expected) if expected.dtype.kind == "c" else
+                                                               expected.astype(np.float64))).sum())
+        max_abs = float(difference.max())
+        magnitude = float(np.max(np.abs(expected[np.isfinite(expected)]))) if np.isfinite(expected).any() else 0.0
+        max_rel = max_abs / magnitude if magnitude else (0.0 if max_abs == 0 else float("inf"))
+    elif problem:
+        mismatched = int(got.size)
+    return OutputDiff(index, name, str(expected.dtype), tuple(expected.shape), max_abs, max_rel, steps,
+                      mismatched if problem else 0, int(expected.size), str(tolerance), problem is None, problem or "")
+
+
+def _worse(a: OutputDiff | None, b: OutputDiff) -> OutputDiff:
+    if a is None:
+        return b
+    return b if (not b.within, b.max_abs) > (not a.within, a.max_abs) else a
+
+
+def _factory(delegate: Any) -> Callable[[], Delegate]:
+    if callable(delegate) and not callable(getattr(delegate, "prepare", None)):
+        return delegate
+    if isinstance(delegate, type):
+        return delegate
+    return lambda: delegate
+
+
+def _timed_invoke(interpreter: Any, inputs: Sequence[np.ndarray]) -> tuple[list[np.ndarray], float]:
+    import time
+
+    for detail, value in zip(interpreter.get_input_details(), inputs):
+        interpreter.set_tensor(detail["index"], value)
+    start = time.perf_counter()
+    interpreter.invoke()
+    elapsed = time.perf_counter() - start
+    return [np.array(interpreter.get_tensor(d["index"])) for d in interpreter.get_output_details()], elapsed
+
+
+def _litert_reference(model: bytes) -> Any:
+    try:
+        from ai_edge_litert.interpreter import Interpreter as LiteRTInterpreter
+        from ai_edge_litert.interpreter import OpResolverType
+    except ImportError as error:
+        raise RuntimeError(
+            "the litert-ref reference needs the ai-edge-litert package (pip install ai-edge-litert); "
+            "use the cpu reference instead"
+        ) from error
+    interpreter = LiteRTInterpreter(model_content=bytes(model), experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    interpreter.allocate_tensors()
+    return interpreter
+
+
+def diff(
+    model: bytes,
+    delegate: Any,
+    *,
+    reference: str = "cpu",
+    invokes: int = 3,
+    inputs: Sequence[np.ndarray] | None = None,
+    seed: int = 0,
+    tolerances: Mapping[str, Tolerance] | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    localize: bool = True,
+) -> DiffReport:
+    """Where a delegate's numbers leave the reference.
+
+    Runs ``model`` with the delegate and with the reference (``"cpu"``: this runtime's
+    CPU kernels; ``"litert-ref"``: ai-edge-litert's BUILTIN_REF kernels, where installed)
+    ``invokes`` times on the same inputs (``inputs``, rolled at each invoke as in
+    :func:`assert_matches_cpu`, or random from ``seed``) and reports, per output, the error
+    of the worst invoke (absolute, relative to the output's largest magnitude, and in
+    quantized steps for integer outputs) against the SDK's per-dtype tolerances
+    (``tolerances``, default :data:`DEFAULT_TOLERANCES`; ``rtol``/``atol`` replace the
+    float ones, ``atol`` is also the steps allowed on integer outputs), and the median
+    invoke latency of both.
+
+    When an output is out of tolerance (and ``localize``), each node the delegate took is
+    delegated alone, in execution order, with the rest of the graph on the CPU: the CPU
+    computes its inputs, as in the reference run, and its outputs are compared with the
+    CPU's on the same inputs of the failing invoke. The first node that differs beyond
+    the tolerance is reported (:class:`NodeDiff`: node, op, version, the delegate's kernel
+    choice, shapes, error). Nothing of a fused kernel's internals is needed: a delegate
+    that refuses to take a node alone (``min_nodes_per_partition``) leaves it unchecked,
+    and ``note`` says so.
+
+    ``delegate`` is a delegate, a delegate class, or a function returning one (a new
+    delegate is applied to each interpreter when it is a class or function; a delegate
+    object is applied again and again).
+    """
+    if reference not in ("cpu", "litert-ref"):
+        raise ValueError(f"reference must be 'cpu' or 'litert-ref', got {reference!r}")
+    if invokes < 1:
+        raise ValueError(f"invokes must be >= 1, got {invokes}")
+    tolerances = DEFAULT_TOLERANCES if tolerances is None else tolerances
+    make = _factory(delegate)
+    delegated = _interpreter(model, [make()])
+    name = delegated.delegation_reports[-1].delegate
+    taken = [p.node for p in delegated.node_placements() if p.delegated and p.subgraph == 0]
+    ref = _interpreter(model) if reference == "cpu" else _litert_reference(model)
+    names = [d["name"] for d in delegated.get_output_details()]
+    worst: list[OutputDiff | None] = [None] * len(names)
+    times_ref, times_delegate = [], []
+    failing_inputs = None
+    for k in range(invokes):
+        values = _random_inputs(delegated, seed + k) if inputs is None else [np.roll(np.asarray(x), k * 7) for x in inputs]
+        expected, t_ref = _timed_invoke(ref, values)
+        got, t_delegate = _timed_invoke(delegated, values)
+        times_ref.append(t_ref)
+        times_delegate.append(t_delegate)
+        for i, (g, e) in enumerate(zip(got, expected)):
+            measured = _measure(i, names[i], g, e, _tolerance(e.dtype, tolerances, rtol, atol))
+            worst[i] = _worse(worst[i], measured)
+            if not measured.within and failing_inputs is None:
+                failing_inputs = values
+    report = DiffReport(name, reference, invokes, [w for w in worst if w is not None],
+                        float(np.median(times_ref)) * 1e3, float(np.median(times_delegate)) * 1e3, len(taken))
+    if failing_inputs is not None and localize:
+        _localize(report, model, make, taken, failing_inputs, tolerances, rtol, atol)
+    return report
+
+
+def _localize(report: DiffReport, model: bytes, make: Callable[[], Delegate], taken: Sequence[int],
+              values: Sequence[np.ndarray], tolerances: Mapping[str, Tolerance], rtol: float | None,
+              atol: float | None) -> None:
+    """Delegate each taken node alone, in execution order; the first whose outputs differ
+    from the CPU's given the same inputs goes in ``report.first_divergent``."""
+    from interpreter import Interpreter
+    from interpreter.delegation import delegating_only
+
+    cpu = Interpreter(model_content=model, experimental_preserve_all_tensors=True)
+    cpu.allocate_tensors()
+    _invoke(cpu, values)
+    main = cpu._main
+    order = [n for n in main.execution_plan if n in set(taken)]
+    skipped = []
+    for node_index in order:
+        single = Interpreter(model_content=model, experimental_preserve_all_tensors=True)
+        with delegating_only({node_index}):
+            single.modify_graph_with_delegate(make())
+        if not any(p.delegated and p.node == node_index and p.subgraph == 0 for p in single.node_placements()):
+            skipped.append(node_index)
+            continue
+        single.allocate_tensors()
+        _invoke(single, values)
+        report.nodes_checked += 1
+        node = main.nodes[node_index]
+        registration = main.registrations[node_index]
+        diffs = []
+        for position, t in enumerate(node.outputs):
+            expected = np.array(cpu.get_tensor(t))
+            got = np.array(single.get_tensor(t))
+            tensor_name = main.tensors[t].name
+            diffs.append(_measure(position, tensor_name, got, expected, _tolerance(expected.dtype, tolerances, rtol, atol)))
+        if all(d.within for d in diffs):
+            continue
+        report.first_divergent = NodeDiff(
+            node_index, registration.op_name, registration.version, report.delegate,
+            _kernel_choice(single, node_index),
+            [list(main.tensors[t].shape) for t in node.inputs if t >= 0],
+            [list(main.tensors[t].shape) for t in node.outputs], diffs)
+        break
+    if report.first_divergent is None:
+        report.note = ("no delegated node differs from the CPU when run alone: the difference comes from how the nodes "
+                       "run together (partition boundaries, tensors handed between partitions, state across invokes)")
+    if skipped:
+        report.note = (report.note + "; " if report.note else "") + (
+            f"node(s) {skipped} were not taken alone by the delegate and are unchecked")
+
+
+def _kernel_choice(interpreter: Any, node_index: int) -> str:
+    """The delegate's kernel for a node it took: the op class its partition kernel chose
+    for that node (``steps``, as the GPU delegate's), else the kernel class."""
+    main = interpreter._main
+    for plan_node in main.execution_plan:
+        params = main.nodes[plan_node].delegate_params
+        if params is None or node_index not in params.nodes_to_replace:
+            continue
+        kernel = main.nodes[plan_node].user_data
+        for step in getattr(kernel, "steps", None) or ():
+            op, inner = (step[0], step[1]) if isinstance(step, tuple) and len(step) > 1 else (None, None)
+            if getattr(inner, "index", None) == node_index:
+                return type(op).__name__
+        return type(kernel).__name__
+    return "?"

@@ -208,6 +208,12 @@ def test_a_static_shape_delegate_leaves_only_the_nodes_that_touch_a_dynamic_tens
     assert "tensor 3 'y' is dynamic-sized" in reason and "supports_dynamic_tensors = True" in reason
 
 
+def test_a_dynamic_tensor_inside_a_partition_is_the_delegates_business():
+    interpreter = Interpreter(model_content=dynamic_reshape_model())
+    interpreter.modify_graph_with_delegate(ReferenceDelegate({BuiltinOperator.RESHAPE: 1, BuiltinOperator.ADD: 1}))
+    assert [p.node for p in interpreter.node_placements() if p.delegated] == [1, 2]
+
+
 def test_the_static_shape_delegate_computes_what_the_cpu_computes_around_a_dynamic_tensor():
     x = np.random.default_rng(1).standard_normal((2, 6)).astype(np.float32)
     shape = np.array([3, 4], np.int32)
@@ -215,20 +221,19 @@ def test_the_static_shape_delegate_computes_what_the_cpu_computes_around_a_dynam
                        invokes=1)
 
 
-class TakesEverything(Delegate):
-    """A low-level delegate that takes every node without looking at dynamic tensors."""
+class TakesTheAdd(Delegate):
+    """A low-level delegate that takes the ADD node (2) without looking at dynamic tensors."""
 
-    name = "TakesEverything"
+    name = "TakesTheAdd"
 
     def prepare(self, context):
-        context.replace_node_subsets_with_delegate_kernels(
-            ReferenceDelegate({}).kernel_registration(), list(context.execution_plan), self)
+        context.replace_node_subsets_with_delegate_kernels(ReferenceDelegate({}).kernel_registration(), [2], self)
 
 
 def test_a_low_level_static_delegate_that_takes_a_dynamic_node_is_refused_naming_the_flag():
     interpreter = Interpreter(model_content=dynamic_reshape_model())
     with pytest.raises(DelegateError, match=r"only supports static-sized tensors .*tensor 3 'y' is dynamic-sized.*supports_dynamic_tensors = True"):
-        interpreter.modify_graph_with_delegate(TakesEverything())
+        interpreter.modify_graph_with_delegate(TakesTheAdd())
     assert not any(p.delegated for p in interpreter.node_placements())
 
 
