@@ -269,3 +269,14 @@ def test_a_support_table_may_list_versions_with_gaps():
     assert plan_delegation(delegate, single_op_model(DW, 1)).taken == [0]
     assert plan_delegation(delegate, single_op_model(DW, 3)).taken == [0]
     assert plan_delegation(delegate, single_op_model(DW, 2)).reason(0) == "DEPTHWISE_CONV_2D v2: Gappy supports DEPTHWISE_CONV_2D versions 1, 3 only"
+
+
+def test_a_static_only_delegate_takes_its_nodes_in_a_streaming_model_with_resource_variables():
+    """The wake-word model keeps its state in resource variables: READ_VARIABLE's outputs are
+    dynamic-sized, yet no CONV_2D, DEPTHWISE_CONV_2D or FULLY_CONNECTED touches them."""
+    model = (pathlib.Path(__file__).parents[1] / "data" / "models" / "real" / "mww_hey_jarvis_int8_streaming.tflite").read_bytes()
+    table = {BuiltinOperator.CONV_2D: 3, BuiltinOperator.DEPTHWISE_CONV_2D: 3, BuiltinOperator.FULLY_CONNECTED: 4}
+    interpreter = assert_matches_cpu(model, lambda: ReferenceDelegate(table, name="StaticOnly"), invokes=4)
+    taken = {p.op for p in interpreter.node_placements() if p.delegated}
+    assert taken == {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"}
+    assert sum(p.delegated for p in interpreter.node_placements()) == 10
