@@ -300,40 +300,36 @@ class SimpleDelegate(Delegate):
 
     def keep_dynamic_tensors_inside(self, context: "DelegateContext", supported: Sequence[int]) -> list[int]:
         """For a static-only delegate (``supports_dynamic_tensors = False``): drop from
-        ``supported`` the nodes that read or write a dynamic-sized tensor
-        (``context.dynamic_tensors``) which would cross between this delegate and the rest
-        of the graph (its writer or one of its readers not taken, or a subgraph input or
-        output), recording why; a dynamic tensor both written and read only by taken nodes
-        stays inside the delegate (whose kernels fix its shape, as the GPU delegate does for
-        READ_VARIABLE). Only those nodes stay on the CPU: the rest of the graph is taken."""
+        ``supported`` the nodes that read a dynamic-sized tensor (``context.dynamic_tensors``)
+        coming from outside the delegate (its writer not taken, or a subgraph input),
+        recording why. A dynamic tensor a taken node writes is the delegate's to shape (the
+        GPU delegate fixes READ_VARIABLE's); one is refused when applied if it stays dynamic
+        at the partition's boundary. Only those nodes stay on the CPU: the rest is taken."""
         dynamic = getattr(context, "dynamic_tensors", frozenset())
         if self.supports_dynamic_tensors or not dynamic:
             return list(supported)
-        users: dict[int, set[int]] = {t: set() for t in dynamic}
+        writer: dict[int, int] = {}
         for node_index in context.execution_plan:
-            node = context.get_node_and_registration(node_index)[0]
-            for t in (*node.inputs, *node.outputs):
-                if t in users:
-                    users[t].add(node_index)
-        boundary = set(context.inputs) | set(context.outputs)
+            for t in context.get_node_and_registration(node_index)[0].outputs:
+                writer[t] = node_index
         taken = set(supported)
         changed = True
         while changed:
             changed = False
-            for t in sorted(dynamic):
-                mine = users[t] & taken
-                if not mine or (users[t] <= taken and t not in boundary):
+            for node_index in sorted(taken):
+                node, registration = context.get_node_and_registration(node_index)
+                outside = [t for t in node.inputs if t in dynamic and writer.get(t) not in taken]
+                if not outside:
                     continue
-                for node_index in sorted(mine):
-                    taken.discard(node_index)
-                    registration = context.get_node_and_registration(node_index)[1]
-                    name = getattr(context.tensors[t], "name", "")
-                    context.record_decision(NodeDecision(self.name, node_index, False, (
-                        f"{registration.op_name} v{registration.version}: tensor {t} {name!r} is dynamic-sized (its "
-                        f"shape is known only at invoke) and {self.name} only supports static-sized tensors (set "
-                        "supports_dynamic_tensors = True on the delegate class if its kernels handle shapes that "
-                        "change at invoke)")))
+                taken.discard(node_index)
                 changed = True
+                t = outside[0]
+                name = getattr(context.tensors[t], "name", "")
+                context.record_decision(NodeDecision(self.name, node_index, False, (
+                    f"{registration.op_name} v{registration.version}: tensor {t} {name!r} is dynamic-sized (its "
+                    f"shape is known only at invoke) and {self.name} only supports static-sized tensors (set "
+                    "supports_dynamic_tensors = True on the delegate class if its kernels handle shapes that "
+                    "change at invoke)")))
         return [n for n in supported if n in taken]
 
     def prepare(self, context: "DelegateContext") -> None:
