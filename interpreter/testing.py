@@ -18,7 +18,7 @@ are in ``delegate_sdk.testing``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -31,10 +31,13 @@ __all__ = [
     "FLOAT16_COMPUTE_TOLERANCES",
     "NodeDiff",
     "OutputDiff",
+    "QuantizedReference",
+    "RESCALING_SCHEMES",
     "Tolerance",
     "assert_matches_cpu",
     "check_delegate",
     "diff",
+    "quantized_reference",
     "run_model",
 ]
 
@@ -579,3 +582,135 @@ def _kernel_choice(interpreter: Any, node_index: int) -> str:
                 return type(op).__name__
         return type(kernel).__name__
     return "?"
+
+
+# -- the integer arithmetic of a node, as the CPU kernel prepared it -------------------------------
+
+#: How each family of integer kernels rescales its accumulator (``QuantizedReference.scheme``).
+RESCALING_SCHEMES = {
+    "double": "out = clamp(int32(round(double(acc) * real_scale)) + output_zero_point, low, high): LiteRT's reference "
+              "FULLY_CONNECTED (uint8, int8, int16 x int8), C's round (halves away from zero), no fixed-point multiply",
+    "fixed-point": "out = clamp(MultiplyByQuantizedMultiplier(acc, multiplier, shift) + output_zero_point, low, high): "
+                   "a 31-bit multiplier and a power-of-two shift per output channel (CONV_2D, DEPTHWISE_CONV_2D, "
+                   "int16 x int16 FULLY_CONNECTED, MUL)",
+    "add-sub": "a = M((q1 - z1) << left_shift, m1), b = M((q2 - z2) << left_shift, m2), out = clamp(M(a +- b, mo) + zo): "
+               "left_shift 20 for 8-bit (15 for int16), both inputs rescaled to twice the larger input scale "
+               "(m1 ~ s1 / (2 max(s1, s2)), m2 ~ s2 / (2 max(s1, s2)), mo ~ 2 max(s1, s2) / (2^left_shift s_out))",
+    "power-of-two": "int16 ADD/SUB with power-of-two scales (pot_scale_int16): the input at the smaller scale is "
+                    "rounding-shifted right to the output's scale, then added with int16 saturation",
+    "other": "see the CPU kernel's module docstring (backends/cpu/kernels/*_quantized.py)",
+}
+
+
+@dataclass
+class QuantizedReference:
+    """The integer arithmetic of one node, as the CPU kernel prepared it (bit-exact with
+    LiteRT's BUILTIN_REF): what a delegate's int8 kernel must reproduce.
+
+    ``scheme`` names the rescaling (a key of :data:`RESCALING_SCHEMES`, whose value is the
+    formula): ``"double"`` for FULLY_CONNECTED (``real_scale`` per unit), ``"fixed-point"``
+    for CONV_2D, DEPTHWISE_CONV_2D and MUL (``multipliers`` and ``shifts``, a shift > 0
+    being a left shift), ``"add-sub"`` for ADD and SUB (``left_shift`` and the three
+    ``(multiplier, shift)`` pairs in ``params``: ``m1``, ``m2``, ``mo``). ``low``/``high``
+    are the fused activation's clamp in the output's quantized domain. ``reference(*inputs)``
+    runs the CPU kernel on the node's non-constant inputs and returns its outputs.
+    """
+
+    node: int
+    op: str
+    version: int
+    kernel: str  #: the CPU kernel class
+    scheme: str
+    input_scales: list[list[float]]  #: per input (per channel where the tensor is), [] when not quantized
+    input_zero_points: list[list[int]]
+    output_scale: float
+    output_zero_point: int
+    low: int
+    high: int
+    real_scale: Any = None  #: "double": the double multiplier(s) of the accumulator
+    multipliers: Any = None  #: "fixed-point": the 31-bit multiplier(s)
+    shifts: Any = None  #: "fixed-point": the shift(s), > 0 a left shift
+    params: dict[str, Any] = field(default_factory=dict)  #: everything else the kernel prepared (left_shift, m1...)
+    _run: Callable[..., list[np.ndarray]] | None = None
+
+    @property
+    def formula(self) -> str:
+        return RESCALING_SCHEMES[self.scheme]
+
+    def reference(self, *inputs: np.ndarray) -> list[np.ndarray]:
+        """The CPU kernel's outputs for these values of the node's non-constant inputs."""
+        assert self._run is not None
+        return self._run(*inputs)
+
+
+def quantized_reference(model: bytes, node: int) -> QuantizedReference:
+    """The prepared integer arithmetic of node ``node`` of ``model``'s main subgraph (see
+    :class:`QuantizedReference`), read from the CPU kernel after ``allocate_tensors``.
+
+    Raises:
+      ValueError: the node's output is not an integer tensor with a scale (a float or
+        hybrid node has no integer rescaling).
+    """
+    from interpreter import Interpreter
+
+    interpreter = Interpreter(model_content=bytes(model))
+    interpreter.allocate_tensors()
+    main = interpreter._main
+    if node in getattr(main, "_reprepare", ()):  # downstream of a dynamic tensor: prepared at invoke
+        _invoke(interpreter, _random_inputs(interpreter, 0))
+    the_node, registration = main.nodes[node], main.registrations[node]
+    output = main.tensors[the_node.outputs[0]]
+    if output.quantization is None or not len(output.quantization.scale) or output.dtype is None or output.dtype.kind not in "iu":
+        raise ValueError(f"node {node} ({registration.op_name} v{registration.version}) has no quantized integer output")
+    kernel = the_node.user_data
+    tensors = [main.tensors[t] if t >= 0 else None for t in the_node.inputs]
+
+    def scales(tensor) -> list[float]:
+        q = tensor.quantization if tensor is not None else None
+        return [float(s) for s in q.scale] if q is not None and len(q.scale) else []
+
+    def zero_points(tensor) -> list[int]:
+        q = tensor.quantization if tensor is not None else None
+        return [int(z) for z in q.zero_point] if q is not None and len(q.zero_point) else []
+
+    variable = [t for t in the_node.inputs if t >= 0 and not main.tensors[t].is_constant]
+
+    def run(*values: np.ndarray) -> list[np.ndarray]:
+        if len(values) != len(variable):
+            raise ValueError(f"node {node} has {len(variable)} non-constant input(s), got {len(values)}")
+        for t, value in zip(variable, values):
+            main.tensors[t].data[...] = value
+        registration.invoke(main, the_node)
+        return [np.array(main.tensors[t].data) for t in the_node.outputs]
+
+    reference = QuantizedReference(
+        node, registration.op_name, registration.version, type(kernel).__name__, "other",
+        [scales(t) for t in tensors], [zero_points(t) for t in tensors],
+        float(output.quantization.scale[0]), int(output.quantization.zero_point[0]) if len(output.quantization.zero_point) else 0,
+        int(getattr(kernel, "low", np.iinfo(output.dtype).min)), int(getattr(kernel, "high", np.iinfo(output.dtype).max)),
+        _run=run)
+    conv = getattr(kernel, "quantization", None)
+    if hasattr(conv, "multipliers") and hasattr(conv, "shifts"):
+        reference.scheme = "fixed-point"
+        reference.multipliers, reference.shifts = np.array(conv.multipliers), np.array(conv.shifts)
+        reference.low, reference.high = conv.low, conv.high
+        reference.params = {"input_zero_point": conv.input_zero_point, "output_zero_point": conv.output_zero_point,
+                            "filter_zero_point": getattr(kernel, "filter_zero_point", 0), "int64_accumulator": conv.wide}
+    elif hasattr(kernel, "effective_scale"):
+        reference.params = {name: getattr(kernel, name) for name in ("in_zp", "w_zp", "out_zp", "acc_is_int32")
+                            if hasattr(kernel, name)}
+        if getattr(kernel, "use_mbqm", False):
+            reference.scheme = "fixed-point"
+            reference.params["effective_scale"] = kernel.effective_scale
+        else:
+            reference.scheme = "double"
+            reference.real_scale = kernel.effective_scale
+    elif hasattr(kernel, "left_shift"):
+        reference.scheme = "power-of-two" if getattr(kernel, "pot_int16", False) else "add-sub"
+        reference.params = {"left_shift": kernel.left_shift, "m1": kernel.m1, "m2": kernel.m2, "mo": kernel.mo,
+                            "offsets": kernel.offsets}
+    elif hasattr(kernel, "multiplier") and hasattr(kernel, "offsets"):
+        reference.scheme = "fixed-point"
+        reference.multipliers, reference.shifts = kernel.multiplier
+        reference.params = {"offsets": kernel.offsets}
+    return reference
