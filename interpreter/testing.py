@@ -195,9 +195,16 @@ def assert_matches_cpu(
     require_delegation: bool = True,
     invokes: int = 3,
     tolerances: Mapping[str, Tolerance] | None = None,
+    intermediates: bool = False,
 ) -> Any:
     """Run ``model`` on the CPU alone and with the delegate(s), ``invokes`` times with new
     input values each time; the outputs must agree at every invoke.
+
+    When they do not (and one delegate is applied), the message also names the first node,
+    in execution order, whose delegated result differs from the CPU's on the same inputs
+    (each delegated node run alone, as :func:`diff` does). With ``intermediates``, every
+    delegated node is checked that way even when the outputs agree: int8 outputs of real
+    models often saturate or are dequantized, and hide a kernel off by one step.
 
     A delegate's later invokes often take other paths than its first (a CUDA graph
     captured at the second and replayed from the third, cached buffers), so one invoke
@@ -233,8 +240,32 @@ def assert_matches_cpu(
             problem = _compare(np.asarray(g), np.asarray(e), _tolerance(np.asarray(e).dtype, tolerances, rtol, atol), where)
             if problem:
                 problems.append(problem)
-        assert not problems, "the delegated outputs differ from the CPU's:\n" + "\n".join(problems)
+        if problems:
+            raise AssertionError("the delegated outputs differ from the CPU's:\n" + "\n".join(problems)
+                                 + _localization(model, make_delegates, values, tolerances, rtol, atol, delegated))
+    if intermediates:
+        values = _random_inputs(cpu, seed) if inputs is None else [np.asarray(x) for x in inputs]
+        found = _localization(model, make_delegates, values, tolerances, rtol, atol, delegated)
+        assert not found, "the delegated outputs agree with the CPU's, but a node does not:" + found
     return delegated
+
+
+def _localization(model: bytes, make_delegates: Callable[[], Any], values: Sequence[np.ndarray],
+                  tolerances: Mapping[str, Tolerance], rtol: float | None, atol: float | None, delegated: Any) -> str:
+    """``"\nfirst node that differs ...: ..."``, or "" (nothing found, or several delegates)."""
+    probe = make_delegates()
+    if isinstance(probe, (list, tuple)):
+        if len(probe) != 1:
+            return ""
+        make = lambda: make_delegates()[0]  # noqa: E731
+    else:
+        make = make_delegates
+    taken = [p.node for p in delegated.node_placements() if p.delegated and p.subgraph == 0]
+    report = DiffReport(delegated.delegation_reports[-1].delegate, "cpu", 1, [], 0.0, 0.0, len(taken))
+    _localize(report, model, make, taken, values, tolerances, rtol, atol)
+    if report.first_divergent is None:
+        return ""
+    return f"\nfirst node that differs from the CPU given the same inputs: {report.first_divergent}"
 
 
 def check_delegate(
@@ -559,7 +590,7 @@ def _localize(report: DiffReport, model: bytes, make: Callable[[], Delegate], ta
             [list(main.tensors[t].shape) for t in node.inputs if t >= 0],
             [list(main.tensors[t].shape) for t in node.outputs], diffs)
         break
-    if report.first_divergent is None and not all(o.within for o in report.outputs):
+    if report.first_divergent is None and report.outputs and not all(o.within for o in report.outputs):
         report.note = ("no delegated node differs from the CPU when run alone: the difference comes from how the nodes "
                        "run together (partition boundaries, tensors handed between partitions, state across invokes)")
     if skipped:

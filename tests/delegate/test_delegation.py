@@ -280,3 +280,23 @@ def test_a_static_only_delegate_takes_its_nodes_in_a_streaming_model_with_resour
     taken = {p.op for p in interpreter.node_placements() if p.delegated}
     assert taken == {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"}
     assert sum(p.delegated for p in interpreter.node_placements()) == 10
+
+
+def misdeclared_add_model() -> bytes:
+    """ADD of two [2, 6] inputs whose output the file declares [3, 4] (the CPU computes [2, 6])."""
+    builder = ModelBuilder()
+    g = builder.subgraph()
+    a, b = g.add_input("a", [2, 6]), g.add_input("b", [2, 6])
+    z = g.add_tensor("z", [3, 4])
+    g.add_operator(BuiltinOperator.ADD, [a, b], [z], AddParams())
+    g.add_output(z)
+    return builder.build()
+
+
+def test_a_delegated_node_gets_the_output_shape_the_cpu_computes_not_the_files():
+    """AddMulDelegate's kernel computes with numpy and never resizes: the interpreter gives
+    the delegated ADD the CPU's output shape before the delegate prepares (as LiteRT does)."""
+    rng = np.random.default_rng(2)
+    a, b = (rng.standard_normal((2, 6)).astype(np.float32) for _ in range(2))
+    interpreter = assert_matches_cpu(misdeclared_add_model(), AddMulDelegate, inputs=[a, b], invokes=1)
+    assert interpreter.get_output_details()[0]["shape"].tolist() == [2, 6]

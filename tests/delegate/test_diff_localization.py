@@ -179,3 +179,17 @@ def test_a_right_delegate_diffs_clean_with_both_latencies():
     assert report.reference_ms > 0 and report.delegate_ms > 0 and report.delegated_nodes == 12
     assert [(o.max_abs, o.max_steps) for o in report.outputs] == [(0.0, None)]  # a float output: no steps
     assert report.to_json()["outputs"][0]["within"] is True
+
+
+def test_assert_matches_cpu_names_the_wrong_node_when_it_fails():
+    with pytest.raises(AssertionError, match=rf"first node that differs from the CPU given the same inputs: node {WRONG_ADD} ADD v1"):
+        assert_matches_cpu(FACE.read_bytes(), lambda: OneWrongDelegate(FACE, WRONG_ADD), invokes=1)
+
+
+def test_assert_matches_cpu_compares_intermediates_when_asked(tmp_path):
+    model = fc_in_the_middle()
+    path = tmp_path / "fc.tflite"
+    path.write_bytes(model)
+    assert_matches_cpu(model, lambda: OneWrongDelegate(path, -1), invokes=1, intermediates=True)
+    with pytest.raises(AssertionError, match=rf"node {WRONG_FC} FULLY_CONNECTED v4"):
+        assert_matches_cpu(model, lambda: OneWrongDelegate(path, WRONG_FC), invokes=1, intermediates=True)
