@@ -25,6 +25,13 @@ the output-shape tensor for int16, which is always int32); those the CPU registe
 recipe stamped *by hand* (``Recipe.hand_stamped`` says why), except DEQUANTIZE v4, which no
 rule gives at all.
 
+Per type: ``TYPED_RECIPES`` holds, for (op, version, dtype), the int8, uint8 and int16
+forms of a version whose default recipe is of another type (uint8 CONV_2D v1, int8
+RESHAPE v1, int8 FULLY_CONNECTED v5...), and bit-exact int8 models of the main integer
+kernels; :func:`typed_recipes` ``(op, "int8")`` gives every version of an op in a type,
+which is what an int8-only delegate's tests need (``assert_takes_versions_up_to`` infers
+the type, ``check_delegate(..., dtype="int8")``).
+
 Authors add their own (a custom layout, another type) with :func:`register_recipe`.
 """
 
@@ -1383,6 +1390,62 @@ def _typed_table() -> Iterator[tuple[int, int, str, str, Callable[[], bytes]]]:
     yield B.SOFTMAX, 1, "uint8", "uint8 quantized", lambda: _unary(B.SOFTMAX, U8Q.with_out(1 / 256, 0), beta=1.0)
 
 
+def _quantized_variants() -> Iterator[tuple[int, int, str, str, Callable[[], bytes]]]:
+    """The quantized (and int16) forms of ops whose default recipe at that version is of
+    another type: uint8 at version 1, where TFLite's first quantized kernels live, and the
+    types the rules give no version of their own (int8 RELU_N1_TO_1 is v1). Each one is
+    checked by the tests: its rule version, its type, and that the CPU runs it."""
+    types = {"uint8": U8Q, "int8": I8Q, "int16": I16Q}
+    same = {name: t.same() for name, t in types.items()}
+    unary = {B.RELU: ("uint8",), B.RELU6: ("uint8",), B.RELU_N1_TO_1: ("uint8", "int8"), B.LEAKY_RELU: ("uint8", "int8"),
+             B.HARD_SWISH: ("uint8", "int8"), B.TANH: ("uint8",), B.ELU: ("int8",)}
+    for op, names in unary.items():
+        for name in names:
+            options = {"alpha": 0.2} if op == B.LEAKY_RELU else {}
+            yield op, name, f"{name} quantized", lambda op=op, t=types[name], o=options: _unary(op, t, **o)
+    yield B.DIV, "uint8", "uint8 quantized", lambda: _binary(B.DIV, U8Q, const_second=True)
+    for op in (B.MAXIMUM, B.MINIMUM):
+        yield op, "uint8", "uint8 quantized", lambda op=op: _binary(op, same["uint8"])
+    comparisons = {B.EQUAL: ("uint8",), B.NOT_EQUAL: ("uint8",), B.LESS: ("uint8",), B.LESS_EQUAL: ("uint8", "int16"),
+                   B.GREATER: ("uint8", "int16"), B.GREATER_EQUAL: ("uint8",)}
+    for op, names in comparisons.items():
+        for name in names:
+            yield op, name, f"{name} quantized -> bool", lambda op=op, t=types[name]: _compare(op, t)
+    reductions = {B.MEAN: ("uint8",), B.REDUCE_MAX: ("uint8",), B.REDUCE_MIN: ("uint8",), B.SUM: ("uint8", "int16")}
+    for op, names in reductions.items():
+        for name in names:
+            t = same[name] if op in (B.REDUCE_MAX, B.REDUCE_MIN) else types[name]
+            yield op, name, f"{name} quantized, axes 1 and 2, keep_dims", lambda op=op, t=t: _reduce(op, t)
+    for op in (B.ARG_MAX, B.ARG_MIN):
+        yield op, "uint8", "uint8 quantized -> int32", lambda op=op: _arg(op, U8Q)
+    movement = {
+        B.PACK: (_pack, ("uint8",)), B.UNPACK: (_unpack, ("uint8",)), B.SPLIT: (_split, ("uint8",)),
+        B.SPLIT_V: (_split_v, ("uint8", "int16")), B.GATHER: (_gather, ("uint8",)), B.SLICE: (_slice, ("uint8",)),
+        B.STRIDED_SLICE: (_strided_slice, ("uint8", "int16")), B.PAD: (lambda t: _pad(B.PAD, t), ("uint8",)),
+        B.PADV2: (lambda t: _pad(B.PADV2, t), ("uint8",)),
+        B.SPACE_TO_DEPTH: (lambda t: _space_depth(B.SPACE_TO_DEPTH, t), ("uint8",)),
+        B.DEPTH_TO_SPACE: (lambda t: _space_depth(B.DEPTH_TO_SPACE, t), ("uint8",)),
+        B.RESIZE_BILINEAR: (lambda t: _resize(B.RESIZE_BILINEAR, t), ("uint8",)),
+        B.RESIZE_NEAREST_NEIGHBOR: (lambda t: _resize(B.RESIZE_NEAREST_NEIGHBOR, t), ("uint8",)),
+        B.SPACE_TO_BATCH_ND: (lambda t: _space_batch(B.SPACE_TO_BATCH_ND, t), ("uint8",)),
+        B.BATCH_TO_SPACE_ND: (lambda t: _space_batch(B.BATCH_TO_SPACE_ND, t), ("uint8",)),
+        B.TRANSPOSE: (lambda t: _with_const(B.TRANSPOSE, t, S2, [1, 0], (3, 2)), ("uint8",)),
+        B.TILE: (lambda t: _with_const(B.TILE, t, S2, [2, 1], (4, 3)), ("uint8", "int16")),
+        B.REVERSE_V2: (lambda t: _with_const(B.REVERSE_V2, t, S2, [1], S2), ("uint8", "int16")),
+        B.BROADCAST_TO: (lambda t: _with_const(B.BROADCAST_TO, t, (1, 3), [2, 3], S2), ("uint8", "int16")),
+        B.MIRROR_PAD: (lambda t: _pad(B.MIRROR_PAD, t, mode=MirrorPadMode.REFLECT), ("uint8",)),
+        B.GATHER_ND: (_gather_nd, ("uint8", "int8")),
+    }
+    for op, (build, names) in movement.items():
+        for name in names:
+            yield op, name, f"{name} quantized", lambda build=build, t=same[name]: build(t)
+
+
+#: The versions of ``_quantized_variants`` other than 1.
+_VARIANT_VERSIONS = {(B.RELU, "uint8"): 2, (B.UNPACK, "uint8"): 2, (B.BROADCAST_TO, "uint8"): 2,
+                     (B.BROADCAST_TO, "int16"): 3}
+
+
 def _conv_grouped_int8() -> bytes:
     t = I8Q
     m = _Graph()
@@ -1401,6 +1464,9 @@ def _install() -> None:
         VERSION_RECIPES[(int(op), version)] = Recipe(int(op), version, build, description, family, 0, why)
     for op, version, dtype, description, build in _typed_table():
         TYPED_RECIPES[(int(op), version, dtype)] = Recipe(int(op), version, build, description, "typed", 0, "", dtype)
+    for op, dtype, description, build in _quantized_variants():
+        version = _VARIANT_VERSIONS.get((op, dtype), 1)  # what the rules give (checked by the tests)
+        TYPED_RECIPES.setdefault((int(op), version, dtype), Recipe(int(op), version, build, description, "typed", 0, "", dtype))
 
 
 _install()
