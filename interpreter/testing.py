@@ -610,6 +610,8 @@ def _kernel_choice(interpreter: Any, node_index: int) -> str:
         for step in getattr(kernel, "steps", None) or ():
             op, inner = (step[0], step[1]) if isinstance(step, tuple) and len(step) > 1 else (None, None)
             if getattr(inner, "index", None) == node_index:
+                if callable(op) and hasattr(op, "__qualname__") and not isinstance(op, type):
+                    return op.__qualname__.split(".<locals>")[0]  # a function (made by a factory)
                 return type(op).__name__
         return type(kernel).__name__
     return "?"
