@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import pathlib
 import textwrap
+
+import pytest
 
 from interpreter.cli import main
 
@@ -63,3 +66,13 @@ def test_diff_needs_a_delegate(capsys):
 def test_an_option_value_that_is_not_a_literal_is_a_usage_error(capsys):
     assert main(["run", "--delegate", "examples.toy_npu:ToyNpu:version_caps={CONV_2D:2}"]) == 2
     assert "is not a Python literal" in capsys.readouterr().err
+
+
+def test_diff_against_litert_builtin_ref(capsys):
+    pytest.importorskip("ai_edge_litert")
+    model = str(pathlib.Path(__file__).parents[1] / "data" / "models" / "real" / "mltk_keyword_spotting_dscnn_int8.tflite")
+    tiny = str(pathlib.Path(__file__).parents[2] / "examples" / "tiny_dsp.py")
+    assert main(["diff", model, "--delegate", f"{tiny}:TinyDsp", "--reference", "litert-ref", "--invokes", "2", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["reference"] == "litert-ref" and report["delegated_nodes"] == 10
+    assert [(o["dtype"], o["max_abs"]) for o in report["outputs"]] == [("float32", 0.0)]  # bit-exact with BUILTIN_REF
