@@ -8,8 +8,6 @@ bit-exact int8 models.
 
 from __future__ import annotations
 
-import math
-import pathlib
 
 import numpy as np
 import pytest
