@@ -88,3 +88,15 @@ class DelegateContext(Context):
     def record_decision(self, decision: Any) -> None:
         """Record why a delegate took or left a node (``delegate_sdk.delegate.NodeDecision``)."""
         raise NotImplementedError
+
+    @property
+    def dynamic_tensors(self) -> frozenset[int]:
+        """Tensors whose shape is known only at invoke because their kernel says so at
+        prepare (TFLite's ``kTfLiteDynamic``: READ_VARIABLE's output, a RESHAPE to a shape
+        computed from data, WHERE's output...). The interpreter prepares the graph on the
+        CPU before a delegate's ``prepare`` (as TFLite's ``EnsureMemoryAllocations``) to
+        find them; a dry run knows none. A delegate whose ``supports_dynamic_tensors`` is
+        False must not take a node that reads or writes one (``SimpleDelegate`` leaves such
+        nodes on the CPU with a reason); nodes further downstream are not in this set: they
+        are prepared again before each invoke, with their inputs' shapes of that invoke."""
+        return frozenset()

@@ -82,7 +82,12 @@ class Delegate:
     """Low-level delegate: override :meth:`prepare`.
 
     ``supports_dynamic_tensors`` False (the default, as TFLite's flags) means the
-    interpreter refuses this delegate on a graph with dynamic-shaped tensors.
+    delegate must not take a node that reads or writes a dynamic-sized tensor
+    (``context.dynamic_tensors``: a shape known only at invoke, such as READ_VARIABLE's
+    output). ``SimpleDelegate`` leaves those nodes on the CPU, with a reason naming this
+    attribute, and takes the rest; a low-level delegate that takes one anyway is refused
+    with ``DelegateError``. Set it True when the kernels handle shapes that change at
+    invoke (the output arrays may then be replaced by new ones of the new shape).
     """
 
     name: str = "Delegate"
@@ -293,6 +298,40 @@ class SimpleDelegate(Delegate):
             )
         return f"{label}: {reason}"
 
+    def keep_dynamic_tensors_inside(self, context: "DelegateContext", supported: Sequence[int]) -> list[int]:
+        """For a static-only delegate (``supports_dynamic_tensors = False``): drop from
+        ``supported`` the nodes that read a dynamic-sized tensor (``context.dynamic_tensors``)
+        coming from outside the delegate (its writer not taken, or a subgraph input),
+        recording why. A dynamic tensor a taken node writes is the delegate's to shape (the
+        GPU delegate fixes READ_VARIABLE's); one is refused when applied if it stays dynamic
+        at the partition's boundary. Only those nodes stay on the CPU: the rest is taken."""
+        dynamic = getattr(context, "dynamic_tensors", frozenset())
+        if self.supports_dynamic_tensors or not dynamic:
+            return list(supported)
+        writer: dict[int, int] = {}
+        for node_index in context.execution_plan:
+            for t in context.get_node_and_registration(node_index)[0].outputs:
+                writer[t] = node_index
+        taken = set(supported)
+        changed = True
+        while changed:
+            changed = False
+            for node_index in sorted(taken):
+                node, registration = context.get_node_and_registration(node_index)
+                outside = [t for t in node.inputs if t in dynamic and writer.get(t) not in taken]
+                if not outside:
+                    continue
+                taken.discard(node_index)
+                changed = True
+                t = outside[0]
+                name = getattr(context.tensors[t], "name", "")
+                context.record_decision(NodeDecision(self.name, node_index, False, (
+                    f"{registration.op_name} v{registration.version}: tensor {t} {name!r} is dynamic-sized (its "
+                    f"shape is known only at invoke) and {self.name} only supports static-sized tensors (set "
+                    "supports_dynamic_tensors = True on the delegate class if its kernels handle shapes that "
+                    "change at invoke)")))
+        return [n for n in supported if n in taken]
+
     def prepare(self, context: "DelegateContext") -> None:
         self.check_declaration()
         supported = []
@@ -303,6 +342,7 @@ class SimpleDelegate(Delegate):
                 supported.append(node_index)
             else:
                 context.record_decision(NodeDecision(self.name, node_index, False, reason))
+        supported = self.keep_dynamic_tensors_inside(context, supported)
         chosen = self._apply_partition_options(context, supported)
         for node_index in chosen:
             context.record_decision(NodeDecision(self.name, node_index, True))

@@ -25,6 +25,13 @@ the output-shape tensor for int16, which is always int32); those the CPU registe
 recipe stamped *by hand* (``Recipe.hand_stamped`` says why), except DEQUANTIZE v4, which no
 rule gives at all.
 
+Per type: ``TYPED_RECIPES`` holds, for (op, version, dtype), the int8, uint8 and int16
+forms of a version whose default recipe is of another type (uint8 CONV_2D v1, int8
+RESHAPE v1, int8 FULLY_CONNECTED v5...), and bit-exact int8 models of the main integer
+kernels; :func:`typed_recipes` ``(op, "int8")`` gives every version of an op in a type,
+which is what an int8-only delegate's tests need (``assert_takes_versions_up_to`` infers
+the type, ``check_delegate(..., dtype="int8")``).
+
 Authors add their own (a custom layout, another type) with :func:`register_recipe`.
 """
 
@@ -54,15 +61,19 @@ B = BuiltinOperator
 T = TensorType
 
 __all__ = [
+    "QUANTIZED_DTYPES",
     "Recipe",
     "RecipeError",
+    "TYPED_RECIPES",
     "UNBUILDABLE_VERSIONS",
     "VERSION_RECIPES",
     "recipe",
     "recipes_for",
     "register_recipe",
+    "checked_model",
     "rule_version",
     "single_op_model",
+    "typed_recipes",
 ]
 
 
@@ -90,6 +101,7 @@ class Recipe:
     family: str = ""
     subject: int = 0
     hand_stamped: str = ""
+    dtype: str = ""  #: the activations' type ("int8", "uint8", "int16"...); empty: read from the model
 
     def __call__(self) -> bytes:
         return self.build()
@@ -98,6 +110,31 @@ class Recipe:
     def label(self) -> str:
         return f"{_op_name(self.op)} v{self.version}"
 
+    @property
+    def activation_dtype(self) -> str:
+        """The type of the data the node computes on: its first input that is not a
+        constant (its first output when every input is), by ``TensorType`` name in lower
+        case: ``"float32"``, ``"int8"``, ``"uint8"``, ``"int16"``..."""
+        if self.dtype:
+            return self.dtype
+        if self not in _DTYPE_CACHE:
+            _DTYPE_CACHE[self] = _activation_dtype(self.build(), self.subject)
+        return _DTYPE_CACHE[self]
+
+
+_DTYPE_CACHE: dict["Recipe", str] = {}
+
+
+def _activation_dtype(model: bytes, node: int) -> str:
+    from schema.enums import tensor_type_name
+
+    subgraph = Model.from_bytes(model).subgraphs[0]
+    operator = subgraph.operators[node]
+    candidates = [i for i in operator.inputs if i >= 0 and not subgraph.tensors[i].is_constant] or list(operator.outputs)
+    if not candidates:
+        return ""
+    return tensor_type_name(subgraph.tensors[candidates[0]].type).lower()
+
 
 def _op_name(op: int | str) -> str:
     return op if isinstance(op, str) else builtin_operator_name(op)
@@ -105,6 +142,18 @@ def _op_name(op: int | str) -> str:
 
 #: (op, version) -> its Recipe. Read it, or add to it with :func:`register_recipe`.
 VERSION_RECIPES: dict[tuple[int, int], Recipe] = {}
+
+#: (op, version, dtype) -> a Recipe whose activations are ``dtype`` ("int8", "uint8", "int16"):
+#: the quantized forms of a version whose recipe in ``VERSION_RECIPES`` is of another type
+#: (uint8 CONV_2D v1, int8 RESHAPE v1, int8 FULLY_CONNECTED v5 with keep_num_dims...), and
+#: the bit-exact models of the main integer kernels (CONV_2D v3, DEPTHWISE_CONV_2D v3,
+#: FULLY_CONNECTED v4, ADD v2, MUL v2: hundreds of outputs, per-channel scales and zero
+#: points that are not round numbers, so a rounding error of one step shows). Read them
+#: through :func:`typed_recipes`, which adds the ``VERSION_RECIPES`` of that type.
+TYPED_RECIPES: dict[tuple[int, int, str], Recipe] = {}
+
+#: The integer types the kit builds quantized models in.
+QUANTIZED_DTYPES = ("int8", "uint8", "int16")
 
 #: (op, version) pairs the CPU backend registers (or TFLite's tables list) that TFLite's
 #: rules never give to a model the kernels accept, and why. A recipe stamped by hand exists
@@ -183,9 +232,30 @@ def recipe(op: int, version: int) -> Recipe:
         ) from None
 
 
-def recipes_for(op: int) -> list[Recipe]:
-    """Every recipe of ``op``, by version."""
+def recipes_for(op: int, dtype: str | None = None) -> list[Recipe]:
+    """Every recipe of ``op``, by version; with ``dtype``, those whose activations are of
+    that type (``typed_recipes``)."""
+    if dtype is not None:
+        return [r for _, r in sorted(typed_recipes(op, dtype).items())]
     return [VERSION_RECIPES[key] for key in sorted(k for k in VERSION_RECIPES if k[0] == int(op))]
+
+
+def typed_recipes(op: int, dtype: str) -> dict[int, Recipe]:
+    """version -> the recipe of ``op`` at that version whose activations are ``dtype``
+    (``"int8"``, ``"uint8"``, ``"int16"``, ``"float32"``...): from ``TYPED_RECIPES`` first
+    (the bit-exact models), else the ``VERSION_RECIPES`` entry when it is of that type. The
+    versions missing are those where TFLite's rules give ``op`` no such form (int8 CONV_2D
+    is v3 at the least: v1 is float32 or uint8, v2 hybrid)."""
+    dtype = _dtype_name(dtype)
+    found = {v: r for (o, v), r in VERSION_RECIPES.items() if o == int(op) and r.activation_dtype == dtype}
+    found.update({v: r for (o, v, d), r in TYPED_RECIPES.items() if o == int(op) and d == dtype})
+    return dict(sorted(found.items()))
+
+
+def _dtype_name(dtype) -> str:
+    if isinstance(dtype, str):
+        return dtype.lower()
+    return np.dtype(dtype).name
 
 
 def rule_version(model: bytes | Model, node: int = 0) -> int:
@@ -203,15 +273,32 @@ def rule_version(model: bytes | Model, node: int = 0) -> int:
     return get_builtin_operator_version(signature)
 
 
-def single_op_model(op: int, version: int) -> bytes:
+def single_op_model(op: int, version: int, dtype: str | None = None) -> bytes:
     """The model of ``recipe(op, version)``, checked: its node ``subject`` is ``op`` and is
     stamped ``version``, the version the rules give it (unless the recipe is hand-stamped).
+    With ``dtype`` (``"int8"``, ``"uint8"``, ``"int16"``...), the recipe of that version
+    whose activations are of that type (:func:`typed_recipes`).
 
     Raises:
       RecipeError: no recipe for that (op, version) (add one with ``register_recipe``), or
-        the recipe's model is not what it claims.
+        none of that dtype, or the recipe's model is not what it claims.
     """
-    entry = recipe(op, version)
+    if dtype is None:
+        entry = recipe(op, version)
+    else:
+        found = typed_recipes(op, dtype)
+        if int(version) not in found:
+            raise RecipeError(
+                f"no {_dtype_name(dtype)} recipe for {_op_name(op)} v{version} ({_dtype_name(dtype)} recipes exist for "
+                f"versions {sorted(found)}; TFLite's rules give {_op_name(op)} no {_dtype_name(dtype)} form at the others)"
+            )
+        entry = found[int(version)]
+    return checked_model(entry)
+
+
+def checked_model(entry: Recipe) -> bytes:
+    """``entry``'s model, checked against its claims (see :func:`single_op_model`)."""
+    op, version = entry.op, entry.version
     model = entry.build()
     view = Model.from_bytes(model)
     operators = view.subgraphs[0].operators
@@ -1186,12 +1273,200 @@ def _hand_stamped_table() -> Iterator[tuple[int, int, str, str, Callable[[], byt
            _hand_stamped(lambda: _fully_connected("16x8"), 7))
 
 
+# -- typed and bit-exact recipes --------------------------------------------------------------------
+
+
+def _realistic(rng: np.random.Generator, channels: int) -> list[float]:
+    """Per-channel weight scales as a converter writes them: not round numbers."""
+    return [float(np.float32(v)) for v in rng.uniform(0.0031, 0.0197, channels)]
+
+
+def _bitexact(op: int, kind: str = "conv", **fields) -> bytes:
+    """An int8 model of ``op`` big enough, with realistic scales, that a kernel off by one
+    step anywhere in its rescaling differs from the reference on some outputs: hundreds of
+    outputs, per-channel weight scales and zero points that are not round numbers, an
+    output scale chosen from the float range so the outputs do not saturate."""
+    m = _Graph()
+    rng = np.random.default_rng(27)
+    in_q = quantization(0.0237, -7)
+    if op == B.ADD or op == B.MUL:
+        a = m.g.add_input("a", [1, 8, 8, 8], T.INT8, quantization=in_q)
+        b = m.g.add_input("b", [1, 8, 8, 8], T.INT8, quantization=quantization(0.0391, 11))
+        out_q = quantization(0.0617 if op == B.ADD else 0.0317, 3)
+        y = m.g.add_tensor("y", [1, 8, 8, 8], T.INT8, quantization=out_q)
+        m.op(op, [a, b], [y], **fields)
+        return m.build(y)
+    if op == B.FULLY_CONNECTED:
+        rows, depth, units = 8, 64, 32
+        x_shape, w_shape, axis = [rows, depth], [units, depth], 0
+        keep = fields.get("keep_num_dims", False)
+        if keep:
+            x_shape = [2, rows // 2, depth]
+        y_shape = [*x_shape[:-1], units] if keep else [rows, units]
+    elif op == B.CONV_2D:
+        x_shape, w_shape, axis, y_shape = [1, 8, 8, 8], [8, 3, 3, 8], 0, [1, 8, 8, 8]
+        depth = 9 * 8
+    else:  # DEPTHWISE_CONV_2D
+        x_shape, w_shape, axis, y_shape = [1, 8, 8, 8], [1, 3, 3, 8], 3, [1, 8, 8, 8]
+        depth = 9
+    channels = w_shape[axis]
+    scales = _realistic(rng, channels) if op != B.FULLY_CONNECTED else [_realistic(rng, 1)[0]]
+    x = m.g.add_input("x", x_shape, T.INT8, quantization=in_q)
+    # FULLY_CONNECTED: small weights and an output scale about 24x the accumulator's, so the
+    # rescale shifts right by 4 or 5 bits only: where the fixed-point multiply's two roundings
+    # differ from one rounding in double on a few percent of the values, not ~0.1%
+    w_limit = 6 if op == B.FULLY_CONNECTED else 128
+    w = m.g.add_constant("w", rng.integers(-w_limit + 1, w_limit, w_shape).astype(np.int8),
+                         quantization=quantization(scales, 0, axis if len(scales) > 1 else 0))
+    bias_scales = [float(np.float32(0.0237) * np.float32(s)) for s in scales]
+    b = m.g.add_constant("b", rng.integers(-3000, 3000, channels).astype(np.int32),
+                         quantization=quantization(bias_scales if len(scales) > 1 else bias_scales[0], 0))
+    # the accumulator's spread is about sqrt(depth) * 64 * 64 steps: map 3 of its sigmas on int8
+    out_scale = float(np.float32(3 * np.sqrt(depth) * 64 * 64 * 0.0237 * max(scales) / 127))
+    if op == B.FULLY_CONNECTED:
+        out_scale = float(np.float32(23.7 * 0.0237 * scales[0]))
+    y = m.g.add_tensor("y", y_shape, T.INT8, quantization=quantization(out_scale, 2))
+    inputs = [x, w] if fields.pop("no_bias", False) else [x, w, b]
+    if op == B.FULLY_CONNECTED:
+        m.op(op, inputs, [y], **fields)
+    elif op == B.CONV_2D:
+        m.op(op, inputs, [y], padding=Padding.SAME, stride_w=1, stride_h=1, **fields)
+    else:
+        m.op(op, inputs, [y], padding=Padding.SAME, stride_w=1, stride_h=1, depth_multiplier=1, **fields)
+    return m.build(y)
+
+
+def _uint8_weights_conv(op: int) -> bytes:
+    """uint8 CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED v1 (TFLite's first quantized
+    form: uint8 activations and filter, per-tensor scales, zero points 128)."""
+    m = _Graph()
+    x_shape, w_shape, y_shape = {
+        B.CONV_2D: ((1, 5, 5, 2), (2, 3, 3, 2), (1, 5, 5, 2)),
+        B.DEPTHWISE_CONV_2D: ((1, 5, 5, 2), (1, 3, 3, 2), (1, 5, 5, 2)),
+        B.FULLY_CONNECTED: ((2, 4), (3, 4), (2, 3)),
+    }[op]
+    channels = w_shape[3] if op == B.DEPTHWISE_CONV_2D else w_shape[0]
+    x = m.input("x", x_shape, U8Q)
+    w = m.g.add_constant("w", m.rng.integers(28, 228, w_shape).astype(np.uint8), quantization=quantization(0.02, 128))
+    b = m.g.add_constant("b", m.rng.integers(-1000, 1000, channels).astype(np.int32),
+                         quantization=quantization(0.05 * 0.02, 0))
+    y = m.g.add_tensor("y", list(y_shape), T.UINT8, quantization=quantization(0.5, 120))
+    if op == B.FULLY_CONNECTED:
+        m.op(op, [x, w, b], [y])
+    elif op == B.CONV_2D:
+        m.op(op, [x, w, b], [y], padding=Padding.SAME, stride_w=1, stride_h=1)
+    else:
+        m.op(op, [x, w, b], [y], padding=Padding.SAME, stride_w=1, stride_h=1, depth_multiplier=1)
+    return m.build(y)
+
+
+def _typed_table() -> Iterator[tuple[int, int, str, str, Callable[[], bytes]]]:
+    """(op, version, dtype, description, build) of the typed recipes (``TYPED_RECIPES``)."""
+    exact = "bit-exact: realistic per-channel scales, "
+    yield B.CONV_2D, 3, "int8", exact + "8x8x8 -> 8 channels, 3x3", lambda: _bitexact(B.CONV_2D)
+    yield B.CONV_2D, 6, "int8", "int8 quantized, grouped (2 groups)", lambda: _conv_grouped_int8()
+    yield B.DEPTHWISE_CONV_2D, 3, "int8", exact + "8x8x8, 3x3", lambda: _bitexact(B.DEPTHWISE_CONV_2D)
+    yield B.FULLY_CONNECTED, 4, "int8", exact + "8x64 by 32x64", lambda: _bitexact(B.FULLY_CONNECTED)
+    yield B.FULLY_CONNECTED, 5, "int8", "int8, keep_num_dims", lambda: _bitexact(B.FULLY_CONNECTED, keep_num_dims=True)
+    yield B.FULLY_CONNECTED, 6, "int8", "int8, two inputs (no bias slot)", lambda: _bitexact(B.FULLY_CONNECTED, no_bias=True)
+    yield B.ADD, 2, "int8", exact + "1x8x8x8, scales 0.0237 and 0.0391", lambda: _bitexact(B.ADD)
+    yield B.MUL, 2, "int8", exact + "1x8x8x8", lambda: _bitexact(B.MUL)
+    for op in (B.CONV_2D, B.DEPTHWISE_CONV_2D, B.FULLY_CONNECTED):
+        yield op, 1, "uint8", "uint8 quantized activations and weights", lambda op=op: _uint8_weights_conv(op)
+    for op in (B.ADD, B.SUB, B.MUL):
+        yield op, 1, "uint8", "uint8 quantized", lambda op=op: _binary(op, U8Q)
+    pot = _T("int16 quantized", T.INT16, quantization(1 / 512, 0), quantization(1 / 512, 0))
+    finer = dataclasses.replace(pot, q=quantization(1 / 1024, 0))
+    for op in (B.ADD, B.SUB):
+        yield op, 1, "int16", "int16 quantized, power-of-two scales (pot_scale_int16)", lambda op=op: _binary(op, pot, second=finer)
+    for op in (B.MAX_POOL_2D, B.AVERAGE_POOL_2D):
+        yield op, 1, "uint8", "uint8 quantized, 2x2 window, stride 2", lambda op=op: _pool(op, U8Q.same())
+    for name, t in (("int8", I8Q.same()), ("uint8", U8Q.same()), ("int16", I16Q.same())):
+        yield B.RESHAPE, 1, name, f"{name} quantized", lambda t=t: _with_const(B.RESHAPE, t, S2, [3, 2], (3, 2), new_shape=(3, 2))
+        yield B.SQUEEZE, 1, name, f"{name} quantized", lambda t=t: _shape_changing(B.SQUEEZE, t, (1, 2, 1, 3), S2, squeeze_dims=(0, 2))
+        yield B.EXPAND_DIMS, 1, name, f"{name} quantized", lambda t=t: _with_const(B.EXPAND_DIMS, t, S2, 0, (1, 2, 3))
+    yield B.CONCATENATION, 1, "uint8", "uint8 quantized", lambda: _concatenation(U8Q.same())
+    yield B.LOGISTIC, 1, "uint8", "uint8 quantized", lambda: _unary(B.LOGISTIC, U8Q.with_out(1 / 256, 0))
+    yield B.SOFTMAX, 1, "uint8", "uint8 quantized", lambda: _unary(B.SOFTMAX, U8Q.with_out(1 / 256, 0), beta=1.0)
+
+
+def _quantized_variants() -> Iterator[tuple[int, int, str, str, Callable[[], bytes]]]:
+    """The quantized (and int16) forms of ops whose default recipe at that version is of
+    another type: uint8 at version 1, where TFLite's first quantized kernels live, and the
+    types the rules give no version of their own (int8 RELU_N1_TO_1 is v1). Each one is
+    checked by the tests: its rule version, its type, and that the CPU runs it."""
+    types = {"uint8": U8Q, "int8": I8Q, "int16": I16Q}
+    same = {name: t.same() for name, t in types.items()}
+    unary = {B.RELU: ("uint8",), B.RELU6: ("uint8",), B.RELU_N1_TO_1: ("uint8", "int8"), B.LEAKY_RELU: ("uint8", "int8"),
+             B.HARD_SWISH: ("uint8", "int8"), B.TANH: ("uint8",), B.ELU: ("int8",)}
+    for op, names in unary.items():
+        for name in names:
+            options = {"alpha": 0.2} if op == B.LEAKY_RELU else {}
+            yield op, name, f"{name} quantized", lambda op=op, t=types[name], o=options: _unary(op, t, **o)
+    yield B.DIV, "uint8", "uint8 quantized", lambda: _binary(B.DIV, U8Q, const_second=True)
+    for op in (B.MAXIMUM, B.MINIMUM):
+        yield op, "uint8", "uint8 quantized", lambda op=op: _binary(op, same["uint8"])
+    comparisons = {B.EQUAL: ("uint8",), B.NOT_EQUAL: ("uint8",), B.LESS: ("uint8",), B.LESS_EQUAL: ("uint8", "int16"),
+                   B.GREATER: ("uint8", "int16"), B.GREATER_EQUAL: ("uint8",)}
+    for op, names in comparisons.items():
+        for name in names:
+            yield op, name, f"{name} quantized -> bool", lambda op=op, t=types[name]: _compare(op, t)
+    reductions = {B.MEAN: ("uint8",), B.REDUCE_MAX: ("uint8",), B.REDUCE_MIN: ("uint8",), B.SUM: ("uint8", "int16")}
+    for op, names in reductions.items():
+        for name in names:
+            t = same[name] if op in (B.REDUCE_MAX, B.REDUCE_MIN) else types[name]
+            yield op, name, f"{name} quantized, axes 1 and 2, keep_dims", lambda op=op, t=t: _reduce(op, t)
+    for op in (B.ARG_MAX, B.ARG_MIN):
+        yield op, "uint8", "uint8 quantized -> int32", lambda op=op: _arg(op, U8Q)
+    movement = {
+        B.PACK: (_pack, ("uint8",)), B.UNPACK: (_unpack, ("uint8",)), B.SPLIT: (_split, ("uint8",)),
+        B.SPLIT_V: (_split_v, ("uint8", "int16")), B.GATHER: (_gather, ("uint8",)), B.SLICE: (_slice, ("uint8",)),
+        B.STRIDED_SLICE: (_strided_slice, ("uint8", "int16")), B.PAD: (lambda t: _pad(B.PAD, t), ("uint8",)),
+        B.PADV2: (lambda t: _pad(B.PADV2, t), ("uint8",)),
+        B.SPACE_TO_DEPTH: (lambda t: _space_depth(B.SPACE_TO_DEPTH, t), ("uint8",)),
+        B.DEPTH_TO_SPACE: (lambda t: _space_depth(B.DEPTH_TO_SPACE, t), ("uint8",)),
+        B.RESIZE_BILINEAR: (lambda t: _resize(B.RESIZE_BILINEAR, t), ("uint8",)),
+        B.RESIZE_NEAREST_NEIGHBOR: (lambda t: _resize(B.RESIZE_NEAREST_NEIGHBOR, t), ("uint8",)),
+        B.SPACE_TO_BATCH_ND: (lambda t: _space_batch(B.SPACE_TO_BATCH_ND, t), ("uint8",)),
+        B.BATCH_TO_SPACE_ND: (lambda t: _space_batch(B.BATCH_TO_SPACE_ND, t), ("uint8",)),
+        B.TRANSPOSE: (lambda t: _with_const(B.TRANSPOSE, t, S2, [1, 0], (3, 2)), ("uint8",)),
+        B.TILE: (lambda t: _with_const(B.TILE, t, S2, [2, 1], (4, 3)), ("uint8", "int16")),
+        B.REVERSE_V2: (lambda t: _with_const(B.REVERSE_V2, t, S2, [1], S2), ("uint8", "int16")),
+        B.BROADCAST_TO: (lambda t: _with_const(B.BROADCAST_TO, t, (1, 3), [2, 3], S2), ("uint8", "int16")),
+        B.MIRROR_PAD: (lambda t: _pad(B.MIRROR_PAD, t, mode=MirrorPadMode.REFLECT), ("uint8",)),
+        B.GATHER_ND: (_gather_nd, ("uint8", "int8")),
+    }
+    for op, (build, names) in movement.items():
+        for name in names:
+            yield op, name, f"{name} quantized", lambda build=build, t=same[name]: build(t)
+
+
+#: The versions of ``_quantized_variants`` other than 1.
+_VARIANT_VERSIONS = {(B.RELU, "uint8"): 2, (B.UNPACK, "uint8"): 2, (B.BROADCAST_TO, "uint8"): 2,
+                     (B.BROADCAST_TO, "int16"): 3}
+
+
+def _conv_grouped_int8() -> bytes:
+    t = I8Q
+    m = _Graph()
+    x = m.input("x", (1, 5, 5, 4), t)
+    w, b = _weights(m, (4, 3, 3, 2), "int8", 0, t.q.scale[0])
+    y = m.tensor("y", (1, 5, 5, 4), t)
+    m.op(B.CONV_2D, [x, w, b], [y], padding=Padding.SAME, stride_w=1, stride_h=1)
+    return m.build(y)
+
+
 def _install() -> None:
     for op, version, family, description, build, subject in (*_table(), *_dry_run_table()):
         VERSION_RECIPES[(int(op), version)] = Recipe(int(op), version, build, description, family, subject)
     for op, version, family, description, build in _hand_stamped_table():
         why = UNBUILDABLE_VERSIONS[(op, version)]
         VERSION_RECIPES[(int(op), version)] = Recipe(int(op), version, build, description, family, 0, why)
+    for op, version, dtype, description, build in _typed_table():
+        TYPED_RECIPES[(int(op), version, dtype)] = Recipe(int(op), version, build, description, "typed", 0, "", dtype)
+    for op, dtype, description, build in _quantized_variants():
+        version = _VARIANT_VERSIONS.get((op, dtype), 1)  # what the rules give (checked by the tests)
+        TYPED_RECIPES.setdefault((int(op), version, dtype), Recipe(int(op), version, build, description, "typed", 0, "", dtype))
 
 
 _install()

@@ -30,15 +30,19 @@ from delegate_sdk.delegate import Delegate, DelegateKernel, DelegateParams, Simp
 from delegate_sdk.dry_run import FileContext
 from delegate_sdk.node import Node
 from delegate_sdk.recipes import (
+    QUANTIZED_DTYPES,
+    TYPED_RECIPES,
     UNBUILDABLE_VERSIONS,
     VERSION_RECIPES,
     Recipe,
     RecipeError,
+    checked_model,
     recipe,
     recipes_for,
     register_recipe,
     rule_version,
     single_op_model,
+    typed_recipes,
 )
 from delegate_sdk.registration import Registration
 from schema.enums import builtin_operator_name
@@ -48,10 +52,12 @@ __all__ = [
     "CapReport",
     "CapRow",
     "DelegationPlan",
+    "QUANTIZED_DTYPES",
     "ReferenceDelegate",
     "ReferenceDelegateKernel",
     "Recipe",
     "RecipeError",
+    "TYPED_RECIPES",
     "UNBUILDABLE_VERSIONS",
     "VERSION_RECIPES",
     "assert_declared_caps",
@@ -62,6 +68,8 @@ __all__ = [
     "register_recipe",
     "rule_version",
     "single_op_model",
+    "typed_recipes",
+    "VersionCheck",
 ]
 
 #: Helpers that run models moved to ``interpreter.testing`` (they need an interpreter).
@@ -99,25 +107,91 @@ def plan_delegation(delegate: Delegate, model: bytes | Model) -> DelegationPlan:
     return DelegationPlan(result.taken, [list(p) for p in result.partitions], result.reasons)
 
 
-def assert_takes_versions_up_to(make_delegate: Callable[[], Delegate], op: int, max_version: int) -> None:
-    """Versions 1..max_version of ``op`` are taken; max_version + 1 is rejected with a reason
-    naming the version. Versions without a recipe in ``VERSION_RECIPES`` are skipped below
-    the cap; the version above the cap must have one."""
-    name = builtin_operator_name(op)
-    checked = 0
+@dataclass(frozen=True)
+class VersionCheck:
+    """One version :func:`assert_takes_versions_up_to` looked at."""
+
+    version: int
+    dtype: str
+    outcome: str  #: "taken", "refused" (the version above the cap), or "skipped: ..." (why not checked)
+    description: str = ""
+
+
+def _accepted_dtypes(make_delegate: Callable[[], Delegate], op: int, max_version: int) -> list[str]:
+    """The activation types of which the delegate takes at least one recipe of ``op`` up to
+    ``max_version`` (the default recipes and the typed ones)."""
+    candidates: dict[str, list[Recipe]] = {}
     for version in range(1, max_version + 1):
-        if (int(op), version) not in VERSION_RECIPES:
-            continue
-        subject = VERSION_RECIPES[(int(op), version)].subject
-        plan = plan_delegation(make_delegate(), single_op_model(op, version))
-        assert subject in plan.taken, f"{name} v{version} should be delegated, but was left: {plan.reason(subject)}"
-        checked += 1
-    assert checked, f"no recipe for any version of {name} up to {max_version}"
+        if (int(op), version) in VERSION_RECIPES:
+            entry = VERSION_RECIPES[(int(op), version)]
+            candidates.setdefault(entry.activation_dtype, []).append(entry)
+    for (o, version, dtype), entry in TYPED_RECIPES.items():
+        if o == int(op) and version <= max_version:
+            candidates.setdefault(dtype, []).append(entry)
+    accepted = []
+    for dtype, entries in candidates.items():
+        for entry in entries:
+            try:
+                model = checked_model(entry)
+            except RecipeError:
+                continue
+            if entry.subject in plan_delegation(make_delegate(), model).taken:
+                accepted.append(dtype)
+                break
+    return sorted(accepted)
+
+
+def assert_takes_versions_up_to(make_delegate: Callable[[], Delegate], op: int, max_version: int,
+                                dtype: str | Sequence[str] | None = None) -> list[VersionCheck]:
+    """Versions 1..max_version of ``op`` are taken; max_version + 1 is rejected with a reason
+    naming the version.
+
+    ``dtype`` says which models prove it: ``"int8"``, ``"uint8"``, ``"int16"``,
+    ``"float32"``... (or several): every version that has a recipe of that type
+    (:func:`typed_recipes`: the int8 CONV_2D recipes are v3 and v6, TFLite's rules giving
+    int8 no lower version) must be taken. Left out, the types are inferred from what the
+    delegate accepts: those of which it takes at least one recipe of ``op`` up to the cap,
+    so an int8-only delegate is checked on every int8 version, a float one on every float
+    version. At least one version must be checked. The version above the cap is built in
+    the (single) type checked when it has a recipe of that type, else it is the version's
+    default recipe. Returns what was checked, one :class:`VersionCheck` per (version, type).
+    """
+    name = builtin_operator_name(op)
+    if dtype is None:
+        dtypes = _accepted_dtypes(make_delegate, op, max_version)
+        assert dtypes, (
+            f"{make_delegate().__class__.__name__} takes no recipe of {name} up to v{max_version} in any type "
+            f"(tried {', '.join(sorted({r.activation_dtype for r in recipes_for(op)} | set(QUANTIZED_DTYPES)))}); "
+            f"v1: {plan_delegation(make_delegate(), single_op_model(op, 1)).reason(recipe(op, 1).subject) if (int(op), 1) in VERSION_RECIPES else 'no recipe'}"
+        )
+    else:
+        dtypes = [dtype] if isinstance(dtype, str) else list(dtype)
+    checks: list[VersionCheck] = []
+    for kind in dtypes:
+        found = typed_recipes(op, kind)
+        for version in range(1, max_version + 1):
+            entry = found.get(version)
+            if entry is None:
+                checks.append(VersionCheck(version, kind, f"skipped: no {kind} recipe (TFLite's rules give {name} "
+                                                          f"v{version} to other types)"))
+                continue
+            plan = plan_delegation(make_delegate(), checked_model(entry))
+            assert entry.subject in plan.taken, (
+                f"{name} v{version} ({kind}: {entry.description}) should be delegated, but was left: "
+                f"{plan.reason(entry.subject)}"
+            )
+            checks.append(VersionCheck(version, kind, "taken", entry.description))
+    assert any(c.outcome == "taken" for c in checks), (
+        f"no recipe of {name} in {', '.join(dtypes)} for any version up to {max_version}"
+    )
     over = max_version + 1
-    subject = recipe(op, over).subject
-    plan = plan_delegation(make_delegate(), single_op_model(op, over))
-    assert subject not in plan.taken, f"{name} v{over} is above the cap {max_version} but was delegated"
-    assert f"v{over}" in plan.reason(subject), f"the rejection should name the version: {plan.reason(subject)!r}"
+    typed = typed_recipes(op, dtypes[0]).get(over) if len(dtypes) == 1 else None
+    entry = typed if typed is not None else recipe(op, over)
+    plan = plan_delegation(make_delegate(), checked_model(entry))
+    assert entry.subject not in plan.taken, f"{name} v{over} is above the cap {max_version} but was delegated"
+    assert f"v{over}" in plan.reason(entry.subject), f"the rejection should name the version: {plan.reason(entry.subject)!r}"
+    checks.append(VersionCheck(over, entry.activation_dtype, "refused", entry.description))
+    return checks
 
 
 @dataclass
@@ -131,6 +205,7 @@ class CapRow:
     reason: str = ""
     description: str = ""
     ran: bool = False  #: ``interpreter.testing.check_delegate`` ran it against the CPU
+    dtype: str = ""  #: the activations' type of the recipe checked
 
     @property
     def label(self) -> str:
@@ -149,13 +224,15 @@ class CapReport:
         lines = [f"{self.delegate}: {len(self.rows)} (op, version) checked"]
         for row in self.rows:
             mark = "declared" if row.declared else "above/outside"
-            lines.append(f"  {row.label:28s} {mark:13s} {row.outcome}" + (f": {row.reason}" if row.reason else ""))
+            kind = f" [{row.dtype}]" if row.dtype else ""
+            lines.append(f"  {row.label + kind:36s} {mark:13s} {row.outcome}" + (f": {row.reason}" if row.reason else ""))
         if self.custom_ops:
             lines.append(f"  custom ops not checked (no recipes): {', '.join(self.custom_ops)}")
         return "\n".join(lines)
 
 
-def assert_declared_caps(make_delegate: Callable[[], Delegate], *, strict: bool = False) -> CapReport:
+def assert_declared_caps(make_delegate: Callable[[], Delegate], *, strict: bool = False,
+                         dtype: str | None = None) -> CapReport:
     """Test every cap a ``SimpleDelegate`` declares, with a dry run per version recipe.
 
     For each builtin op of ``support_table`` (after ``version_caps`` and ``excluded_ops``):
@@ -164,8 +241,12 @@ def assert_declared_caps(make_delegate: Callable[[], Delegate], *, strict: bool 
     too); every version up to the cap that is not declared (a gap in a version set), and
     the version just above the cap, must be refused with the SDK's version reason
     (``"ADD v3: max version supported by NAME is 2"``). Versions without a recipe are
-    listed as such. Returns the :class:`CapReport`; raises ``AssertionError`` listing
-    every failure.
+    listed as such. With ``dtype`` (``"int8"``...), the models are those of that type
+    (:func:`typed_recipes`): an int8-only delegate is checked on every int8 version it
+    declares; versions without a recipe of that type are listed as "no int8 recipe"
+    (except the version above a cap, which falls back to its default recipe: the version
+    check does not depend on the type). Returns the :class:`CapReport`; raises
+    ``AssertionError`` listing every failure.
     """
     probe = make_delegate()
     if not isinstance(probe, SimpleDelegate):
@@ -178,15 +259,19 @@ def assert_declared_caps(make_delegate: Callable[[], Delegate], *, strict: bool 
         top = max(declared, default=0)
         for version in range(1, top + 2):
             is_declared = version in declared
-            if (int(op), version) not in VERSION_RECIPES:
+            entry = typed_recipes(op, dtype).get(version) if dtype is not None else None
+            if entry is None and dtype is not None and is_declared:
+                report.rows.append(CapRow(int(op), version, is_declared, f"no {dtype} recipe", dtype=dtype))
+                continue
+            if entry is None and (int(op), version) not in VERSION_RECIPES:
                 report.rows.append(CapRow(int(op), version, is_declared, "no recipe",
                                           UNBUILDABLE_VERSIONS.get((int(op), version), "")))
                 continue
-            entry = VERSION_RECIPES[(int(op), version)]
-            plan = plan_delegation(make_delegate(), single_op_model(op, version))
+            entry = entry or VERSION_RECIPES[(int(op), version)]
+            plan = plan_delegation(make_delegate(), checked_model(entry))
             reason = plan.reason(entry.subject)
             expected = probe.version_rejection_reason(Registration(int(op), version=version))
-            row = CapRow(int(op), version, is_declared, "", reason, entry.description)
+            row = CapRow(int(op), version, is_declared, "", reason, entry.description, dtype=entry.activation_dtype)
             if is_declared:
                 if entry.subject in plan.taken:
                     row.outcome = "taken"

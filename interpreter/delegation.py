@@ -13,6 +13,8 @@ reported instead of leaving the previous invoke's values. A delegate that fails 
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import logging
 import os
@@ -32,14 +34,13 @@ from delegate_sdk.delegate import (
     NodeDecision,
 )
 from delegate_sdk.partition import check_replacement
-from delegate_sdk.tensor import Allocation
 from interpreter.subgraph import SubgraphRuntime, as_arena_limit_error
 from schema.enums import BuiltinOperator
 
 __all__ = [
     "CPU", "DEBUG_ENVIRONMENT_VARIABLE", "DelegateDeclarationError", "DelegateError", "DelegateKernelError",
     "DelegatePrepareError", "DelegationReport", "InvalidReplacementError", "NodePlacement", "apply_delegate",
-    "delegate_name", "placements",
+    "delegate_name", "delegating_only", "placements",
 ]
 
 logger = logging.getLogger("litedelegate")
@@ -179,14 +180,37 @@ def _replaced_nodes(subgraph: SubgraphRuntime, node_index: int) -> list[int]:
     return [n for replaced in node.delegate_params.nodes_to_replace for n in _replaced_nodes(subgraph, replaced)]
 
 
+_ONLY_NODES: contextvars.ContextVar[frozenset[int] | None] = contextvars.ContextVar("only_nodes", default=None)
+
+
+@contextlib.contextmanager
+def delegating_only(nodes: Sequence[int]):
+    """While active, a delegate applied to a main subgraph replaces only ``nodes`` of it
+    (the rest of what it asks for stays on the CPU): ``interpreter.testing.diff`` delegates
+    one node at a time this way, whatever the delegate."""
+    token = _ONLY_NODES.set(frozenset(int(n) for n in nodes))
+    try:
+        yield
+    finally:
+        _ONLY_NODES.reset(token)
+
+
+def _restricted(subgraph: SubgraphRuntime, nodes: list[int]) -> list[int]:
+    only = _ONLY_NODES.get()
+    if only is None or subgraph.index != 0:
+        return nodes if only is None else []
+    return [n for n in nodes if n in only]
+
+
 class _CheckedContext(DelegateContext):
     """A subgraph as the delegate being applied sees it: every call goes to the subgraph,
     and ``replace_node_subsets_with_delegate_kernels`` / ``preview_delegate_partitioning``
     check their node set (and registration, and delegate) first."""
 
-    def __init__(self, subgraph: SubgraphRuntime, delegate: Any) -> None:
+    def __init__(self, subgraph: SubgraphRuntime, delegate: Any, dynamic: frozenset[int] = frozenset()) -> None:
         self._subgraph = subgraph
         self._delegate = delegate
+        self._dynamic = dynamic
 
     def __getattr__(self, name: str) -> Any:  # index, nodes, registrations, describe_node...
         return getattr(self._subgraph, name)
@@ -219,17 +243,23 @@ class _CheckedContext(DelegateContext):
 
     def preview_delegate_partitioning(self, nodes_to_replace):
         nodes = check_replacement(self._subgraph.execution_plan, nodes_to_replace, subgraph=self._subgraph.index)
-        return self._subgraph.preview_delegate_partitioning(nodes)
+        return self._subgraph.preview_delegate_partitioning(_restricted(self._subgraph, nodes))
 
     def replace_node_subsets_with_delegate_kernels(self, registration, nodes_to_replace, delegate) -> None:
         nodes = check_replacement(
             self._subgraph.execution_plan, nodes_to_replace, registration, delegate,
             applying=self._delegate, subgraph=self._subgraph.index,
         )
-        self._subgraph.replace_node_subsets_with_delegate_kernels(registration, nodes, delegate)
+        nodes = _restricted(self._subgraph, nodes)
+        if nodes:
+            self._subgraph.replace_node_subsets_with_delegate_kernels(registration, nodes, delegate)
 
     def record_decision(self, decision: Any) -> None:
         self._subgraph.record_decision(decision)
+
+    @property
+    def dynamic_tensors(self) -> frozenset[int]:
+        return self._dynamic
 
 
 def apply_delegate(subgraphs: Sequence[SubgraphRuntime], num_model_nodes: Sequence[int], delegate: Any) -> DelegationReport:
@@ -252,13 +282,14 @@ def apply_delegate(subgraphs: Sequence[SubgraphRuntime], num_model_nodes: Sequen
     dynamic = bool(getattr(delegate, "supports_dynamic_tensors", False))
     try:
         for subgraph in subgraphs:
-            delegate.prepare(_CheckedContext(subgraph, delegate))
+            found = _prepare_on_cpu(subgraph) if subgraph.index == 0 else frozenset()
+            delegate.prepare(_CheckedContext(subgraph, delegate, found))
         for subgraph, start in zip(subgraphs, before):  # before any allocation binds the invokes
             _check_outputs_after_invoke(subgraph, start, name, dynamic, debug)
         if not dynamic:
             for subgraph, start in zip(subgraphs, before):
                 if len(subgraph.nodes) > start:
-                    _refuse_dynamic_tensors(subgraph, name)
+                    _refuse_dynamic_tensors(subgraph, start, name)
     except DelegateError as error:
         _restore(subgraphs, snapshots)
         error.report = DelegationReport(name, placements(subgraphs, num_model_nodes), {}, error=_describe(error),
@@ -446,21 +477,59 @@ def _unwritten(context: Any, node: Any, name: str, poisoned: list[tuple[int, str
             )
 
 
-def _refuse_dynamic_tensors(subgraph: SubgraphRuntime, name: str) -> None:
-    """A delegate without dynamic-tensor support must not be used on a graph that has them.
-    As TFLite's ``HasDynamicTensors``, only the tensors of the nodes left in the execution
-    plan count: a tensor inside a delegate partition is the delegate's business."""
+def _prepare_on_cpu(subgraph: SubgraphRuntime) -> frozenset[int]:
+    """Prepare the subgraph as it stands (TFLite's ``EnsureMemoryAllocations`` before a
+    delegate's prepare): every tensor then has the shape the CPU kernels compute, which is
+    what a delegate reads, and the tensors their kernels made dynamic are known. Returns
+    those (``DelegateContext.dynamic_tensors``). A graph the CPU cannot prepare (an op only
+    a delegate runs) keeps the shapes of the file and reports no dynamic tensor here."""
+    if subgraph.allocated:
+        return _intrinsically_dynamic(subgraph)
+    before = [(tensor.allocation, tensor.data) for tensor in subgraph.tensors]
+    try:
+        subgraph.allocate_tensors()
+        dynamic = _intrinsically_dynamic(subgraph)
+    except Exception:
+        dynamic = frozenset()
+    # Shapes only, as LiteRT's PrepareOpsStartingAt: the tensors' memory and allocation
+    # kinds are as they were (a delegate sees what it saw before; the plan is allocated
+    # once the delegates are applied).
+    for tensor, (allocation, data) in zip(subgraph.tensors, before):
+        tensor.allocation, tensor.data = allocation, data
+    subgraph.allocated = False
+    return dynamic
+
+
+def _intrinsically_dynamic(subgraph: SubgraphRuntime) -> frozenset[int]:
+    """Dynamic tensors whose kernel made them so at prepare (not those of the nodes that are
+    prepared again at each invoke because an input is dynamic: their shapes are computed,
+    once the inputs are known, as for any other node)."""
+    deferred = getattr(subgraph, "_reprepare", set())
+    downstream = {t for n in deferred for t in subgraph.nodes[n].outputs}
+    return frozenset(t.index for t in subgraph.tensors if t.is_dynamic and t.index not in downstream)
+
+
+def _refuse_dynamic_tensors(subgraph: SubgraphRuntime, start: int, name: str) -> None:
+    """A delegate without dynamic-tensor support must not exchange a dynamic-sized tensor
+    with the rest of the graph. Only the boundary tensors of the delegate nodes it created
+    count: the CPU runs the rest of the graph, dynamic tensors included, and a tensor inside
+    a partition is the delegate's business (``SimpleDelegate`` leaves such nodes by itself;
+    this catches a low-level delegate that took one)."""
     subgraph.allocate_tensors()
-    in_plan = sorted({
-        t for n in subgraph.execution_plan
-        for t in (*subgraph.nodes[n].inputs, *subgraph.nodes[n].outputs) if t >= 0
-    })
-    for tensor in (subgraph.tensors[t] for t in in_plan):
-        if tensor.allocation is Allocation.DYNAMIC:
+    dynamic = _intrinsically_dynamic(subgraph)
+    for node_index in range(start, len(subgraph.nodes)):
+        node = subgraph.nodes[node_index]
+        if node.delegate_params is None:
+            continue
+        touched = sorted({t for t in (*node.inputs, *node.outputs) if t >= 0} & dynamic)  # inside: its business
+        if touched:
+            tensor = subgraph.tensors[touched[0]]
             raise DelegateError(
                 f"Attempting to use a delegate ({name}) that only supports static-sized tensors with a graph "
-                f"that has dynamic-sized tensors (tensor {tensor.index} {tensor.name!r} is dynamic-sized); "
-                "run without the delegate, or make the shapes static (e.g. a constant shape tensor)"
+                f"that has dynamic-sized tensors (tensor {tensor.index} {tensor.name!r} is dynamic-sized, and "
+                f"{subgraph.describe_node(node_index)} touches it); leave the nodes that read or write it to the "
+                "CPU (SimpleDelegate does), or set supports_dynamic_tensors = True if the delegate's kernels "
+                "handle shapes known only at invoke"
             )
 
 

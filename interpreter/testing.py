@@ -18,7 +18,7 @@ are in ``delegate_sdk.testing``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -27,10 +27,17 @@ from delegate_sdk.delegate import Delegate
 
 __all__ = [
     "DEFAULT_TOLERANCES",
+    "DiffReport",
     "FLOAT16_COMPUTE_TOLERANCES",
+    "NodeDiff",
+    "OutputDiff",
+    "QuantizedReference",
+    "RESCALING_SCHEMES",
     "Tolerance",
     "assert_matches_cpu",
     "check_delegate",
+    "diff",
+    "quantized_reference",
     "run_model",
 ]
 
@@ -188,9 +195,16 @@ def assert_matches_cpu(
     require_delegation: bool = True,
     invokes: int = 3,
     tolerances: Mapping[str, Tolerance] | None = None,
+    intermediates: bool = False,
 ) -> Any:
     """Run ``model`` on the CPU alone and with the delegate(s), ``invokes`` times with new
     input values each time; the outputs must agree at every invoke.
+
+    When they do not (and one delegate is applied), the message also names the first node,
+    in execution order, whose delegated result differs from the CPU's on the same inputs
+    (each delegated node run alone, as :func:`diff` does). With ``intermediates``, every
+    delegated node is checked that way even when the outputs agree: int8 outputs of real
+    models often saturate or are dequantized, and hide a kernel off by one step.
 
     A delegate's later invokes often take other paths than its first (a CUDA graph
     captured at the second and replayed from the third, cached buffers), so one invoke
@@ -226,8 +240,32 @@ def assert_matches_cpu(
             problem = _compare(np.asarray(g), np.asarray(e), _tolerance(np.asarray(e).dtype, tolerances, rtol, atol), where)
             if problem:
                 problems.append(problem)
-        assert not problems, "the delegated outputs differ from the CPU's:\n" + "\n".join(problems)
+        if problems:
+            raise AssertionError("the delegated outputs differ from the CPU's:\n" + "\n".join(problems)
+                                 + _localization(model, make_delegates, values, tolerances, rtol, atol, delegated))
+    if intermediates:
+        values = _random_inputs(cpu, seed) if inputs is None else [np.asarray(x) for x in inputs]
+        found = _localization(model, make_delegates, values, tolerances, rtol, atol, delegated)
+        assert not found, "the delegated outputs agree with the CPU's, but a node does not:" + found
     return delegated
+
+
+def _localization(model: bytes, make_delegates: Callable[[], Any], values: Sequence[np.ndarray],
+                  tolerances: Mapping[str, Tolerance], rtol: float | None, atol: float | None, delegated: Any) -> str:
+    """``"\nfirst node that differs ...: ..."``, or "" (nothing found, or several delegates)."""
+    probe = make_delegates()
+    if isinstance(probe, (list, tuple)):
+        if len(probe) != 1:
+            return ""
+        make = lambda: make_delegates()[0]  # noqa: E731
+    else:
+        make = make_delegates
+    taken = [p.node for p in delegated.node_placements() if p.delegated and p.subgraph == 0]
+    report = DiffReport(delegated.delegation_reports[-1].delegate, "cpu", 1, [], 0.0, 0.0, len(taken))
+    _localize(report, model, make, taken, values, tolerances, rtol, atol)
+    if report.first_divergent is None:
+        return ""
+    return f"\nfirst node that differs from the CPU given the same inputs: {report.first_divergent}"
 
 
 def check_delegate(
@@ -237,6 +275,7 @@ def check_delegate(
     strict: bool = False,
     tolerances: Mapping[str, Tolerance] | None = None,
     invokes: int = 2,
+    dtype: str | None = None,
 ):
     """Test every cap ``make_delegate()`` declares, in one call.
 
@@ -245,12 +284,16 @@ def check_delegate(
     cap and any version outside a declared set is refused with the SDK's reason); then,
     with ``run``, every recipe model the delegate takes and the CPU runs is run with and
     without it (:func:`assert_matches_cpu`). Returns the ``CapReport``; raises
-    ``AssertionError`` listing every failure.
+    ``AssertionError`` listing every failure. With ``dtype`` (``"int8"``, ``"uint8"``,
+    ``"int16"``...) every model is of that type (``delegate_sdk.testing.typed_recipes``):
+    an int8-only delegate proves each int8 version it declares, on the kit's bit-exact
+    int8 models where there is one (hundreds of outputs, realistic scales: a rescale off
+    by one step shows).
     """
     from backends.cpu import builtin_op_resolver
     from delegate_sdk.testing import assert_declared_caps, single_op_model
 
-    report = assert_declared_caps(make_delegate, strict=strict)
+    report = assert_declared_caps(make_delegate, strict=strict, dtype=dtype)
     if not run:
         return report
     resolver = builtin_op_resolver()
@@ -259,9 +302,448 @@ def check_delegate(
         if row.outcome != "taken" or resolver.find_op(row.op, row.version) is None:
             continue
         try:
-            assert_matches_cpu(single_op_model(row.op, row.version), make_delegate, tolerances=tolerances, invokes=invokes)
+            model = single_op_model(row.op, row.version, dtype)
+            assert_matches_cpu(model, make_delegate, tolerances=tolerances, invokes=invokes)
             row.ran = True
         except AssertionError as error:
             failures.append(f"{row.label} ({row.description}): {error}")
     assert not failures, "the delegate's outputs differ from the CPU's on recipe models:\n" + "\n".join(failures)
     return report
+
+
+# -- diff: where a delegate's numbers leave the reference ------------------------------------------
+
+
+@dataclass
+class OutputDiff:
+    """How one output of the delegated model differs from the reference's (the worst invoke)."""
+
+    index: int
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    max_abs: float  #: the largest |delegate - reference|
+    max_rel: float  #: max_abs over the reference's largest magnitude (0 when both are 0)
+    max_steps: int | None  #: integer outputs: the largest difference in quantized steps
+    mismatched: int  #: elements beyond the tolerance (in the worst invoke)
+    size: int
+    tolerance: str
+    within: bool
+    problem: str = ""  #: the comparison's message when not within the tolerance
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "name": self.name, "dtype": self.dtype, "shape": list(self.shape),
+                "max_abs": self.max_abs, "max_rel": self.max_rel, "max_steps": self.max_steps,
+                "mismatched": self.mismatched, "size": self.size, "tolerance": self.tolerance, "within": self.within}
+
+
+@dataclass
+class NodeDiff:
+    """The first node whose delegated result differs from the CPU's, given the same inputs."""
+
+    node: int
+    op: str
+    version: int
+    delegate: str
+    kernel: str  #: the delegate's kernel choice for the node (its op class), or the kernel class
+    input_shapes: list[list[int]]
+    output_shapes: list[list[int]]
+    outputs: list[OutputDiff]  #: per output of the node
+
+    def __str__(self) -> str:
+        worst = max(self.outputs, key=lambda o: (not o.within, o.max_abs))
+        steps = f", {worst.max_steps} step(s)" if worst.max_steps is not None else ""
+        return (f"node {self.node} {self.op} v{self.version} on {self.delegate} (kernel {self.kernel}), inputs "
+                f"{self.input_shapes} -> outputs {self.output_shapes}: output {worst.index} {worst.name!r} differs by "
+                f"up to {worst.max_abs:.6g} (relative {worst.max_rel:.3g}{steps}); {worst.mismatched} of {worst.size} "
+                f"element(s) beyond {worst.tolerance}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"node": self.node, "op": self.op, "version": self.version, "delegate": self.delegate,
+                "kernel": self.kernel, "input_shapes": self.input_shapes, "output_shapes": self.output_shapes,
+                "outputs": [o.to_json() for o in self.outputs]}
+
+
+@dataclass
+class DiffReport:
+    """What :func:`diff` found: per output the error and both latencies, and, when an
+    output is out of tolerance, the first node (in execution order) whose delegated result
+    differs from the CPU's given the same inputs."""
+
+    delegate: str
+    reference: str  #: "cpu" or "litert-ref"
+    invokes: int
+    outputs: list[OutputDiff]
+    reference_ms: float  #: median invoke latency of the reference
+    delegate_ms: float  #: median invoke latency with the delegate
+    delegated_nodes: int
+    first_divergent: NodeDiff | None = None
+    nodes_checked: int = 0  #: delegated nodes run one at a time while localizing
+    note: str = ""  #: what the localization could not say
+
+    @property
+    def ok(self) -> bool:
+        """Every output within tolerance, and no node found to differ."""
+        return all(o.within for o in self.outputs) and self.first_divergent is None
+
+    def __str__(self) -> str:
+        lines = [f"{self.delegate} vs {self.reference}: {self.delegated_nodes} node(s) delegated, {self.invokes} invoke(s); "
+                 f"latency {self.reference_ms:.3f} ms ({self.reference}) / {self.delegate_ms:.3f} ms ({self.delegate})"]
+        for o in self.outputs:
+            steps = f", {o.max_steps} step(s)" if o.max_steps is not None else ""
+            verdict = "ok" if o.within else f"OUT OF TOLERANCE ({o.mismatched} of {o.size})"
+            lines.append(f"  output {o.index} {o.name!r} {o.dtype}{list(o.shape)}: max |diff| {o.max_abs:.6g}, relative "
+                         f"{o.max_rel:.3g}{steps} [{o.tolerance}] {verdict}")
+        if self.first_divergent is not None:
+            lines.append(f"  first divergent node ({self.nodes_checked} delegated node(s) run alone): {self.first_divergent}")
+        if self.note:
+            lines.append(f"  {self.note}")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"delegate": self.delegate, "reference": self.reference, "invokes": self.invokes, "ok": self.ok,
+                "latency_ms": {"reference": self.reference_ms, "delegate": self.delegate_ms},
+                "delegated_nodes": self.delegated_nodes, "outputs": [o.to_json() for o in self.outputs],
+                "first_divergent_node": self.first_divergent.to_json() if self.first_divergent else None,
+                "nodes_checked": self.nodes_checked, "note": self.note}
+
+
+def _measure(index: int, name: str, got: np.ndarray, expected: np.ndarray, tolerance: Tolerance) -> OutputDiff:
+    """The error of one output (``got``) against the reference (``expected``)."""
+    problem = _compare(got, expected, tolerance, f"output {index} {name!r}")
+    max_abs = max_rel = 0.0
+    steps = None
+    mismatched = 0
+    if got.shape == expected.shape and expected.size and expected.dtype.kind in "biufc":
+        if expected.dtype.kind in "iub":
+            difference = np.abs(got.astype(np.int64) - expected.astype(np.int64))
+            steps = int(difference.max())
+            mismatched = int((difference > tolerance.atol).sum())
+        else:
+            with np.errstate(invalid="ignore", over="ignore"):
+                difference = np.abs(got.astype(np.complex128 if got.dtype.kind == "c" else np.float64) - expected)
+                difference = np.where(np.isnan(difference), np.inf, difference)
+                mismatched = int((difference > tolerance.bound(np.abs(expected) if expected.dtype.kind == "c" else
+                                                               expected.astype(np.float64))).sum())
+        max_abs = float(difference.max())
+        magnitude = float(np.max(np.abs(expected[np.isfinite(expected)]))) if np.isfinite(expected).any() else 0.0
+        max_rel = max_abs / magnitude if magnitude else (0.0 if max_abs == 0 else float("inf"))
+    elif problem:
+        mismatched = int(got.size)
+    return OutputDiff(index, name, str(expected.dtype), tuple(expected.shape), max_abs, max_rel, steps,
+                      mismatched if problem else 0, int(expected.size), str(tolerance), problem is None, problem or "")
+
+
+def _worse(a: OutputDiff | None, b: OutputDiff) -> OutputDiff:
+    if a is None:
+        return b
+    return b if (not b.within, b.max_abs) > (not a.within, a.max_abs) else a
+
+
+def _factory(delegate: Any) -> Callable[[], Delegate]:
+    if callable(delegate) and not callable(getattr(delegate, "prepare", None)):
+        return delegate
+    if isinstance(delegate, type):
+        return delegate
+    return lambda: delegate
+
+
+def _timed_invoke(interpreter: Any, inputs: Sequence[np.ndarray]) -> tuple[list[np.ndarray], float]:
+    import time
+
+    for detail, value in zip(interpreter.get_input_details(), inputs):
+        interpreter.set_tensor(detail["index"], value)
+    start = time.perf_counter()
+    interpreter.invoke()
+    elapsed = time.perf_counter() - start
+    return [np.array(interpreter.get_tensor(d["index"])) for d in interpreter.get_output_details()], elapsed
+
+
+def _litert_reference(model: bytes) -> Any:
+    try:
+        from ai_edge_litert.interpreter import Interpreter as LiteRTInterpreter
+        from ai_edge_litert.interpreter import OpResolverType
+    except ImportError as error:
+        raise RuntimeError(
+            "the litert-ref reference needs the ai-edge-litert package (pip install ai-edge-litert); "
+            "use the cpu reference instead"
+        ) from error
+    interpreter = LiteRTInterpreter(model_content=bytes(model), experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    interpreter.allocate_tensors()
+    return interpreter
+
+
+def diff(
+    model: bytes,
+    delegate: Any,
+    *,
+    reference: str = "cpu",
+    invokes: int = 3,
+    inputs: Sequence[np.ndarray] | None = None,
+    seed: int = 0,
+    tolerances: Mapping[str, Tolerance] | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    localize: bool = True,
+    check_nodes: bool = False,
+) -> DiffReport:
+    """Where a delegate's numbers leave the reference.
+
+    Runs ``model`` with the delegate and with the reference (``"cpu"``: this runtime's
+    CPU kernels; ``"litert-ref"``: ai-edge-litert's BUILTIN_REF kernels, where installed)
+    ``invokes`` times on the same inputs (``inputs``, rolled at each invoke as in
+    :func:`assert_matches_cpu`, or random from ``seed``) and reports, per output, the error
+    of the worst invoke (absolute, relative to the output's largest magnitude, and in
+    quantized steps for integer outputs) against the SDK's per-dtype tolerances
+    (``tolerances``, default :data:`DEFAULT_TOLERANCES`; ``rtol``/``atol`` replace the
+    float ones, ``atol`` is also the steps allowed on integer outputs), and the median
+    invoke latency of both.
+
+    When an output is out of tolerance (and ``localize``), each node the delegate took is
+    delegated alone, in execution order, with the rest of the graph on the CPU: the CPU
+    computes its inputs, as in the reference run, and its outputs are compared with the
+    CPU's on the same inputs of the failing invoke. The first node that differs beyond
+    the tolerance is reported (:class:`NodeDiff`: node, op, version, the delegate's kernel
+    choice, shapes, error). Nothing of a fused kernel's internals is needed: a delegate
+    that refuses to take a node alone (``min_nodes_per_partition``) leaves it unchecked,
+    and ``note`` says so.
+
+    With ``check_nodes`` the nodes are checked one by one even when every output is
+    within tolerance: int8 models often end in a saturating or dequantizing layer that
+    hides a kernel off by one step (the intermediates are compared, not only the outputs).
+
+    ``delegate`` is a delegate, a delegate class, or a function returning one (a new
+    delegate is applied to each interpreter when it is a class or function; a delegate
+    object is applied again and again).
+    """
+    if reference not in ("cpu", "litert-ref"):
+        raise ValueError(f"reference must be 'cpu' or 'litert-ref', got {reference!r}")
+    if invokes < 1:
+        raise ValueError(f"invokes must be >= 1, got {invokes}")
+    tolerances = DEFAULT_TOLERANCES if tolerances is None else tolerances
+    make = _factory(delegate)
+    delegated = _interpreter(model, [make()])
+    name = delegated.delegation_reports[-1].delegate
+    taken = [p.node for p in delegated.node_placements() if p.delegated and p.subgraph == 0]
+    ref = _interpreter(model) if reference == "cpu" else _litert_reference(model)
+    names = [d["name"] for d in delegated.get_output_details()]
+    worst: list[OutputDiff | None] = [None] * len(names)
+    times_ref, times_delegate = [], []
+    failing_inputs = None
+    for k in range(invokes):
+        values = _random_inputs(delegated, seed + k) if inputs is None else [np.roll(np.asarray(x), k * 7) for x in inputs]
+        expected, t_ref = _timed_invoke(ref, values)
+        got, t_delegate = _timed_invoke(delegated, values)
+        times_ref.append(t_ref)
+        times_delegate.append(t_delegate)
+        for i, (g, e) in enumerate(zip(got, expected)):
+            measured = _measure(i, names[i], g, e, _tolerance(e.dtype, tolerances, rtol, atol))
+            worst[i] = _worse(worst[i], measured)
+            if not measured.within and failing_inputs is None:
+                failing_inputs = values
+    report = DiffReport(name, reference, invokes, [w for w in worst if w is not None],
+                        float(np.median(times_ref)) * 1e3, float(np.median(times_delegate)) * 1e3, len(taken))
+    if check_nodes and failing_inputs is None:
+        failing_inputs = _random_inputs(delegated, seed) if inputs is None else [np.asarray(x) for x in inputs]
+    if failing_inputs is not None and (localize or check_nodes):
+        _localize(report, model, make, taken, failing_inputs, tolerances, rtol, atol)
+    return report
+
+
+def _localize(report: DiffReport, model: bytes, make: Callable[[], Delegate], taken: Sequence[int],
+              values: Sequence[np.ndarray], tolerances: Mapping[str, Tolerance], rtol: float | None,
+              atol: float | None) -> None:
+    """Delegate each taken node alone, in execution order; the first whose outputs differ
+    from the CPU's given the same inputs goes in ``report.first_divergent``."""
+    from interpreter import Interpreter
+    from interpreter.delegation import delegating_only
+
+    cpu = Interpreter(model_content=model, experimental_preserve_all_tensors=True)
+    cpu.allocate_tensors()
+    _invoke(cpu, values)
+    main = cpu._main
+    order = [n for n in main.execution_plan if n in set(taken)]
+    skipped = []
+    for node_index in order:
+        single = Interpreter(model_content=model, experimental_preserve_all_tensors=True)
+        with delegating_only({node_index}):
+            single.modify_graph_with_delegate(make())
+        if not any(p.delegated and p.node == node_index and p.subgraph == 0 for p in single.node_placements()):
+            skipped.append(node_index)
+            continue
+        single.allocate_tensors()
+        _invoke(single, values)
+        report.nodes_checked += 1
+        node = main.nodes[node_index]
+        registration = main.registrations[node_index]
+        diffs = []
+        for position, t in enumerate(node.outputs):
+            expected = np.array(cpu.get_tensor(t))
+            got = np.array(single.get_tensor(t))
+            tensor_name = main.tensors[t].name
+            diffs.append(_measure(position, tensor_name, got, expected, _tolerance(expected.dtype, tolerances, rtol, atol)))
+        if all(d.within for d in diffs):
+            continue
+        report.first_divergent = NodeDiff(
+            node_index, registration.op_name, registration.version, report.delegate,
+            _kernel_choice(single, node_index),
+            [list(main.tensors[t].shape) for t in node.inputs if t >= 0],
+            [list(main.tensors[t].shape) for t in node.outputs], diffs)
+        break
+    if report.first_divergent is None and report.outputs and not all(o.within for o in report.outputs):
+        report.note = ("no delegated node differs from the CPU when run alone: the difference comes from how the nodes "
+                       "run together (partition boundaries, tensors handed between partitions, state across invokes)")
+    if skipped:
+        report.note = (report.note + "; " if report.note else "") + (
+            f"node(s) {skipped} were not taken alone by the delegate and are unchecked")
+
+
+def _kernel_choice(interpreter: Any, node_index: int) -> str:
+    """The delegate's kernel for a node it took: the op class its partition kernel chose
+    for that node (``steps``, as the GPU delegate's), else the kernel class."""
+    main = interpreter._main
+    for plan_node in main.execution_plan:
+        params = main.nodes[plan_node].delegate_params
+        if params is None or node_index not in params.nodes_to_replace:
+            continue
+        kernel = main.nodes[plan_node].user_data
+        for step in getattr(kernel, "steps", None) or ():
+            op, inner = (step[0], step[1]) if isinstance(step, tuple) and len(step) > 1 else (None, None)
+            if getattr(inner, "index", None) == node_index:
+                if callable(op) and hasattr(op, "__qualname__") and not isinstance(op, type):
+                    return op.__qualname__.split(".<locals>")[0]  # a function (made by a factory)
+                return type(op).__name__
+        return type(kernel).__name__
+    return "?"
+
+
+# -- the integer arithmetic of a node, as the CPU kernel prepared it -------------------------------
+
+#: How each family of integer kernels rescales its accumulator (``QuantizedReference.scheme``).
+RESCALING_SCHEMES = {
+    "double": "out = clamp(int32(round(double(acc) * real_scale)) + output_zero_point, low, high): LiteRT's reference "
+              "FULLY_CONNECTED (uint8, int8, int16 x int8), C's round (halves away from zero), no fixed-point multiply",
+    "fixed-point": "out = clamp(MultiplyByQuantizedMultiplier(acc, multiplier, shift) + output_zero_point, low, high): "
+                   "a 31-bit multiplier and a power-of-two shift per output channel (CONV_2D, DEPTHWISE_CONV_2D, "
+                   "int16 x int16 FULLY_CONNECTED, MUL)",
+    "add-sub": "a = M((q1 - z1) << left_shift, m1), b = M((q2 - z2) << left_shift, m2), out = clamp(M(a +- b, mo) + zo): "
+               "left_shift 20 for 8-bit (15 for int16), both inputs rescaled to twice the larger input scale "
+               "(m1 ~ s1 / (2 max(s1, s2)), m2 ~ s2 / (2 max(s1, s2)), mo ~ 2 max(s1, s2) / (2^left_shift s_out))",
+    "power-of-two": "int16 ADD/SUB with power-of-two scales (pot_scale_int16): the input at the smaller scale is "
+                    "rounding-shifted right to the output's scale, then added with int16 saturation",
+    "other": "see the CPU kernel's module docstring (backends/cpu/kernels/*_quantized.py)",
+}
+
+
+@dataclass
+class QuantizedReference:
+    """The integer arithmetic of one node, as the CPU kernel prepared it (bit-exact with
+    LiteRT's BUILTIN_REF): what a delegate's int8 kernel must reproduce.
+
+    ``scheme`` names the rescaling (a key of :data:`RESCALING_SCHEMES`, whose value is the
+    formula): ``"double"`` for FULLY_CONNECTED (``real_scale`` per unit), ``"fixed-point"``
+    for CONV_2D, DEPTHWISE_CONV_2D and MUL (``multipliers`` and ``shifts``, a shift > 0
+    being a left shift), ``"add-sub"`` for ADD and SUB (``left_shift`` and the three
+    ``(multiplier, shift)`` pairs in ``params``: ``m1``, ``m2``, ``mo``). ``low``/``high``
+    are the fused activation's clamp in the output's quantized domain. ``reference(*inputs)``
+    runs the CPU kernel on the node's non-constant inputs and returns its outputs.
+    """
+
+    node: int
+    op: str
+    version: int
+    kernel: str  #: the CPU kernel class
+    scheme: str
+    input_scales: list[list[float]]  #: per input (per channel where the tensor is), [] when not quantized
+    input_zero_points: list[list[int]]
+    output_scale: float
+    output_zero_point: int
+    low: int
+    high: int
+    real_scale: Any = None  #: "double": the double multiplier(s) of the accumulator
+    multipliers: Any = None  #: "fixed-point": the 31-bit multiplier(s)
+    shifts: Any = None  #: "fixed-point": the shift(s), > 0 a left shift
+    params: dict[str, Any] = field(default_factory=dict)  #: everything else the kernel prepared (left_shift, m1...)
+    _run: Callable[..., list[np.ndarray]] | None = None
+
+    @property
+    def formula(self) -> str:
+        return RESCALING_SCHEMES[self.scheme]
+
+    def reference(self, *inputs: np.ndarray) -> list[np.ndarray]:
+        """The CPU kernel's outputs for these values of the node's non-constant inputs."""
+        assert self._run is not None
+        return self._run(*inputs)
+
+
+def quantized_reference(model: bytes, node: int) -> QuantizedReference:
+    """The prepared integer arithmetic of node ``node`` of ``model``'s main subgraph (see
+    :class:`QuantizedReference`), read from the CPU kernel after ``allocate_tensors``.
+
+    Raises:
+      ValueError: the node's output is not an integer tensor with a scale (a float or
+        hybrid node has no integer rescaling).
+    """
+    from interpreter import Interpreter
+
+    interpreter = Interpreter(model_content=bytes(model))
+    interpreter.allocate_tensors()
+    main = interpreter._main
+    if node in getattr(main, "_reprepare", ()):  # downstream of a dynamic tensor: prepared at invoke
+        _invoke(interpreter, _random_inputs(interpreter, 0))
+    the_node, registration = main.nodes[node], main.registrations[node]
+    output = main.tensors[the_node.outputs[0]]
+    if output.quantization is None or not len(output.quantization.scale) or output.dtype is None or output.dtype.kind not in "iu":
+        raise ValueError(f"node {node} ({registration.op_name} v{registration.version}) has no quantized integer output")
+    kernel = the_node.user_data
+    tensors = [main.tensors[t] if t >= 0 else None for t in the_node.inputs]
+
+    def scales(tensor) -> list[float]:
+        q = tensor.quantization if tensor is not None else None
+        return [float(s) for s in q.scale] if q is not None and len(q.scale) else []
+
+    def zero_points(tensor) -> list[int]:
+        q = tensor.quantization if tensor is not None else None
+        return [int(z) for z in q.zero_point] if q is not None and len(q.zero_point) else []
+
+    variable = [t for t in the_node.inputs if t >= 0 and not main.tensors[t].is_constant]
+
+    def run(*values: np.ndarray) -> list[np.ndarray]:
+        if len(values) != len(variable):
+            raise ValueError(f"node {node} has {len(variable)} non-constant input(s), got {len(values)}")
+        for t, value in zip(variable, values):
+            main.tensors[t].data[...] = value
+        registration.invoke(main, the_node)
+        return [np.array(main.tensors[t].data) for t in the_node.outputs]
+
+    reference = QuantizedReference(
+        node, registration.op_name, registration.version, type(kernel).__name__, "other",
+        [scales(t) for t in tensors], [zero_points(t) for t in tensors],
+        float(output.quantization.scale[0]), int(output.quantization.zero_point[0]) if len(output.quantization.zero_point) else 0,
+        int(getattr(kernel, "low", np.iinfo(output.dtype).min)), int(getattr(kernel, "high", np.iinfo(output.dtype).max)),
+        _run=run)
+    conv = getattr(kernel, "quantization", None)
+    if hasattr(conv, "multipliers") and hasattr(conv, "shifts"):
+        reference.scheme = "fixed-point"
+        reference.multipliers, reference.shifts = np.array(conv.multipliers), np.array(conv.shifts)
+        reference.low, reference.high = conv.low, conv.high
+        reference.params = {"input_zero_point": conv.input_zero_point, "output_zero_point": conv.output_zero_point,
+                            "filter_zero_point": getattr(kernel, "filter_zero_point", 0), "int64_accumulator": conv.wide}
+    elif hasattr(kernel, "effective_scale"):
+        reference.params = {name: getattr(kernel, name) for name in ("in_zp", "w_zp", "out_zp", "acc_is_int32")
+                            if hasattr(kernel, name)}
+        if getattr(kernel, "use_mbqm", False):
+            reference.scheme = "fixed-point"
+            reference.params["effective_scale"] = kernel.effective_scale
+        else:
+            reference.scheme = "double"
+            reference.real_scale = kernel.effective_scale
+    elif hasattr(kernel, "left_shift"):
+        reference.scheme = "power-of-two" if getattr(kernel, "pot_int16", False) else "add-sub"
+        reference.params = {"left_shift": kernel.left_shift, "m1": kernel.m1, "m2": kernel.m2, "mo": kernel.mo,
+                            "offsets": kernel.offsets}
+    elif hasattr(kernel, "multiplier") and hasattr(kernel, "offsets"):
+        reference.scheme = "fixed-point"
+        reference.multipliers, reference.shifts = kernel.multiplier
+        reference.params = {"offsets": kernel.offsets}
+    return reference

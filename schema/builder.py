@@ -7,9 +7,14 @@
 >>> b = graph.add_constant("b", np.zeros([3], np.float32))
 >>> y = graph.add_tensor("y", [1, 8, 8, 3])
 >>> graph.add_operator(BuiltinOperator.DEPTHWISE_CONV_2D, [x, w, b], [y],
-...                    DepthwiseConv2DParams(dilation_w_factor=2, dilation_h_factor=2))
+...                    DepthwiseConv2DParams(stride_w=1, stride_h=1, depth_multiplier=1,
+...                                          dilation_w_factor=2, dilation_h_factor=2))
 >>> graph.add_output(y)
 >>> model_bytes = builder.build()
+
+The params types default to TFLite's schema defaults, which are what a file without the
+field reads as: strides and ``depth_multiplier`` are 0 there, so a convolution's params
+give them (1 for a plain convolution).
 
 Every operator is stamped with the minimum version it needs
 (``get_builtin_operator_version``), unless a version is given explicitly, and the

@@ -63,7 +63,13 @@ _NONE = ActivationFunctionType.NONE
 
 @dataclass(frozen=True)
 class Conv2DParams:
-    """Options of CONV_2D."""
+    """Options of CONV_2D.
+
+    Every default is TFLite's schema default (what a file without the field reads as,
+    and what TFLite's kernels see): ``stride_w`` and ``stride_h`` are 0 there, which no
+    kernel runs, so give them (``Conv2DParams(stride_w=1, stride_h=1)`` for a plain
+    convolution).
+    """
 
     padding: Padding = Padding.SAME
     stride_w: int = 0
@@ -78,7 +84,12 @@ class Conv2DParams:
 
 @dataclass(frozen=True)
 class DepthwiseConv2DParams:
-    """Options of DEPTHWISE_CONV_2D."""
+    """Options of DEPTHWISE_CONV_2D.
+
+    Every default is TFLite's schema default (what a file without the field reads as):
+    ``stride_w``, ``stride_h`` and ``depth_multiplier`` are 0 there, so give them
+    (``DepthwiseConv2DParams(stride_w=1, stride_h=1, depth_multiplier=1)``).
+    """
 
     padding: Padding = Padding.SAME
     stride_w: int = 0

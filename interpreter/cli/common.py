@@ -173,7 +173,9 @@ def make_delegate(kind: str, caps: dict[int, int] | None = None, excluded: Seque
 
 def parse_delegate_options(text: str, spec: str) -> dict[str, Any]:
     """``a=1,b='x',c=[1, 2]`` -> ``{"a": 1, "b": "x", "c": [1, 2]}``: values are Python
-    literals (``ast.literal_eval``), or plain strings when they are not."""
+    literals (``ast.literal_eval``), or plain strings when they are plain words; a value
+    that looks like a dict, list or tuple but is not a literal (its quotes removed by the
+    shell: ``version_caps={CONV_2D:2}``) is a usage error saying so."""
     options: dict[str, Any] = {}
     for item in _split_top_level(text):
         if not item.strip():
@@ -185,7 +187,14 @@ def parse_delegate_options(text: str, spec: str) -> dict[str, Any]:
         try:
             options[key] = ast.literal_eval(value.strip())
         except (ValueError, SyntaxError):
-            options[key] = value.strip()
+            text = value.strip()
+            if text[:1] in "{[(" or text[-1:] in "}])":
+                raise UsageError(
+                    f"--delegate {spec}: the value of {key}, {text!r}, is not a Python literal (values are read with "
+                    f"ast.literal_eval; a shell removes the quotes inside an unquoted argument: quote the whole "
+                    f"option, e.g. --delegate 'MODULE:CLASS:{key}={{\"CONV_2D\": 2}}')"
+                ) from None
+            options[key] = text  # a plain word: read as a string
     return options
 
 

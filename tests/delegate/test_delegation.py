@@ -9,7 +9,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from delegate_sdk import DelegateKernel, KernelError, SimpleDelegate
+from delegate_sdk import Delegate, DelegateKernel, KernelError, SimpleDelegate
 from delegate_sdk.testing import ReferenceDelegate
 from interpreter.testing import assert_matches_cpu, run_model
 from delegate_sdk.delegate import DelegatePrepareError
@@ -200,10 +200,40 @@ def dynamic_reshape_model() -> bytes:
     return builder.build()
 
 
-def test_a_static_shape_delegate_is_refused_on_a_graph_with_dynamic_tensors():
+def test_a_static_shape_delegate_leaves_only_the_nodes_that_touch_a_dynamic_tensor():
     interpreter = Interpreter(model_content=dynamic_reshape_model())
-    with pytest.raises(DelegateError, match=r"only supports static-sized tensors .*tensor 3 'y' is dynamic-sized"):
-        interpreter.modify_graph_with_delegate(ReferenceDelegate({BuiltinOperator.RELU: 1}))
+    report = interpreter.modify_graph_with_delegate(ReferenceDelegate({BuiltinOperator.RELU: 1, BuiltinOperator.ADD: 1}))
+    assert [p.node for p in interpreter.node_placements() if p.delegated] == [0]  # RELU: static tensors only
+    (reason,) = report.reasons_for(2)  # ADD reads the RESHAPE's dynamic output 'y'
+    assert "tensor 3 'y' is dynamic-sized" in reason and "supports_dynamic_tensors = True" in reason
+
+
+def test_a_dynamic_tensor_inside_a_partition_is_the_delegates_business():
+    interpreter = Interpreter(model_content=dynamic_reshape_model())
+    interpreter.modify_graph_with_delegate(ReferenceDelegate({BuiltinOperator.RESHAPE: 1, BuiltinOperator.ADD: 1}))
+    assert [p.node for p in interpreter.node_placements() if p.delegated] == [1, 2]
+
+
+def test_the_static_shape_delegate_computes_what_the_cpu_computes_around_a_dynamic_tensor():
+    x = np.random.default_rng(1).standard_normal((2, 6)).astype(np.float32)
+    shape = np.array([3, 4], np.int32)
+    assert_matches_cpu(dynamic_reshape_model(), lambda: ReferenceDelegate({BuiltinOperator.RELU: 1}), inputs=[x, shape],
+                       invokes=1)
+
+
+class TakesTheAdd(Delegate):
+    """A low-level delegate that takes the ADD node (2) without looking at dynamic tensors."""
+
+    name = "TakesTheAdd"
+
+    def prepare(self, context):
+        context.replace_node_subsets_with_delegate_kernels(ReferenceDelegate({}).kernel_registration(), [2], self)
+
+
+def test_a_low_level_static_delegate_that_takes_a_dynamic_node_is_refused_naming_the_flag():
+    interpreter = Interpreter(model_content=dynamic_reshape_model())
+    with pytest.raises(DelegateError, match=r"only supports static-sized tensors .*tensor 3 'y' is dynamic-sized.*supports_dynamic_tensors = True"):
+        interpreter.modify_graph_with_delegate(TakesTheAdd())
     assert not any(p.delegated for p in interpreter.node_placements())
 
 
@@ -239,3 +269,34 @@ def test_a_support_table_may_list_versions_with_gaps():
     assert plan_delegation(delegate, single_op_model(DW, 1)).taken == [0]
     assert plan_delegation(delegate, single_op_model(DW, 3)).taken == [0]
     assert plan_delegation(delegate, single_op_model(DW, 2)).reason(0) == "DEPTHWISE_CONV_2D v2: Gappy supports DEPTHWISE_CONV_2D versions 1, 3 only"
+
+
+def test_a_static_only_delegate_takes_its_nodes_in_a_streaming_model_with_resource_variables():
+    """The wake-word model keeps its state in resource variables: READ_VARIABLE's outputs are
+    dynamic-sized, yet no CONV_2D, DEPTHWISE_CONV_2D or FULLY_CONNECTED touches them."""
+    model = (pathlib.Path(__file__).parents[1] / "data" / "models" / "real" / "mww_hey_jarvis_int8_streaming.tflite").read_bytes()
+    table = {BuiltinOperator.CONV_2D: 3, BuiltinOperator.DEPTHWISE_CONV_2D: 3, BuiltinOperator.FULLY_CONNECTED: 4}
+    interpreter = assert_matches_cpu(model, lambda: ReferenceDelegate(table, name="StaticOnly"), invokes=4)
+    taken = {p.op for p in interpreter.node_placements() if p.delegated}
+    assert taken == {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"}
+    assert sum(p.delegated for p in interpreter.node_placements()) == 10
+
+
+def misdeclared_add_model() -> bytes:
+    """ADD of two [2, 6] inputs whose output the file declares [3, 4] (the CPU computes [2, 6])."""
+    builder = ModelBuilder()
+    g = builder.subgraph()
+    a, b = g.add_input("a", [2, 6]), g.add_input("b", [2, 6])
+    z = g.add_tensor("z", [3, 4])
+    g.add_operator(BuiltinOperator.ADD, [a, b], [z], AddParams())
+    g.add_output(z)
+    return builder.build()
+
+
+def test_a_delegated_node_gets_the_output_shape_the_cpu_computes_not_the_files():
+    """AddMulDelegate's kernel computes with numpy and never resizes: the interpreter gives
+    the delegated ADD the CPU's output shape before the delegate prepares (as LiteRT does)."""
+    rng = np.random.default_rng(2)
+    a, b = (rng.standard_normal((2, 6)).astype(np.float32) for _ in range(2))
+    interpreter = assert_matches_cpu(misdeclared_add_model(), AddMulDelegate, inputs=[a, b], invokes=1)
+    assert interpreter.get_output_details()[0]["shape"].tolist() == [2, 6]
