@@ -32,12 +32,13 @@ import numpy as np
 from backends.cpu.common import broadcast_shape
 from backends.cpu.kernel import CpuKernel
 from backends.cpu.kernels.binary_quantized import QuantizedAddSub, QuantizedMul
+from backends.gpu.cuda.int8_elementwise import QuantizedBinaryCuda, QuantizedBinaryParams
 from backends.gpu.ops.base import MAX_RANK, GpuOp
 from backends.gpu.ops.elementwise import fused_activation_reason
 from backends.gpu.ops.quantized_base import QuantizedOp, per_tensor
 from delegate_sdk.node import Node
 from delegate_sdk.tensor import RuntimeTensor
-from schema.enums import BuiltinOperator
+from schema.enums import BuiltinOperator, builtin_operator_name
 
 B = BuiltinOperator
 
@@ -104,17 +105,17 @@ class QuantizedBinary(QuantizedOp):
         return fused_activation_reason(node.params) or cpu_kernel_reason(cls.KERNELS[op], node, op, version, tensors)
 
     def prepare(self) -> None:
-        self.kernel = configured_cpu_kernel(self.KERNELS[self.op], self.node, self.op, self.version, node_tensors(self))
-        #: constant operands, uploaded once as int64 (None: read from ``args``)
+        kernel = configured_cpu_kernel(self.KERNELS[self.op], self.node, self.op, self.version, node_tensors(self))
+        dtype = self.outputs[0].dtype
+        params = QuantizedBinaryParams.of(builtin_operator_name(self.op), kernel)
+        self.launcher = QuantizedBinaryCuda(params, dtype, **self.device.launcher_arguments(QuantizedBinaryCuda.source))
+        #: constant operands, uploaded once (None: read from ``args``)
         self.constants: list[Any] = [None, None]
         for position, tensor in enumerate(self.inputs):
             if tensor.is_constant:
-                self.constants[position] = self.upload(np.asarray(tensor.data, np.int64), np.int64)
+                self.constants[position] = self.upload(np.asarray(tensor.data, dtype), dtype)
                 self.prepared_inputs.add(position)
 
     def run(self, args):
-        a, b = (
-            constant if constant is not None else args[position].astype(np.int64)
-            for position, constant in enumerate(self.constants)
-        )
-        return [self.kernel.compute(a, b).astype(self.outputs[0].dtype)]
+        a, b = (constant if constant is not None else args[position] for position, constant in enumerate(self.constants))
+        return [self.launcher(a, b)]

@@ -36,12 +36,11 @@ from typing import Sequence
 import numpy as np
 
 from backends.cpu.kernels.dequantize import Dequantize as CpuDequantize
-from backends.cpu.kernels.dequantize import dequantize_affine
 from backends.cpu.kernels.quantize import Quantize as CpuQuantize
-from backends.cpu.kernels.quantize import quantize_quotient
+from backends.gpu.cuda.int8_elementwise import DequantizeCuda, LookupCuda, QuantizeCuda, channel_parameters
 from backends.cpu.quantization import is_quantized
 from backends.gpu.ops.base import MAX_RANK, GpuOp
-from backends.gpu.ops.elementwise_quantized import byte_codes, configured_cpu_kernel, cpu_kernel_reason, node_tensors
+from backends.gpu.ops.elementwise_quantized import configured_cpu_kernel, cpu_kernel_reason, node_tensors
 from delegate_sdk.node import Node
 from delegate_sdk.tensor import RuntimeTensor
 from schema.enums import BuiltinOperator, TensorType, builtin_operator_name
@@ -93,23 +92,21 @@ class Quantize(GpuOp):
 
     def prepare(self) -> None:
         kernel = configured_cpu_kernel(CpuQuantize, self.node, self.op, self.version, node_tensors(self))
-        self.low, self.high = kernel.low, kernel.high
+        out = self.outputs[0]
         self.table = None
         if kernel.mode == "requantize":
             # Indexed by the input's code (its bits read as uint8).
-            self.table = self.upload(kernel.table, self.outputs[0].dtype)
+            self.table = self.upload(kernel.table, out.dtype)
+            self.launcher = LookupCuda(**self.device.launcher_arguments(LookupCuda.source))
             return
-        # Per tensor: host scalars; per channel: arrays shaped to broadcast along the axis.
-        scale, zero_point = kernel.scale, kernel.zero_point
-        self.scale = np.float32(scale) if np.ndim(scale) == 0 else self.upload(np.asarray(scale, np.float32), np.float32)
-        self.zero_point = int(zero_point) if np.ndim(zero_point) == 0 else self.upload(np.asarray(zero_point, np.int64), np.int64)
+        layout, scales, zero_points = channel_parameters(kernel.scale, kernel.zero_point, self.inputs[0].shape)
+        self.scales, self.zero_points = self.upload(scales, np.float32), self.upload(zero_points, np.int32)
+        self.launcher = QuantizeCuda(out.dtype, layout, (kernel.low, kernel.high), **self.device.launcher_arguments(QuantizeCuda.source))
 
     def run(self, args):
-        x, out_dtype = args[0], self.outputs[0].dtype
         if self.table is not None:
-            return [self.xp.take(self.table, byte_codes(x))]
-        quotient = x.astype(np.float32) / self.scale  # float32 / float32, as TFLite
-        return [quantize_quotient(quotient, self.zero_point, self.low, self.high).astype(out_dtype)]
+            return [self.launcher(args[0], self.table)]
+        return [self.launcher(args[0], self.scales, self.zero_points)]
 
 
 class QuantizedDequantize(GpuOp):
@@ -132,10 +129,11 @@ class QuantizedDequantize(GpuOp):
 
     def prepare(self) -> None:
         kernel = configured_cpu_kernel(CpuDequantize, self.node, self.op, self.version, node_tensors(self))
-        self.scale, self.zero_point = (
-            np.float32(value) if np.ndim(value) == 0 else self.upload(np.asarray(value, np.float32), np.float32)
-            for value in (kernel.scale, kernel.zero_point)
+        layout, scales, zero_points = channel_parameters(kernel.scale, kernel.zero_point, self.inputs[0].shape)
+        self.scales, self.zero_points = self.upload(scales, np.float32), self.upload(zero_points, np.int32)
+        self.launcher = DequantizeCuda(
+            self.inputs[0].dtype, self.storage, layout, **self.device.launcher_arguments(DequantizeCuda.source)
         )
 
     def run(self, args):
-        return [dequantize_affine(args[0], self.scale, self.zero_point).astype(self.storage, copy=False)]
+        return [self.launcher(args[0], self.scales, self.zero_points)]
