@@ -15,7 +15,8 @@ with the type's range as the clamp (no fused activation). The multiplier
 the axes are resolved as TFLite does (negative, repeated, ``keep_dims``). An empty input
 gives 0.
 
-How: one ``xp.sum`` in int64 over the axes, wrapped to int32, then ``requantize_sums``.
+How: one launch of ``cuda/int8_windows.cu``'s quantized mean (a thread per output, the
+sum and the requantization fused); host emulation runs its twin as that one launch.
 Versions: 1 (uint8) and 2 (int8); v3 (int16) is not claimed.
 """
 
@@ -23,8 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from backends.cpu.kernels.reduce_quantized import folded_multiplier, mean_sum_multiplier, requantize_sums
-from backends.cpu.quantization import legacy_params, wrap_int32
+from backends.cpu.kernels.reduce_quantized import folded_multiplier, mean_sum_multiplier
+from backends.cpu.quantization import legacy_params
+from backends.gpu.cuda.int8_windows import QuantizedMeanCuda, QuantizedMeanParams
 from backends.gpu.ops.pool import resolve_axes
 from backends.gpu.ops.reduce_more import require_reduced_shape
 from backends.gpu.ops.quantized_base import QuantizedOp, per_tensor
@@ -75,20 +77,13 @@ class QuantizedMean(QuantizedOp):
         multiplier, shift = mean_sum_multiplier(x, out)
         if not self.empty:
             self.multiplier, self.shift = folded_multiplier(multiplier, shift, self.count, is_mean=True)
-        self.zero_sum = z_in * self.count
-        self.z_out = z_out
-        info = np.iinfo(x.dtype)
-        self.limits = (int(info.min), int(info.max))
+        self.launcher = None
+        if not self.empty:
+            info = np.iinfo(x.dtype)
+            params = QuantizedMeanParams(z_in * self.count, self.multiplier, self.shift, z_out, (int(info.min), int(info.max)))
+            self.launcher = QuantizedMeanCuda(self.axes, params, x.dtype, **self.device.launcher_arguments(QuantizedMeanCuda.source))
 
     def run(self, args):
-        xp = self.xp
-        dtype = self.outputs[0].dtype
         if self.empty:
-            return [xp.zeros(self.out_shape, dtype=dtype)]
-        x = args[0]
-        if self.axes:
-            sums = wrap_int32(xp.sum(x, axis=self.axes, dtype=np.int64))  # TFLite's int32 temp_sum
-        else:
-            sums = x.astype(np.int64)
-        values = requantize_sums(sums, self.zero_sum, self.multiplier, self.shift, self.z_out, self.limits)
-        return [values.astype(dtype).reshape(self.out_shape)]
+            return [self.xp.zeros(self.out_shape, dtype=self.outputs[0].dtype)]
+        return [self.launcher(args[0], self.out_shape)]
