@@ -23,9 +23,11 @@ Semantics are the CPU kernels' (``backends/cpu/kernels/reshape.py``, ``pad.py``,
   CONCATENATION is ``layout.Concatenation``; int16 (v3), uint32 (v4), int4 (v5) are not
   claimed.
 
-Every op writes a new array (never a view of its input) and joins pieces by slice
-assignment into a preallocated output (no ``xp.concatenate``: CuPy uploads a pointer
-table for more than 8 arrays, which a CUDA graph cannot capture).
+How: RESHAPE is a view (no launch); PAD / PADV2 of 8-bit tensors with a known fill and
+CONCATENATION are one launch of ``cuda/int8_layout.cu`` (CONCATENATION: one per 8 inputs,
+each input's rescale table read in the launch; no ``xp.concatenate``, whose pointer table
+for more than 8 arrays a CUDA graph cannot capture). Float32 PADV2 and a PADV2 whose
+value is a runtime tensor fill a new array and assign the input into it.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import numpy as np
 from backends.cpu.kernels.concat_quantized import rescale_tables
 from backends.cpu.kernels.pad import default_pad_value, pads_quantized
 from backends.cpu.kernels.reshape import quantization_params
+from backends.gpu.cuda.int8_layout import ByteConcatenationCuda, BytePadCuda
 from backends.gpu.ops.base import MAX_RANK, GpuOp
 from backends.gpu.ops.elementwise import activation_name, fused_activation, input_tensor
 from backends.gpu.ops.layout import concatenation_shape_reason
@@ -157,8 +160,10 @@ class QuantizedReshape(MovingOp):
         self.out_shape = tuple(self.outputs[0].shape)
 
     def run(self, args):
-        # A copy, not a view: the output must not alias the input's device buffer.
-        return [args[0].reshape(self.out_shape).copy()]
+        # A view, no launch: as the float ``layout.Reshape`` explains, nothing in a
+        # partition writes into a value after the op that made it, so the view always
+        # holds the input's current values (eagerly and in a replayed CUDA graph).
+        return [args[0].reshape(self.out_shape)]
 
 
 # --------------------------------------------------------------------------------------
@@ -217,9 +222,17 @@ class ConstantPad(MovingOp):
             self.prepared_inputs.add(2)
         else:
             self.fill = None  # read on the device at each run
+        self.launcher = None
+        if self.dtype.itemsize == 1 and self.fill is not None:
+            after = [int(o) - int(d) - int(b) for o, d, b in zip(out.shape, x.shape, pads[:, 0])]
+            self.launcher = BytePadCuda(
+                pads[:, 0].tolist(), after, int(self.fill), self.dtype, **self.device.launcher_arguments(BytePadCuda.source)
+            )
 
     def run(self, args):
         xp = self.xp
+        if self.launcher is not None:
+            return [self.launcher(args[0])]
         if self.fill is not None:
             out = xp.full(self.out_shape, self.fill, dtype=self.dtype)
         else:
@@ -265,14 +278,13 @@ class QuantizedConcatenation(MovingOp):
         self.axis = int(self.params.axis) % len(out.shape)
         self.out_shape = tuple(out.shape)
         self.dtype = self.output_dtype()
-        offsets = np.cumsum([0] + [t.shape[self.axis] for t in self.inputs]).tolist()
-        self.blocks = [(slice(None),) * self.axis + (slice(a, b),) for a, b in zip(offsets[:-1], offsets[1:])]
         tables = rescale_tables(self.inputs, out) if out.type == T.UINT8 else [None] * len(self.inputs)
-        self.tables = [None if table is None else self.upload(table, self.dtype) for table in tables]
+        self.tables = None
+        if any(table is not None for table in tables):
+            identity = np.arange(256, dtype=np.uint8).view(self.dtype)
+            rows = [identity if table is None else np.asarray(table, self.dtype) for table in tables]
+            self.tables = self.upload(np.stack(rows).view(np.uint8), np.uint8)
+        self.launcher = ByteConcatenationCuda(self.axis, **self.device.launcher_arguments(ByteConcatenationCuda.source))
 
     def run(self, args):
-        xp = self.xp
-        out = xp.empty(self.out_shape, dtype=self.dtype)
-        for block, a, table in zip(self.blocks, args, self.tables):
-            out[block] = a if table is None else xp.take(table, a.astype(np.int32))
-        return [out]
+        return [self.launcher(list(args), self.tables)]
