@@ -45,6 +45,16 @@ class GpuOp:
     #: before ``prepare``): ``environment.variable(resource_id, shape, dtype)`` is the
     #: device buffer of a resource variable.
     environment: Any = None
+    #: Positions of float32 inputs the op takes as float32 or float16 arrays alike, exactly
+    #: (QUANTIZE), and of float32 outputs it can produce in float32 under any storage
+    #: (DEQUANTIZE): the partition keeps such tensors in float32 when every use agrees
+    #: (``GpuPartitionKernel._float32_kept``), so that ``precision="float16"`` does not round
+    #: a quantized model's float inputs and outputs.
+    exact_float32_inputs: ClassVar[tuple[int, ...]] = ()
+    exact_float32_outputs: ClassVar[tuple[int, ...]] = ()
+    #: The tensors (by index) the partition keeps in float32 whatever the storage (set
+    #: before ``prepare``).
+    float32_tensors: frozenset[int] = frozenset()
 
     def __init__(self, device: Any, node: Node, op: int, version: int, tensors: Sequence[RuntimeTensor], storage: Any = np.float32) -> None:
         self.device = device

@@ -13,8 +13,15 @@ quantize.py`` and ``dequantize.py``), configured for the node by their own ``con
   256-entry table of ``clamp(M(x - z_in, m) + z_out)``, uploaded once and read with
   ``take`` at the input's code (its bits as uint8);
 - DEQUANTIZE: ``scale * (q - zero_point)`` in float32, rounded once
-  (``dequantize_affine``), per tensor or per channel, stored in the delegate's storage
-  dtype (float32, or float16 with ``precision="float16"``).
+  (``dequantize_affine``), per tensor or per channel, stored in float32 where the
+  partition keeps the output in float32 (every use takes it exactly: a download, a
+  QUANTIZE) and otherwise in the delegate's storage dtype (float16 with
+  ``precision="float16"``).
+
+How: one launch each of ``cuda/int8_elementwise.cu`` (``quantize_*``, ``dequantize_*``, and
+``lookup_b8`` for the 8-bit requantization's table). QUANTIZE reads a float32 or float16
+input as it comes, so ``precision="float16"`` never rounds the float32 input of a quantized
+model to half first: the partition keeps it in float32 (``exact_float32_inputs``).
 
 Versions claimed:
 
@@ -75,6 +82,7 @@ class Quantize(GpuOp):
     int8/uint8 -> int8/uint8 requantization (per tensor)."""
 
     ops = {B.QUANTIZE: frozenset({1, 3})}
+    exact_float32_inputs = (0,)  # the kernel reads float32 or float16 as it comes
 
     @classmethod
     def rejection_reason(cls, node: Node, op: int, version: int, tensors: Sequence[RuntimeTensor]) -> str | None:
@@ -114,6 +122,7 @@ class QuantizedDequantize(GpuOp):
     to float32 (stored in the delegate's storage dtype)."""
 
     ops = {B.DEQUANTIZE: 2}
+    exact_float32_outputs = (0,)  # float32 where the partition keeps the output in float32
 
     @classmethod
     def rejection_reason(cls, node: Node, op: int, version: int, tensors: Sequence[RuntimeTensor]) -> str | None:
@@ -131,8 +140,9 @@ class QuantizedDequantize(GpuOp):
         kernel = configured_cpu_kernel(CpuDequantize, self.node, self.op, self.version, node_tensors(self))
         layout, scales, zero_points = channel_parameters(kernel.scale, kernel.zero_point, self.inputs[0].shape)
         self.scales, self.zero_points = self.upload(scales, np.float32), self.upload(zero_points, np.int32)
+        out_dtype = np.float32 if self.node.outputs[0] in self.float32_tensors else self.storage
         self.launcher = DequantizeCuda(
-            self.inputs[0].dtype, self.storage, layout, **self.device.launcher_arguments(DequantizeCuda.source)
+            self.inputs[0].dtype, out_dtype, layout, **self.device.launcher_arguments(DequantizeCuda.source)
         )
 
     def run(self, args):
