@@ -124,6 +124,11 @@ class GpuDelegate(SimpleDelegate):
 
     def prepare(self, context) -> None:
         self._folded = self.nodes_folded_at_prepare(context)
+        #: the tensors those nodes make: constants once the partition is prepared
+        self._constant_at_prepare = {
+            t for index in self._folded for t in context.get_node_and_registration(index)[0].outputs
+            if not context.tensors[t].is_constant
+        }
         super().prepare(context)
 
     def rejection_reason(self, context, node: Node, registration) -> str | None:
@@ -154,10 +159,11 @@ class GpuDelegate(SimpleDelegate):
             if all(tensors[t].is_constant for t in node.outputs):  # folded already (at interpreter init)
                 folds = True
             elif registration.builtin_code in shape_ops:
+                # The shape at prepare: a dimension the signature leaves open (-1, a Keras
+                # model's batch) is the current one; resizing re-prepares the partition,
+                # whose CPU prepare publishes the new shape.
                 source = tensors[inputs[0]] if inputs else None
-                folds = source is not None and not source.is_dynamic and not any(
-                    d < 0 for d in (source.shape_signature or ())
-                )
+                folds = source is not None and not source.is_dynamic
             else:
                 folds = bool(inputs) and all(t in constant for t in inputs) and getattr(node.user_data, "foldable", False)
             if folds:
@@ -174,7 +180,15 @@ class GpuDelegate(SimpleDelegate):
         return select_op_class(classes, node, op, registration.version, tensors)
 
     def node_rejection_reason(self, context, node: Node, registration) -> str | None:
-        return self.op_class_for(node, registration, context.tensors)[1]
+        tensors = context.tensors
+        known = getattr(self, "_constant_at_prepare", ())
+        shape = node.inputs[1] if registration.builtin_code == BuiltinOperator.RESHAPE and len(node.inputs) > 1 else -1
+        if shape >= 0 and shape in known:
+            # RESHAPE's shape from a chain folded at prepare (SHAPE -> STRIDED_SLICE -> PACK):
+            # a constant by the time the partition prepares, as the op requires.
+            tensors = list(tensors)
+            tensors[shape] = _ConstantAtPrepare(tensors[shape])
+        return self.op_class_for(node, registration, tensors)[1]
 
     kernel_class = None  # built per delegate below, so each kernel knows its delegate
 
@@ -191,6 +205,19 @@ class GpuDelegate(SimpleDelegate):
 
     def __repr__(self) -> str:
         return f"GpuDelegate(device={self.device.name!r}, precision={self.precision!r})"
+
+
+class _ConstantAtPrepare:
+    """A tensor that a node folded at prepare will hold as a constant (seen so by the op
+    classes' checks before the partition prepares); everything else is the tensor's."""
+
+    is_constant = True
+
+    def __init__(self, tensor: Any) -> None:
+        self._tensor = tensor
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tensor, name)
 
 
 def _malformed(context, node: Node, registration) -> bool:

@@ -15,6 +15,13 @@ FLOAT_TYPES = (TensorType.FLOAT32, TensorType.FLOAT16)
 MAX_RANK = 4
 
 
+class TypeReason(str):
+    """A rejection saying that the node's tensor types are not those the class runs. When
+    another class of the same op takes those types but refuses the node for another reason,
+    that other reason is the one reported (``select_op_class``): it names the condition
+    that actually failed."""
+
+
 class GpuOp:
     """One node inside a GPU partition.
 
@@ -79,7 +86,7 @@ class GpuOp:
                 continue
             tensor = tensors[i]
             if tensor.type not in FLOAT_TYPES:
-                return f"tensor {tensor.name!r} is {tensor.type_name}; only float32/float16 tensors are supported"
+                return TypeReason(f"tensor {tensor.name!r} is {tensor.type_name}; only float32/float16 tensors are supported")
             if len(tensor.shape) > MAX_RANK:
                 return f"tensor {tensor.name!r} has rank {len(tensor.shape)}; at most {MAX_RANK} is supported"
         return None

@@ -40,7 +40,7 @@ from backends.cpu.kernels.concat_quantized import rescale_tables
 from backends.cpu.kernels.pad import default_pad_value, pads_quantized
 from backends.cpu.kernels.reshape import quantization_params
 from backends.gpu.cuda.int8_layout import ByteConcatenationCuda, BytePadCuda
-from backends.gpu.ops.base import MAX_RANK, GpuOp
+from backends.gpu.ops.base import MAX_RANK, GpuOp, TypeReason
 from backends.gpu.ops.elementwise import activation_name, fused_activation, input_tensor
 from backends.gpu.ops.layout import concatenation_shape_reason
 from delegate_sdk.node import Node
@@ -109,7 +109,7 @@ class MovingOp(GpuOp):
                 continue
             tensor = tensors[index]
             if tensor.type not in cls.data_types:
-                return f"{role} {tensor.name!r} is {tensor.type_name}; the GPU delegate runs {name} on {type_names(cls.data_types)} tensors"
+                return TypeReason(f"{role} {tensor.name!r} is {tensor.type_name}; the GPU delegate runs {name} on {type_names(cls.data_types)} tensors")
             if len(tensor.shape) > MAX_RANK:
                 return f"{role} {tensor.name!r} has rank {len(tensor.shape)}; at most {MAX_RANK} is supported"
             if tensor.is_dynamic:
@@ -119,7 +119,7 @@ class MovingOp(GpuOp):
                 return f"{role} {tensor.name!r} is quantized per channel; only per-tensor quantization is supported"
             kinds.add(tensor.type)
         if len(kinds) > 1:
-            return f"{name} mixes {type_names(sorted(kinds))} tensors"
+            return TypeReason(f"{name} mixes {type_names(sorted(kinds))} tensors")
         return cls.node_reason(node, op, version, tensors)
 
     @classmethod

@@ -46,7 +46,7 @@ from backends.cpu.kernels.dequantize import Dequantize as CpuDequantize
 from backends.cpu.kernels.quantize import Quantize as CpuQuantize
 from backends.gpu.cuda.int8_elementwise import DequantizeCuda, LookupCuda, QuantizeCuda, channel_parameters
 from backends.cpu.quantization import is_quantized
-from backends.gpu.ops.base import MAX_RANK, GpuOp
+from backends.gpu.ops.base import MAX_RANK, GpuOp, TypeReason
 from backends.gpu.ops.elementwise_quantized import configured_cpu_kernel, cpu_kernel_reason, node_tensors
 from delegate_sdk.node import Node
 from delegate_sdk.tensor import RuntimeTensor
@@ -63,7 +63,7 @@ def _tensor_reason(role: str, tensor: RuntimeTensor, allowed: Sequence[int], op:
     if tensor.type not in allowed or (quantized and not is_quantized(tensor)):
         names = "/".join(TensorType(t).name.lower() for t in allowed)
         what = f"{names} tensors with a scale" if quantized else f"{names} tensors"
-        return f"{role} {tensor.name!r} is {tensor.type_name}; the GPU delegate's {builtin_operator_name(op)} takes {what}"
+        return TypeReason(f"{role} {tensor.name!r} is {tensor.type_name}; the GPU delegate's {builtin_operator_name(op)} takes {what}")
     if len(tensor.shape) > MAX_RANK:
         return f"{role} {tensor.name!r} has rank {len(tensor.shape)}; at most {MAX_RANK} is supported"
     if tensor.is_dynamic:

@@ -34,7 +34,7 @@ import numpy as np
 from backends.cpu.kernels.softmax_quantized import QuantizedSoftmax as CpuQuantizedSoftmax
 from backends.cpu.quantization import is_quantized
 from backends.gpu.cuda.int8_windows import QuantizedSoftmaxCuda, QuantizedSoftmaxParams
-from backends.gpu.ops.base import MAX_RANK
+from backends.gpu.ops.base import MAX_RANK, TypeReason
 from backends.gpu.ops.elementwise_quantized import configured_cpu_kernel, cpu_kernel_reason, node_tensors
 from backends.gpu.ops.quantized_base import QuantizedOp, per_tensor
 from schema.enums import BuiltinOperator, TensorType
@@ -56,7 +56,7 @@ class QuantizedSoftmax(QuantizedOp):
             return f"expected 1 input, got {len(node.inputs)}"
         x, y = tensors[node.inputs[0]], tensors[node.outputs[0]]
         if x.type not in OUTPUT_TYPES or not is_quantized(x):
-            return f"input {x.name!r} is {x.type_name}; the GPU delegate's quantized SOFTMAX takes int8/uint8 tensors with a scale"
+            return TypeReason(f"input {x.name!r} is {x.type_name}; the GPU delegate's quantized SOFTMAX takes int8/uint8 tensors with a scale")
         if y.type not in OUTPUT_TYPES[x.type] or not is_quantized(y):
             names = "/".join(TensorType(t).name for t in OUTPUT_TYPES[x.type])
             return f"output {y.name!r} is {y.type_name}; a quantized {x.type_name} SOFTMAX outputs {names} with a scale"
