@@ -22,6 +22,7 @@ from backends.gpu.cuda.int8_elementwise import (
     ChannelLayout,
     DequantizeCuda,
     LookupCuda,
+    PairLookupCuda,
     QuantizeCuda,
     QuantizedBinaryCuda,
     QuantizedBinaryParams,
@@ -187,3 +188,15 @@ def test_dequantize_rounds_once_as_the_cpu(dtype, storage, axis):
     assert both.kernel_launches == 1
     assert_twin_matches(both)
     np.testing.assert_array_equal(both.kernel[0], dequantize_affine(q, scale, zero_point).astype(storage))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8], ids=["int8", "uint8"])
+@pytest.mark.parametrize("a_shape, b_shape", BROADCAST_SHAPES, ids=str)
+def test_pair_lookup_reads_the_table_at_both_inputs_bits_with_broadcasting(a_shape, b_shape, dtype):
+    table = RNG.integers(0, 2, 65536).astype(np.bool_)  # a comparison's table: bool
+    a, b = full_range(dtype, a_shape), full_range(dtype, b_shape)
+    both = run_both_ways(lambda **where: PairLookupCuda(**where), SOURCE, [a, b, table])
+    assert both.kernel_launches == 1
+    assert_twin_matches(both)
+    index = (a.view(np.uint8).astype(np.int64) << 8) | b.view(np.uint8)
+    np.testing.assert_array_equal(both.kernel[0], table[index])

@@ -26,7 +26,7 @@ from schema.builder import ModelBuilder, quantization
 from schema.enums import ActivationFunctionType as Act
 from schema.enums import BuiltinOperator as B
 from schema.enums import TensorType as T
-from schema.params import AddParams, ConcatenationParams, MulParams, Pool2DParams, ReducerParams, ReshapeParams, SoftmaxParams
+from schema.params import AddParams, MulParams, Pool2DParams, ReshapeParams, SoftmaxParams
 from test_int8_models_gpu import CONVERTER_INT8, REAL_INT8, every_tensor_equals_builtin_ref, random_input
 
 MODELS = REAL_INT8 + CONVERTER_INT8

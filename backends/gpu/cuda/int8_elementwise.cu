@@ -16,6 +16,10 @@
 // prepare with TFLite's arithmetic): LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU, and the 8-bit
 // to 8-bit QUANTIZE (Requantize).
 //
+// Pair lookup (pair_lookup_b8): out = table[bits(a) * 256 + bits(b)], a 65536-entry table of
+// the output's bytes over every pair of 8-bit input values (the CPU kernels' pair_table of their
+// own arithmetic: the quantized comparisons), with the binary kernel's broadcasting.
+//
 // QUANTIZE float -> int8/uint8 (quantize_f32_i8, _f32_u8, _f16_i8, _f16_u8):
 //   out = clamp(int32(roundf(x / scale[c])) + zero_point[c], low, high)
 // x / scale in float32; roundf rounds halves away from zero; a rounded quotient outside int32
@@ -117,6 +121,29 @@ extern "C" __global__ void lookup_b8(
     const long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (index >= total) return;
     out[index] = table[x[index]];
+}
+
+extern "C" __global__ void pair_lookup_b8(
+    const unsigned char* __restrict__ a, const unsigned char* __restrict__ b, const unsigned char* __restrict__ table,
+    unsigned char* __restrict__ out, long long total, int broadcast, long long d1, long long d2, long long d3,
+    long long as0, long long as1, long long as2, long long as3,
+    long long bs0, long long bs1, long long bs2, long long bs3)
+{
+    const long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (index >= total) return;
+    long long a_index = index, b_index = index;
+    if (broadcast) {
+        long long rest = index;
+        const long long i3 = rest % d3;
+        rest /= d3;
+        const long long i2 = rest % d2;
+        rest /= d2;
+        const long long i1 = rest % d1;
+        const long long i0 = rest / d1;
+        a_index = i0 * as0 + i1 * as1 + i2 * as2 + i3 * as3;
+        b_index = i0 * bs0 + i1 * bs1 + i2 * bs2 + i3 * bs3;
+    }
+    out[index] = table[((int)a[a_index] << 8) | (int)b[b_index]];
 }
 
 // ---- QUANTIZE float -> int8 / uint8 ---------------------------------------------------------

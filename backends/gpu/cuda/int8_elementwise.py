@@ -5,6 +5,8 @@ elementwise ops of the GPU delegate, one launch per node.
   requantization and the fused activation's quantized clamp in the launch.
 - :class:`LookupCuda`: ``out = table[bits(x)]``, the CPU kernels' 256-entry tables
   (LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU, the 8-bit to 8-bit QUANTIZE).
+- :class:`PairLookupCuda`: ``out = table[bits(a) * 256 + bits(b)]`` with broadcasting, the
+  CPU kernels' 65536-entry pair tables (the quantized comparisons).
 - :class:`QuantizeCuda`: float32 (or float16 storage) to int8/uint8, per tensor or per
   channel.
 - :class:`DequantizeCuda`: int8/uint8 to float32 (or float16 storage), per tensor or per
@@ -172,6 +174,42 @@ class LookupCuda(_Launcher):
 def lookup_twin(x: np.ndarray, table: np.ndarray, out: np.ndarray) -> None:
     """``lookup_b8`` in numpy: one ``take`` at the input's bits."""
     np.take(table, x.view(np.uint8), out=out)
+
+
+class PairLookupCuda(_Launcher):
+    """``out = table[bits(a) * 256 + bits(b)]`` for 8-bit ``a`` and ``b`` with numpy
+    broadcasting up to rank 4 and a 65536-entry 8-bit ``table`` (a device array; the output
+    has its dtype: bool for the comparisons), in one launch."""
+
+    source = "int8_elementwise.cu"
+    kernel_name = "pair_lookup_b8"
+
+    def __call__(self, a: Any, b: Any, table: Any) -> Any:
+        if a.dtype.itemsize != 1 or b.dtype.itemsize != 1 or table.dtype.itemsize != 1 or tuple(table.shape) != (65536,):
+            raise TypeError("expected 8-bit inputs and a [65536] 8-bit table")
+        shape = tuple(int(d) for d in np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
+        if len(shape) > MAX_RANK:
+            raise ValueError(f"broadcasting {list(a.shape)} with {list(b.shape)} has rank {len(shape)}; at most {MAX_RANK}")
+        a, b = _contiguous(self.xp, a), _contiguous(self.xp, b)
+        out = self.xp.empty(shape, dtype=table.dtype)
+        if out.size == 0:
+            return out
+        dims = (1,) * (MAX_RANK - len(shape)) + shape
+        broadcast = tuple(a.shape) != shape or tuple(b.shape) != shape
+        i64 = np.int64
+        args = (
+            a, b, table, out, i64(out.size), np.int32(broadcast), *(i64(d) for d in dims[1:]),
+            *(i64(s) for s in broadcast_strides(a.shape, shape)), *(i64(s) for s in broadcast_strides(b.shape, shape)),
+        )
+        grid, block = elementwise_launch_config(out.size)
+        self.launch(self.kernel_name, grid, block, args, pair_lookup_twin, (a, b, table), (out,))
+        return out
+
+
+def pair_lookup_twin(a: np.ndarray, b: np.ndarray, table: np.ndarray, out: np.ndarray) -> None:
+    """``pair_lookup_b8`` in numpy: the pair's index assembled from the bits, one ``take``."""
+    index = (a.view(np.uint8).astype(np.intp) << 8) | b.view(np.uint8)
+    np.take(table, np.broadcast_to(index, out.shape), out=out)
 
 
 # -- QUANTIZE / DEQUANTIZE -----------------------------------------------------------------------

@@ -8,7 +8,7 @@ C library's ``expf``/``tanhf`` for LOGISTIC and TANH, the 16-bit fixed point of
 ``reference_ops::HardSwish``, the two ``MultiplyByQuantizedMultiplier`` of LEAKY_RELU.
 The GPU op configures that kernel's own class for the node (``configure``: the checks,
 the multipliers and the table, no effect on the tensors), uploads the table once, and
-each run is one ``take`` at the input's code (its bits read as uint8).
+each run is one launch of ``cuda/int8_elementwise.cu``'s ``lookup_b8`` at the input's bits.
 
 Versions claimed: LOGISTIC and TANH v1 (uint8; float32 is ``elementwise.py``'s) and v2
 (int8); HARD_SWISH v1 and LEAKY_RELU v1 (uint8 and int8; float32 is

@@ -70,10 +70,12 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 
 from backends.cpu.common import broadcast_shape
+from backends.cpu.kernels.binary_quantized import pair_table
 from backends.cpu.kernels.cast import saturation_bounds
 from backends.cpu.kernels.compare_quantized import QuantizedComparison as CpuQuantizedComparison
 from backends.cpu.quantization import is_quantized
 from backends.gpu.cuda.elementwise import ElementwiseBinaryCuda, ElementwiseUnaryCuda
+from backends.gpu.cuda.int8_elementwise import PairLookupCuda
 from backends.gpu.ops.base import MAX_RANK, GpuOp
 from backends.gpu.ops.elementwise import FloatOp
 from backends.gpu.ops.elementwise_quantized import configured_cpu_kernel, cpu_kernel_reason, node_tensors
@@ -307,12 +309,14 @@ class QuantizedComparison(TypedOp):
         return broadcast_reason(x, y) or cpu_kernel_reason(CpuQuantizedComparison, node, op, version, tensors)
 
     def prepare(self) -> None:
-        self.kernel = configured_cpu_kernel(CpuQuantizedComparison, self.node, self.op, self.version, node_tensors(self))
+        kernel = configured_cpu_kernel(CpuQuantizedComparison, self.node, self.op, self.version, node_tensors(self))
         self.out_shape = tuple(self.outputs[0].shape)
+        # The CPU kernel's arithmetic over every pair of 8-bit values (issue 23: one launch).
+        self.table = self.upload(pair_table(kernel.compute, self.inputs[0].dtype, np.bool_), np.bool_)
+        self.launcher = PairLookupCuda(**self.device.launcher_arguments(PairLookupCuda.source))
 
     def run(self, args):
-        a, b = args[0].astype(np.int64), args[1].astype(np.int64)
-        return [self.kernel.compute(a, b).reshape(self.out_shape)]
+        return [self.launcher(args[0], args[1], self.table).reshape(self.out_shape)]
 
 
 # --------------------------------------------------------------------------------------
