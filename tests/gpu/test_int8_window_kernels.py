@@ -1,5 +1,5 @@
 """The quantized window and row kernels (``int8_windows.cu``: AVERAGE_POOL_2D,
-MAX_POOL_2D, MEAN, SOFTMAX) and their numpy twins (``backends/gpu/cuda/int8_windows.py``):
+MAX_POOL_2D, MEAN and SUM, SOFTMAX) and their numpy twins (``backends/gpu/cuda/int8_windows.py``):
 each twin computes what its kernel computes (built for the CPU by the host shim, on the
 emulated CUDA device), bit for bit, in one launch; and both equal our CPU path (TFLite's
 reference kernels, tested against BUILTIN_REF in tests/cpu) on one-node models. The ops end
@@ -21,7 +21,10 @@ from backends.gpu.cuda.int8_windows import (
 )
 from backends.cpu.kernels.reduce_quantized import folded_multiplier
 from backends.cpu.quantization import quantize_multiplier
+from backends.gpu import GpuDelegate, emulated_cuda_device
+from interpreter.testing import assert_matches_cpu
 from kernel_twin import assert_twin_matches, run_both_ways
+from oracle import random_inputs, run_interpreter, run_litert
 from schema.builder import ModelBuilder, quantization
 from schema.enums import BuiltinOperator as B
 from schema.enums import TensorType as T
@@ -166,3 +169,37 @@ def _configured_softmax(x, zero, scale, beta, out_dtype, out_q):
     node = main.nodes[0]
     tensors = {i: main.tensors[i] for i in (*node.inputs, *node.outputs)}
     return configured_cpu_kernel(CpuQuantizedSoftmax, node, B.SOFTMAX, 2, tensors)
+
+
+# -- SUM (the MEAN kernel without 1/count) --------------------------------------------------------
+
+
+def quantized_sum_model(dtype, shape, axes, keep_dims, s_in=0.05, z=(3, -7), s_out=0.4) -> bytes:
+    if dtype == np.uint8:
+        z = (abs(z[0]) + 120, abs(z[1]) + 100)
+    builder = ModelBuilder()
+    g = builder.subgraph()
+    x = g.add_input("x", list(shape), TYPES[dtype], quantization=quantization(s_in, z[0]))
+    a = g.add_constant("axes", np.asarray(axes, np.int32))
+    out = g.add_tensor("out", [1], TYPES[dtype], quantization=quantization(s_out, z[1]))
+    g.add_operator(B.SUM, [x, a], [out], ReducerParams(keep_dims=keep_dims))
+    g.add_output(out)
+    builder.add_signature("serving_default", g)
+    return builder.build()
+
+
+SUM_CASES = [((2, 5, 6, 3), (1, 2), True), ((2, 5, 6, 3), (3,), False), ((4, 7), (0, 1), False), ((1, 9, 9, 8), (-2, 1), True)]
+
+
+@pytest.mark.parametrize("device", [lambda: "host", emulated_cuda_device], ids=["host", "emulated-cuda"])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8], ids=["int8", "uint8"])
+@pytest.mark.parametrize("shape, axes, keep_dims", SUM_CASES, ids=str)
+def test_quantized_sum_equals_the_cpu_path_and_builtin_ref_for_uint8(shape, axes, keep_dims, dtype, device):
+    model = quantized_sum_model(dtype, shape, axes, keep_dims)
+    delegate = GpuDelegate(device=device())
+    interpreter = assert_matches_cpu(model, lambda: delegate, invokes=3)
+    assert all(p.delegated for p in interpreter.node_placements())
+    assert delegate.last_invoke().graph_nodes + delegate.last_invoke().kernel_launches == 1
+    if dtype == np.uint8:  # LiteRT 2.3's int8 SUM runs uint8 code (reduce_quantized.py's docstring)
+        x = random_inputs(model, seed=2)
+        np.testing.assert_array_equal(run_interpreter(interpreter, x)[0], run_litert(model, x)[0])

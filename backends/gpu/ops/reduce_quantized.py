@@ -1,12 +1,14 @@
-"""MEAN on int8 / uint8 tensors on the GPU (over a constant axis list), bit-exact with
-TFLite's reference kernels.
+"""MEAN and SUM on int8 / uint8 tensors on the GPU (over a constant axis list), bit-exact
+with our CPU path (TFLite's reference arithmetic; LiteRT 2.3's reference SUM runs its uint8
+code on int8 data, a bug of that build that the CPU kernel documents and does not
+reproduce: int8 SUM equals the CPU path, uint8 SUM and MEAN equal BUILTIN_REF too).
 
 Semantics are the CPU kernel's (``backends/cpu/kernels/reduce_quantized.py``,
 ``reference_ops::QuantizedMeanOrSum``), for each output element with ``n`` reduced input
 elements::
 
     acc = sum(q)                                 (int32, wrapping like TFLite's temp_sum)
-    (m, e) = QuantizeMultiplier(double(s_in) / double(s_out)), 1/n folded in
+    (m, e) = QuantizeMultiplier(double(s_in) / double(s_out)), 1/n folded in (MEAN only)
     out = clamp(MultiplyByQuantizedMultiplier(int32(acc - z_in * n), m, e) + z_out)
 
 with the type's range as the clamp (no fused activation). The multiplier
@@ -17,7 +19,7 @@ gives 0.
 
 How: one launch of ``cuda/int8_windows.cu``'s quantized mean (a thread per output, the
 sum and the requantization fused); host emulation runs its twin as that one launch.
-Versions: 1 (uint8) and 2 (int8); v3 (int16) is not claimed.
+Versions: 1 (uint8) and 2 (int8) of both; MEAN v3 (int16) is not claimed.
 """
 
 from __future__ import annotations
@@ -37,9 +39,9 @@ T = TensorType
 
 
 class QuantizedMean(QuantizedOp):
-    """MEAN v1 (uint8) and v2 (int8) over a constant axis list."""
+    """MEAN and SUM v1 (uint8) and v2 (int8) over a constant axis list."""
 
-    ops = {B.MEAN: 2}  # float32 v1: pool.py
+    ops = {B.MEAN: 2, B.SUM: 2}  # float32 v1: pool.py (MEAN), reduce_more.py (SUM)
     data_inputs = (0,)
     index_inputs = (1,)
 
@@ -76,7 +78,7 @@ class QuantizedMean(QuantizedOp):
         z_in, z_out = legacy_params(x)[1], legacy_params(out)[1]
         multiplier, shift = mean_sum_multiplier(x, out)
         if not self.empty:
-            self.multiplier, self.shift = folded_multiplier(multiplier, shift, self.count, is_mean=True)
+            self.multiplier, self.shift = folded_multiplier(multiplier, shift, self.count, is_mean=self.op == B.MEAN)
         self.launcher = None
         if not self.empty:
             info = np.iinfo(x.dtype)
