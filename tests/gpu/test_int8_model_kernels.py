@@ -168,3 +168,96 @@ def test_the_quantized_ops_of_this_family_take_one_launch_per_node(path):
     for name, (launches, nodes) in launches_per_op_class(path).items():
         if name not in OTHER_FAMILY:
             assert launches <= nodes, (name, launches, nodes)
+
+
+# -- on a real device (marked gpu: skipped without one; emulated with LITEDELEGATE_TEST_DEVICE) ------
+
+
+def on_device_and_host(cuda_device, source, make_launcher, inputs, call):
+    """``call(launcher, *arrays)`` with the .cu kernel on ``cuda_device()`` and with the twin
+    in host emulation: the two results, on the host."""
+    from backends.gpu.device import open_device
+
+    results = []
+    for device in (cuda_device(), open_device("host")):
+        with device.active():
+            launcher = make_launcher(**device.launcher_arguments(source))
+            results.append(device.download(call(launcher, *[device.upload(np.asarray(a)) for a in inputs])))
+    return results
+
+
+def integer_kernel_cases():
+    """(name, source, make_launcher, inputs, call) for every integer kernel of this family."""
+    from backends.cpu.quantization import quantize_multiplier
+    from backends.gpu.cuda.int8_elementwise import (
+        DequantizeCuda, LookupCuda, PairLookupCuda, QuantizeCuda, QuantizedBinaryCuda, QuantizedBinaryParams, channel_parameters,
+    )
+    from backends.gpu.cuda.int8_layout import ByteConcatenationCuda, BytePadCuda
+    from backends.gpu.cuda.int8_windows import (
+        QuantizedMeanCuda, QuantizedMeanParams, QuantizedPool2DCuda, QuantizedSoftmaxCuda, QuantizedSoftmaxParams,
+    )
+    from backends.gpu.cuda.space_batch import SpaceBatchCuda, SpaceBatchGeometry
+
+    rng = np.random.default_rng(23)
+    q = rng.integers(-128, 128, (2, 9, 8, 5)).astype(np.int8)
+    r = rng.integers(-128, 128, (1, 9, 1, 5)).astype(np.int8)
+    f = (rng.standard_normal((2, 9, 8, 5)) * 2).astype(np.float32)
+    add = QuantizedBinaryParams("ADD", (-3, 5, 2), quantize_multiplier(0.25), quantize_multiplier(0.5), quantize_multiplier(0.003), (-100, 127))
+    mul = QuantizedBinaryParams("MUL", (-3, 5, 2), (0, 0), (0, 0), quantize_multiplier(2.5), (-128, 127))
+    layout, scales, zero_points = channel_parameters(rng.uniform(0.01, 0.1, (1, 1, 1, 5)).astype(np.float32), rng.integers(-5, 5, (1, 1, 1, 5)), q.shape)
+    table = rng.integers(-128, 128, 256).astype(np.int8)
+    exp = (np.arange(256, dtype=np.int64) * 8388607).astype(np.int32)  # increasing Q0.31 values
+    accumulated = (exp >> 12).astype(np.int32)
+    plain = lambda launcher, *arrays: launcher(*arrays)  # noqa: E731
+    return [
+        ("add", "int8_elementwise.cu", lambda **w: QuantizedBinaryCuda(add, np.int8, **w), [q, r], plain),
+        ("mul", "int8_elementwise.cu", lambda **w: QuantizedBinaryCuda(mul, np.int8, **w), [q, r], plain),
+        ("lookup", "int8_elementwise.cu", lambda **w: LookupCuda(**w), [q, table], plain),
+        ("pair lookup", "int8_elementwise.cu", lambda **w: PairLookupCuda(**w), [q, r, rng.integers(0, 2, 65536).astype(np.bool_)], plain),
+        ("quantize f32", "int8_elementwise.cu", lambda **w: QuantizeCuda(np.int8, layout, (-128, 127), **w), [f, scales, zero_points], plain),
+        ("quantize f16", "int8_elementwise.cu", lambda **w: QuantizeCuda(np.int8, layout, (-128, 127), **w), [f.astype(np.float16), scales, zero_points], plain),
+        ("dequantize f32", "int8_elementwise.cu", lambda **w: DequantizeCuda(np.int8, np.float32, layout, **w), [q, scales, zero_points], plain),
+        ("dequantize f16", "int8_elementwise.cu", lambda **w: DequantizeCuda(np.int8, np.float16, layout, **w), [q, scales, zero_points], plain),
+        ("average pool", "int8_windows.cu", lambda **w: QuantizedPool2DCuda(False, (3, 3), (2, 2), "SAME", (-128, 100), np.int8, **w), [q], plain),
+        ("max pool", "int8_windows.cu", lambda **w: QuantizedPool2DCuda(True, (3, 2), (1, 2), "SAME", (-20, 127), np.int8, **w), [q], plain),
+        ("mean", "int8_windows.cu", lambda **w: QuantizedMeanCuda((1, 2), QuantizedMeanParams(-3 * 72, *quantize_multiplier(0.7 / 72), 4, (-128, 127)), np.int8, **w),
+         [q], lambda launcher, x: launcher(x, (2, 5))),
+        ("softmax", "int8_windows.cu", lambda **w: QuantizedSoftmaxCuda(QuantizedSoftmaxParams(255, 23, -128, 127), np.int8, np.int8, **w),
+         [q, exp, accumulated], plain),
+        ("pad", "int8_layout.cu", lambda **w: BytePadCuda((0, 1, 2, 0), (1, 0, 1, 3), -4, np.int8, **w), [q], plain),
+        ("concatenation", "int8_layout.cu", lambda **w: ByteConcatenationCuda(2, **w), [q, q[:, :, :3]],
+         lambda launcher, a, b: launcher([a, b])),
+        ("space to batch", "space_batch.cu", lambda **w: SpaceBatchCuda(SpaceBatchGeometry.space_to_batch(q.shape, (2, 2), ((1, 0), (0, 0))), True, 3, **w),
+         [q], lambda launcher, x: launcher(x, (8, 5, 4, 5))),
+    ]
+
+
+@pytest.mark.gpu
+def test_the_integer_kernels_on_a_device_compute_their_twins(cuda_device):
+    """Integer arithmetic (and float32 / float16 conversions rounded once) gives the same
+    bits on a GPU as in the twins."""
+    for name, source, make, inputs, call in integer_kernel_cases():
+        got, twin = on_device_and_host(cuda_device, source, make, inputs, call)
+        np.testing.assert_array_equal(got, twin, err_msg=name)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision", ["float32", "float16"])
+@pytest.mark.parametrize("path", MODELS, ids=lambda p: p.stem)
+def test_every_int8_model_on_a_device_equals_the_cpu_path_in_every_tensor(cuda_device, path, precision):
+    cpu = Interpreter(model_path=str(path), experimental_preserve_all_tensors=True)
+    cpu.allocate_tensors()
+    gpu = Interpreter(model_path=str(path))
+    gpu.modify_graph_with_delegate(GpuDelegate(device=cuda_device(), precision=precision, expose_intermediates=True))
+    gpu.allocate_tensors()
+    rng = np.random.default_rng(1)
+    for step in range(4):  # eager, captured, replayed
+        for detail in cpu.get_input_details():
+            value = random_input(detail, rng)
+            cpu.set_tensor(detail["index"], value)
+            gpu.set_tensor(detail["index"], value)
+        cpu.invoke()
+        gpu.invoke()
+        want, got = every_tensor(cpu), every_tensor(gpu)
+        for name in want:
+            np.testing.assert_array_equal(got[name], want[name], err_msg=f"{path.stem} {precision} invoke {step}: {name}")
