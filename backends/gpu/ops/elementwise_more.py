@@ -197,6 +197,13 @@ class MaximumMinimum(TypedOp):
                 builtin_operator_name(self.op), storage=self.storage, **self.device.launcher_arguments("elementwise.cu")
             )
         self.compare = xp.greater if self.op == B.MAXIMUM else xp.less
+        self.table = None
+        if self.outputs[0].type in (T.INT8, T.UINT8):
+            # 8-bit: one launch of pair_lookup_b8 over the 65536 pairs (issue 23).
+            dtype = self.outputs[0].dtype
+            select = np.maximum if self.op == B.MAXIMUM else np.minimum
+            self.table = self.upload(pair_table(select, dtype, dtype), dtype)
+            self.pairs = PairLookupCuda(**self.device.launcher_arguments(PairLookupCuda.source))
 
     def run(self, args):
         x, y = args[0], args[1]
@@ -204,6 +211,8 @@ class MaximumMinimum(TypedOp):
         if self.kernel is not None:
             x, y = x.astype(self.storage, copy=False), y.astype(self.storage, copy=False)
             return [self.kernel(x, y).reshape(self.out_shape)]
+        if self.table is not None:
+            return [self.pairs(x, y, self.table).reshape(self.out_shape)]
         return [self.xp.where(self.compare(x, y), x, y).reshape(self.out_shape)]
 
 
