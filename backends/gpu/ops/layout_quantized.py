@@ -19,7 +19,7 @@ Semantics are the CPU kernels' (``backends/cpu/kernels/reshape.py``, ``pad.py``,
   point (TFLite's Prepare requires it); uint8 inputs whose (scale, zero point) differ are
   rescaled as the reference's ``ConcatenationWithScaling`` does, through the CPU kernel's
   own 256-entry tables (``concat_quantized.rescale_tables``: TFLite's float32 steps,
-  evaluated once per value at prepare), one ``take`` per rescaled input on the device.
+  evaluated once per value at prepare), read in the concatenation's launch.
   TFLite rejects a fused activation on these types, and so does this class. Float32
   CONCATENATION is ``layout.Concatenation``; int16 (v3), uint32 (v4), int4 (v5) are not
   claimed.
