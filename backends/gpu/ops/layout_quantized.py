@@ -28,11 +28,12 @@ Semantics are the CPU kernels' (``backends/cpu/kernels/reshape.py``, ``pad.py``,
   output's zero point for 8-bit tensors (the CPU kernel's rule, TFLite's memset). One
   launch of ``cuda/space_batch.cu``.
 
-How: RESHAPE is a view (no launch); PAD / PADV2 of 8-bit tensors with a known fill and
+How: RESHAPE is a view (no launch). PAD / PADV2 of 8-bit tensors with a known fill and
 CONCATENATION are one launch of ``cuda/int8_layout.cu`` (CONCATENATION: one per 8 inputs,
 each input's rescale table read in the launch; no ``xp.concatenate``, whose pointer table
-for more than 8 arrays a CUDA graph cannot capture). Float32 PADV2 and a PADV2 whose
-value is a runtime tensor fill a new array and assign the input into it.
+for more than 8 arrays a CUDA graph cannot capture); a float32 PADV2 with a constant value
+is one launch of ``cuda/layout.cu``'s pad. A PADV2 whose value is a runtime tensor fills a
+new array and assigns the input into it (two operations).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from backends.cpu.kernels.concat_quantized import rescale_tables
 from backends.cpu.kernels.pad import default_pad_value, pads_quantized
 from backends.cpu.kernels.reshape import quantization_params
 from backends.gpu.cuda.int8_layout import ByteConcatenationCuda, BytePadCuda
+from backends.gpu.cuda.layout import PadCuda
 from backends.gpu.cuda.space_batch import SpaceBatchCuda, SpaceBatchGeometry
 from backends.gpu.ops.base import MAX_RANK, GpuOp, TypeReason
 from backends.gpu.ops.elementwise import activation_name, fused_activation, input_tensor
@@ -228,17 +230,22 @@ class ConstantPad(MovingOp):
             self.prepared_inputs.add(2)
         else:
             self.fill = None  # read on the device at each run
-        self.launcher = None
+        self.launcher = self.float_launcher = None
         if self.dtype.itemsize == 1 and self.fill is not None:
             after = [int(o) - int(d) - int(b) for o, d, b in zip(out.shape, x.shape, pads[:, 0])]
             self.launcher = BytePadCuda(
                 pads[:, 0].tolist(), after, int(self.fill), self.dtype, **self.device.launcher_arguments(BytePadCuda.source)
             )
+        elif self.dtype.kind == "f" and self.fill is not None:
+            self.pads = pads.tolist()
+            self.float_launcher = PadCuda(self.dtype, **self.device.launcher_arguments(PadCuda.source))
 
     def run(self, args):
         xp = self.xp
         if self.launcher is not None:
             return [self.launcher(args[0])]
+        if self.float_launcher is not None:
+            return [self.float_launcher(args[0], self.pads, float(self.fill))]
         if self.fill is not None:
             out = xp.full(self.out_shape, self.fill, dtype=self.dtype)
         else:
