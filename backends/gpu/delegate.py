@@ -50,7 +50,7 @@ from backends.gpu.placement import (
 )
 from delegate_sdk.delegate import DelegateKernel, DelegateParams, NodeDecision, SimpleDelegate
 from delegate_sdk.node import Node
-from schema.enums import BuiltinOperator
+from schema.enums import BuiltinOperator, TensorType
 from schema.op_arity import arity_problem
 
 PRECISIONS = {"float32": np.float32, "float16": np.float16}
@@ -158,6 +158,11 @@ class GpuDelegate(SimpleDelegate):
 
     def prepare(self, context) -> None:
         self._folded = self.nodes_folded_at_prepare(context)
+        #: the tensors those nodes make: constants once the partition is prepared
+        self._constant_at_prepare = {
+            t for index in self._folded for t in context.get_node_and_registration(index)[0].outputs
+            if not context.tensors[t].is_constant
+        }
         super().prepare(context)
 
     def rejection_reason(self, context, node: Node, registration) -> str | None:
@@ -188,10 +193,11 @@ class GpuDelegate(SimpleDelegate):
             if all(tensors[t].is_constant for t in node.outputs):  # folded already (at interpreter init)
                 folds = True
             elif registration.builtin_code in shape_ops:
+                # The shape at prepare: a dimension the signature leaves open (-1, a Keras
+                # model's batch) is the current one; resizing re-prepares the partition,
+                # whose CPU prepare publishes the new shape.
                 source = tensors[inputs[0]] if inputs else None
-                folds = source is not None and not source.is_dynamic and not any(
-                    d < 0 for d in (source.shape_signature or ())
-                )
+                folds = source is not None and not source.is_dynamic
             else:
                 folds = bool(inputs) and all(t in constant for t in inputs) and getattr(node.user_data, "foldable", False)
             if folds:
@@ -208,7 +214,15 @@ class GpuDelegate(SimpleDelegate):
         return select_op_class(classes, node, op, registration.version, tensors)
 
     def node_rejection_reason(self, context, node: Node, registration) -> str | None:
-        return self.op_class_for(node, registration, context.tensors)[1]
+        tensors = context.tensors
+        known = getattr(self, "_constant_at_prepare", ())
+        shape = node.inputs[1] if registration.builtin_code == BuiltinOperator.RESHAPE and len(node.inputs) > 1 else -1
+        if shape >= 0 and shape in known:
+            # RESHAPE's shape from a chain folded at prepare (SHAPE -> STRIDED_SLICE -> PACK):
+            # a constant by the time the partition prepares, as the op requires.
+            tensors = list(tensors)
+            tensors[shape] = _ConstantAtPrepare(tensors[shape])
+        return self.op_class_for(node, registration, tensors)[1]
 
     # -- placement="auto" ----------------------------------------------------------------------
     def _apply_partition_options(self, context, supported: list[int]) -> list[int]:
@@ -286,6 +300,19 @@ def _everything_on_device(subgraph: int, candidates: tuple[Candidate, ...], why:
     return PlacementDecision(subgraph, candidates, frozenset(c.nodes for c in candidates), unavailable=why)
 
 
+class _ConstantAtPrepare:
+    """A tensor that a node folded at prepare will hold as a constant (seen so by the op
+    classes' checks before the partition prepares); everything else is the tensor's."""
+
+    is_constant = True
+
+    def __init__(self, tensor: Any) -> None:
+        self._tensor = tensor
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tensor, name)
+
+
 def _malformed(context, node: Node, registration) -> bool:
     """Whether the node breaks its op's declaration (``schema.op_arity``): never taken,
     even to fold (SimpleDelegate's check then gives the reason)."""
@@ -354,15 +381,20 @@ class GpuPartitionKernel(DelegateKernel):
         self.steps: list[tuple[GpuOp, Node, list[int], str]] = []
         self.constants: dict[int, Any] = {}
         self.environment = _Environment(self.delegate, context.resources)
+        chosen = []
+        for inner, registration in self.inner:
+            if inner.outputs and all(tensors[t].is_constant for t in inner.outputs):
+                continue  # folded at prepare: its outputs are constants like any other
+            op_class, reason = self.delegate.op_class_for(inner, registration, tensors)
+            if op_class is None:  # the shapes changed since the delegate took the node
+                raise ValueError(f"node {inner.index} cannot run on the GPU any more: {reason}")
+            chosen.append((inner, registration, op_class))
+        self.float32_kept = self._float32_kept(context, node, chosen)
         with device.active(), device.counting(self.total):
-            for inner, registration in self.inner:
-                if inner.outputs and all(tensors[t].is_constant for t in inner.outputs):
-                    continue  # folded at prepare: its outputs are constants like any other
-                op_class, reason = self.delegate.op_class_for(inner, registration, tensors)
-                if op_class is None:  # the shapes changed since the delegate took the node
-                    raise ValueError(f"node {inner.index} cannot run on the GPU any more: {reason}")
+            for inner, registration, op_class in chosen:
                 op = op_class(device, inner, registration.builtin_code, registration.version, tensors, storage)
                 op.environment = self.environment
+                op.float32_tensors = self.float32_kept
                 label = f"{registration.op_name} v{registration.version} (node {inner.index})"
                 with device.labelled(label):
                     op.prepare()
@@ -385,9 +417,9 @@ class GpuPartitionKernel(DelegateKernel):
             outputs = [t for t in node.outputs if not tensors[t].is_constant]
             device_only = self._read_only_by_this_delegate(context, outputs)
             self.downloads = [t for t in outputs if t not in device_only]
-            self.handed_out = {t: device.xp.empty(tensors[t].shape, dtype=self._dtype(tensors[t])) for t in device_only}
+            self.handed_out = {t: device.xp.empty(tensors[t].shape, dtype=self._dtype(tensors[t], t)) for t in device_only}
             handoffs.update({(id(context), t): buffer for t, buffer in self.handed_out.items()})
-            self.input_buffers = {t: device.xp.empty(tensors[t].shape, dtype=self._dtype(tensors[t])) for t in self.runtime_inputs}
+            self.input_buffers = {t: device.xp.empty(tensors[t].shape, dtype=self._dtype(tensors[t], t)) for t in self.runtime_inputs}
         self.exposed = []
         if self.delegate.expose_intermediates:  # the tensors only this partition sees, in host memory of its own
             outputs = set(node.outputs)
@@ -398,8 +430,8 @@ class GpuPartitionKernel(DelegateKernel):
                         self.exposed.append(t)
         self.variables = list(self.environment.used.values())
         self._refuse_variables_the_cpu_also_uses(context)
-        self.input_staging = {t: device.empty_pinned(tensors[t].shape, self._dtype(tensors[t])) for t in self.runtime_inputs}
-        self.output_staging = {t: device.empty_pinned(tensors[t].shape, self._dtype(tensors[t])) for t in self.downloads}
+        self.input_staging = {t: device.empty_pinned(tensors[t].shape, self._dtype(tensors[t], t)) for t in self.runtime_inputs}
+        self.output_staging = {t: device.empty_pinned(tensors[t].shape, self._dtype(tensors[t], t)) for t in self.downloads}
         self._prepare_invoke_path()
 
     def _check_memory(self, context) -> None:
@@ -458,8 +490,42 @@ class GpuPartitionKernel(DelegateKernel):
     def _read_on_device(self, tensor: int) -> bool:
         return any(inner.inputs[p] == tensor for _, inner, reads, _ in self.steps for p in reads)
 
-    def _dtype(self, tensor) -> np.dtype:
+    def _dtype(self, tensor, index: int | None = None) -> np.dtype:
+        if index is not None and index in self.float32_kept:
+            return np.dtype(np.float32)
         return self.delegate.storage if tensor.dtype.kind == "f" else tensor.dtype
+
+    def _float32_kept(self, context, node: Node, chosen: list) -> frozenset[int]:
+        """The float32 tensors this partition keeps in float32 whatever the storage precision
+        (``precision="float16"`` stores float activations as half): those whose every use
+        here takes exact float32 (a QUANTIZE's input, a DEQUANTIZE's output: the ops'
+        ``exact_float32_inputs`` / ``_outputs``), written by such an op or uploaded from the
+        host, and read by no later partition. So a quantized model's integer path, and the
+        float tensors that feed it or come out of it, do not depend on the storage."""
+        if self.delegate.storage == np.float32:
+            return frozenset()
+        tensors = context.tensors
+        writers: dict[int, bool] = {}  # tensor -> whether its writer here produces exact float32
+        readers: dict[int, bool] = {}  # tensor -> whether every reader here takes exact float32
+        for inner, _, op_class in chosen:
+            for position, t in enumerate(inner.outputs):
+                writers[t] = position in op_class.exact_float32_outputs
+            for position, t in enumerate(inner.inputs):
+                if t >= 0 and position not in op_class.index_inputs:
+                    readers[t] = readers.get(t, True) and position in op_class.exact_float32_inputs
+        handoffs = self.delegate.handoffs
+        kept = set()
+        for t in {*writers, *readers}:
+            tensor = tensors[t]
+            if tensor.type != TensorType.FLOAT32 or tensor.is_constant or not readers.get(t, True):
+                continue
+            if t in writers:
+                if not writers[t] or (t in node.outputs and self._read_only_by_this_delegate(context, [t])):
+                    continue  # not written in float32, or handed to a later partition
+            elif t not in node.inputs or (id(context), t) in handoffs:
+                continue
+            kept.add(t)
+        return frozenset(kept)
 
     def _upload_constant(self, tensor) -> Any:
         """Float constants in the storage dtype; integer ones as they are."""

@@ -192,6 +192,7 @@ def test_support_table_is_exactly_the_implemented_versions():
         B.ASSIGN_VARIABLE: 1,
         B.AVERAGE_POOL_2D: 2,
         B.BATCH_MATMUL: 2,  # v2: int8
+        B.BATCH_TO_SPACE_ND: 3,
         B.CAST: frozenset({1, 3}),
         B.CEIL: 1,
         B.CONCATENATION: 2,
@@ -252,6 +253,7 @@ def test_support_table_is_exactly_the_implemented_versions():
         B.SIN: 1,
         B.SLICE: 2,
         B.SOFTMAX: 2,
+        B.SPACE_TO_BATCH_ND: 3,
         B.SPACE_TO_DEPTH: 2,
         B.SPLIT: 2,
         B.SPLIT_V: 2,
@@ -260,7 +262,7 @@ def test_support_table_is_exactly_the_implemented_versions():
         B.SQUARED_DIFFERENCE: 1,
         B.STRIDED_SLICE: frozenset({1, 2, 6, 8}),
         B.SUB: 2,
-        B.SUM: 1,
+        B.SUM: 2,
         B.TANH: 2,
         B.TILE: frozenset({1, 3}),
         B.TRANSPOSE: 2,
@@ -745,7 +747,8 @@ NOT_FLOAT_OPS = {
 }
 #: Float ops whose float16 cases live in their own test file: several outputs (UNPACK),
 #: inputs that must be positive (LOG, SQRT, RSQRT: test_float_elementwise_ops.py).
-FLOAT16_ELSEWHERE = {B.UNPACK, B.LOG, B.SQRT, B.RSQRT, B.ONE_HOT}  # ONE_HOT: test_float_layout_ops.test_one_hot
+FLOAT16_ELSEWHERE = {B.UNPACK, B.LOG, B.SQRT, B.RSQRT, B.ONE_HOT,  # ONE_HOT: test_float_layout_ops.test_one_hot
+                     B.SPACE_TO_BATCH_ND, B.BATCH_TO_SPACE_ND}  # test_int8_layout_kernels.py
 
 
 def test_float16_cases_cover_every_float_op_of_the_table():

@@ -17,7 +17,7 @@ import importlib
 import pkgutil
 from typing import Sequence
 
-from backends.gpu.ops.base import GpuOp
+from backends.gpu.ops.base import GpuOp, TypeReason
 
 
 def _subclasses(cls: type) -> list[type]:
@@ -81,6 +81,9 @@ def select_op_class(classes: Sequence[type[GpuOp]], node, op: int | str, version
             return cls, None
         if reason is not None:
             reasons.append(reason)
+    specific = [reason for reason in reasons if not isinstance(reason, TypeReason)]
+    if claiming and specific:
+        reasons = specific  # a class takes these types: its own reason is the real cause
     if not claiming:
         reasons.insert(0, f"no GPU kernel implements version {version}")
     return None, "; ".join(dict.fromkeys(reasons))

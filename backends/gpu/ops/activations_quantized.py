@@ -8,7 +8,7 @@ C library's ``expf``/``tanhf`` for LOGISTIC and TANH, the 16-bit fixed point of
 ``reference_ops::HardSwish``, the two ``MultiplyByQuantizedMultiplier`` of LEAKY_RELU.
 The GPU op configures that kernel's own class for the node (``configure``: the checks,
 the multipliers and the table, no effect on the tensors), uploads the table once, and
-each run is one ``take`` at the input's code (its bits read as uint8).
+each run is one launch of ``cuda/int8_elementwise.cu``'s ``lookup_b8`` at the input's bits.
 
 Versions claimed: LOGISTIC and TANH v1 (uint8; float32 is ``elementwise.py``'s) and v2
 (int8); HARD_SWISH v1 and LEAKY_RELU v1 (uint8 and int8; float32 is
@@ -24,7 +24,8 @@ from backends.cpu.kernels.activations_quantized import (
     QuantizedLogistic,
     QuantizedTanh,
 )
-from backends.gpu.ops.elementwise_quantized import byte_codes, configured_cpu_kernel, cpu_kernel_reason, node_tensors
+from backends.gpu.cuda.int8_elementwise import LookupCuda
+from backends.gpu.ops.elementwise_quantized import configured_cpu_kernel, cpu_kernel_reason, node_tensors
 from backends.gpu.ops.quantized_base import QuantizedOp, per_tensor
 from schema.enums import BuiltinOperator
 
@@ -56,6 +57,7 @@ class QuantizedActivation(QuantizedOp):
         kernel = configured_cpu_kernel(self.KERNELS[self.op], self.node, self.op, self.version, node_tensors(self))
         #: the output of every input value, indexed by the value's code (bits as uint8)
         self.table = self.upload(kernel.table, self.outputs[0].dtype)
+        self.launcher = LookupCuda(**self.device.launcher_arguments(LookupCuda.source))
 
     def run(self, args):
-        return [self.xp.take(self.table, byte_codes(args[0]))]
+        return [self.launcher(args[0], self.table)]

@@ -15,6 +15,13 @@ FLOAT_TYPES = (TensorType.FLOAT32, TensorType.FLOAT16)
 MAX_RANK = 4
 
 
+class TypeReason(str):
+    """A rejection saying that the node's tensor types are not those the class runs. When
+    another class of the same op takes those types but refuses the node for another reason,
+    that other reason is the one reported (``select_op_class``): it names the condition
+    that actually failed."""
+
+
 class GpuOp:
     """One node inside a GPU partition.
 
@@ -45,6 +52,16 @@ class GpuOp:
     #: before ``prepare``): ``environment.variable(resource_id, shape, dtype)`` is the
     #: device buffer of a resource variable.
     environment: Any = None
+    #: Positions of float32 inputs the op takes as float32 or float16 arrays alike, exactly
+    #: (QUANTIZE), and of float32 outputs it can produce in float32 under any storage
+    #: (DEQUANTIZE): the partition keeps such tensors in float32 when every use agrees
+    #: (``GpuPartitionKernel._float32_kept``), so that ``precision="float16"`` does not round
+    #: a quantized model's float inputs and outputs.
+    exact_float32_inputs: ClassVar[tuple[int, ...]] = ()
+    exact_float32_outputs: ClassVar[tuple[int, ...]] = ()
+    #: The tensors (by index) the partition keeps in float32 whatever the storage (set
+    #: before ``prepare``).
+    float32_tensors: frozenset[int] = frozenset()
 
     def __init__(self, device: Any, node: Node, op: int, version: int, tensors: Sequence[RuntimeTensor], storage: Any = np.float32) -> None:
         self.device = device
@@ -69,7 +86,7 @@ class GpuOp:
                 continue
             tensor = tensors[i]
             if tensor.type not in FLOAT_TYPES:
-                return f"tensor {tensor.name!r} is {tensor.type_name}; only float32/float16 tensors are supported"
+                return TypeReason(f"tensor {tensor.name!r} is {tensor.type_name}; only float32/float16 tensors are supported")
             if len(tensor.shape) > MAX_RANK:
                 return f"tensor {tensor.name!r} has rank {len(tensor.shape)}; at most {MAX_RANK} is supported"
         return None

@@ -36,7 +36,7 @@ import numpy as np
 
 from backends.cpu.common import broadcast_shape, calculate_activation_range
 from backends.gpu.cuda.elementwise import ElementwiseBinaryCuda, ElementwiseUnaryCuda
-from backends.gpu.ops.base import MAX_RANK, GpuOp
+from backends.gpu.ops.base import MAX_RANK, GpuOp, TypeReason
 from delegate_sdk.node import Node
 from delegate_sdk.tensor import RuntimeTensor
 from schema.enums import ActivationFunctionType, BuiltinOperator, TensorType, builtin_operator_name
@@ -125,7 +125,7 @@ class FloatOp(GpuOp):
             tensor = tensors[index]
             if tensor.type != expected:
                 expected_name = TensorType(expected).name
-                return (
+                return TypeReason(
                     f"{role} {tensor.name!r} is {tensor.type_name}; the GPU delegate runs "
                     f"{builtin_operator_name(op)} on {expected_name} tensors only"
                 )

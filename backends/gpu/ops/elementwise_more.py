@@ -70,10 +70,12 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 
 from backends.cpu.common import broadcast_shape
+from backends.cpu.kernels.binary_quantized import pair_table
 from backends.cpu.kernels.cast import saturation_bounds
 from backends.cpu.kernels.compare_quantized import QuantizedComparison as CpuQuantizedComparison
 from backends.cpu.quantization import is_quantized
 from backends.gpu.cuda.elementwise import ElementwiseBinaryCuda, ElementwiseUnaryCuda
+from backends.gpu.cuda.int8_elementwise import PairLookupCuda
 from backends.gpu.ops.base import MAX_RANK, GpuOp
 from backends.gpu.ops.elementwise import FloatOp
 from backends.gpu.ops.elementwise_quantized import configured_cpu_kernel, cpu_kernel_reason, node_tensors
@@ -195,6 +197,13 @@ class MaximumMinimum(TypedOp):
                 builtin_operator_name(self.op), storage=self.storage, **self.device.launcher_arguments("elementwise.cu")
             )
         self.compare = xp.greater if self.op == B.MAXIMUM else xp.less
+        self.table = None
+        if self.outputs[0].type in (T.INT8, T.UINT8):
+            # 8-bit: one launch of pair_lookup_b8 over the 65536 pairs (issue 23).
+            dtype = self.outputs[0].dtype
+            select = np.maximum if self.op == B.MAXIMUM else np.minimum
+            self.table = self.upload(pair_table(select, dtype, dtype), dtype)
+            self.pairs = PairLookupCuda(**self.device.launcher_arguments(PairLookupCuda.source))
 
     def run(self, args):
         x, y = args[0], args[1]
@@ -202,6 +211,8 @@ class MaximumMinimum(TypedOp):
         if self.kernel is not None:
             x, y = x.astype(self.storage, copy=False), y.astype(self.storage, copy=False)
             return [self.kernel(x, y).reshape(self.out_shape)]
+        if self.table is not None:
+            return [self.pairs(x, y, self.table).reshape(self.out_shape)]
         return [self.xp.where(self.compare(x, y), x, y).reshape(self.out_shape)]
 
 
@@ -307,12 +318,14 @@ class QuantizedComparison(TypedOp):
         return broadcast_reason(x, y) or cpu_kernel_reason(CpuQuantizedComparison, node, op, version, tensors)
 
     def prepare(self) -> None:
-        self.kernel = configured_cpu_kernel(CpuQuantizedComparison, self.node, self.op, self.version, node_tensors(self))
+        kernel = configured_cpu_kernel(CpuQuantizedComparison, self.node, self.op, self.version, node_tensors(self))
         self.out_shape = tuple(self.outputs[0].shape)
+        # The CPU kernel's arithmetic over every pair of 8-bit values (issue 23: one launch).
+        self.table = self.upload(pair_table(kernel.compute, self.inputs[0].dtype, np.bool_), np.bool_)
+        self.launcher = PairLookupCuda(**self.device.launcher_arguments(PairLookupCuda.source))
 
     def run(self, args):
-        a, b = args[0].astype(np.int64), args[1].astype(np.int64)
-        return [self.kernel.compute(a, b).reshape(self.out_shape)]
+        return [self.launcher(args[0], args[1], self.table).reshape(self.out_shape)]
 
 
 # --------------------------------------------------------------------------------------

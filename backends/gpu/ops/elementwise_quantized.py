@@ -1,22 +1,22 @@
 """ADD, SUB, MUL on int8 / uint8 tensors on the GPU, bit-exact with TFLite's reference kernels.
 
-Semantics, parameters and arithmetic are the CPU kernel's
-(``backends/cpu/kernels/binary_quantized.py``): the GPU op configures that kernel's own
-class for the node (``configure``: TFLite's Prepare-time checks, multipliers, shifts,
-zero points and the fused activation's quantized clamp, with no effect on the tensors)
-and calls its ``compute`` on device arrays; ``compute`` is written against the array
-namespace and does its requantization with ``backends.cpu.quantization``'s
-``multiply_by_quantized_multiplier``. One copy of the rules for both backends:
+Semantics and parameters are the CPU kernel's (``backends/cpu/kernels/binary_quantized.py``):
+the GPU op configures that kernel's own class for the node (``configure``: TFLite's
+Prepare-time checks, multipliers, shifts, zero points and the fused activation's quantized
+clamp, with no effect on the tensors), and each run is one launch of
+``cuda/int8_elementwise.cu``'s ``quantized_binary`` (``M`` is MultiplyByQuantizedMultiplier,
+from ``fixed_point.cuh``, tested equal to ``backends.cpu.quantization``):
 
 - ADD / SUB: ``clamp(M(M((q1 - z1) << 20, m1) +- M((q2 - z2) << 20, m2), mo) + zo)``;
 - MUL: ``clamp(M((q1 - z1) * (q2 - z2), m) + zo)``.
 
-Numpy broadcasting up to rank 4; a constant operand is uploaded once, already in int64.
+Numpy broadcasting up to rank 4 in the launch; a constant operand is uploaded once, as it
+is. Host emulation runs the kernel's numpy twin (the CPU arithmetic) as that one launch.
 Versions claimed: ADD and SUB v1 (uint8) and v2 (int8); MUL v1 (uint8), v2 (int8) and
-v3 (uint8/int8 whose ``s1 * s2 / s_out >= 1``: a left shift in the multiplier, which
-``Requantizer`` applies as the compiled kernel does). Not claimed: int16 (ADD v3, SUB v5,
-MUL v4), int64, float16, and SUB v3 (broadcasting above rank 4). As on the CPU, the
-arithmetic follows the tensor types, not the stamped version.
+v3 (uint8/int8 whose ``s1 * s2 / s_out >= 1``: a left shift in the multiplier, which the
+kernel applies as the compiled TFLite does). Not claimed: int16 (ADD v3, SUB v5, MUL v4),
+int64, float16, and SUB v3 (broadcasting above rank 4). As on the CPU, the arithmetic
+follows the tensor types, not the stamped version.
 
 :func:`configured_cpu_kernel` is shared with the other quantized GPU ops of this family
 (quantize.py, activations_quantized.py, softmax_quantized.py).
@@ -32,12 +32,13 @@ import numpy as np
 from backends.cpu.common import broadcast_shape
 from backends.cpu.kernel import CpuKernel
 from backends.cpu.kernels.binary_quantized import QuantizedAddSub, QuantizedMul
+from backends.gpu.cuda.int8_elementwise import QuantizedBinaryCuda, QuantizedBinaryParams
 from backends.gpu.ops.base import MAX_RANK, GpuOp
 from backends.gpu.ops.elementwise import fused_activation_reason
 from backends.gpu.ops.quantized_base import QuantizedOp, per_tensor
 from delegate_sdk.node import Node
 from delegate_sdk.tensor import RuntimeTensor
-from schema.enums import BuiltinOperator
+from schema.enums import BuiltinOperator, builtin_operator_name
 
 B = BuiltinOperator
 
@@ -50,17 +51,6 @@ def configured_cpu_kernel(kernel_class: type[CpuKernel], node: Node, op: int, ve
     kernel = kernel_class(SimpleNamespace(tensors=tensors), node, op, version)
     kernel.configure()
     return kernel
-
-
-def byte_codes(x: Any) -> Any:
-    """An 8-bit device array's codes (its bits read unsigned, what the CPU kernels' tables
-    are indexed by) as int32 indices: ``x`` for uint8, ``x & 0xFF`` for int8. Not a uint8
-    index: CuPy's ``take`` reduces indices modulo the table's size in the index's own
-    type, and 256 is 0 in uint8."""
-    codes = x.astype(np.int32)
-    if x.dtype == np.int8:
-        codes &= 0xFF
-    return codes
 
 
 def node_tensors(op: GpuOp) -> dict[int, RuntimeTensor]:
@@ -104,17 +94,17 @@ class QuantizedBinary(QuantizedOp):
         return fused_activation_reason(node.params) or cpu_kernel_reason(cls.KERNELS[op], node, op, version, tensors)
 
     def prepare(self) -> None:
-        self.kernel = configured_cpu_kernel(self.KERNELS[self.op], self.node, self.op, self.version, node_tensors(self))
-        #: constant operands, uploaded once as int64 (None: read from ``args``)
+        kernel = configured_cpu_kernel(self.KERNELS[self.op], self.node, self.op, self.version, node_tensors(self))
+        dtype = self.outputs[0].dtype
+        params = QuantizedBinaryParams.of(builtin_operator_name(self.op), kernel)
+        self.launcher = QuantizedBinaryCuda(params, dtype, **self.device.launcher_arguments(QuantizedBinaryCuda.source))
+        #: constant operands, uploaded once (None: read from ``args``)
         self.constants: list[Any] = [None, None]
         for position, tensor in enumerate(self.inputs):
             if tensor.is_constant:
-                self.constants[position] = self.upload(np.asarray(tensor.data, np.int64), np.int64)
+                self.constants[position] = self.upload(np.asarray(tensor.data, dtype), dtype)
                 self.prepared_inputs.add(position)
 
     def run(self, args):
-        a, b = (
-            constant if constant is not None else args[position].astype(np.int64)
-            for position, constant in enumerate(self.constants)
-        )
-        return [self.kernel.compute(a, b).astype(self.outputs[0].dtype)]
+        a, b = (constant if constant is not None else args[position] for position, constant in enumerate(self.constants))
+        return [self.launcher(a, b)]

@@ -1,4 +1,5 @@
-"""Data movement on int8 / uint8 tensors on the GPU (RESHAPE, PAD, PADV2, CONCATENATION),
+"""Data movement on int8 / uint8 tensors on the GPU (RESHAPE, PAD, PADV2, CONCATENATION,
+and SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND of float32 and 8-bit tensors),
 bit-exact with TFLite's reference kernels, and the base class of the GPU ops that move
 values without arithmetic (:class:`MovingOp`, also used by ``slicing.py``).
 
@@ -18,14 +19,21 @@ Semantics are the CPU kernels' (``backends/cpu/kernels/reshape.py``, ``pad.py``,
   point (TFLite's Prepare requires it); uint8 inputs whose (scale, zero point) differ are
   rescaled as the reference's ``ConcatenationWithScaling`` does, through the CPU kernel's
   own 256-entry tables (``concat_quantized.rescale_tables``: TFLite's float32 steps,
-  evaluated once per value at prepare), one ``take`` per rescaled input on the device.
+  evaluated once per value at prepare), read in the concatenation's launch.
   TFLite rejects a fused activation on these types, and so does this class. Float32
   CONCATENATION is ``layout.Concatenation``; int16 (v3), uint32 (v4), int4 (v5) are not
   claimed.
+- SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND (v1 float32 / uint8, v2 int8, v3 3-D inputs):
+  constant block_shape and paddings / crops; SPACE_TO_BATCH_ND pads with 0, or the
+  output's zero point for 8-bit tensors (the CPU kernel's rule, TFLite's memset). One
+  launch of ``cuda/space_batch.cu``.
 
-Every op writes a new array (never a view of its input) and joins pieces by slice
-assignment into a preallocated output (no ``xp.concatenate``: CuPy uploads a pointer
-table for more than 8 arrays, which a CUDA graph cannot capture).
+How: RESHAPE is a view (no launch). PAD / PADV2 of 8-bit tensors with a known fill and
+CONCATENATION are one launch of ``cuda/int8_layout.cu`` (CONCATENATION: one per 8 inputs,
+each input's rescale table read in the launch; no ``xp.concatenate``, whose pointer table
+for more than 8 arrays a CUDA graph cannot capture); a float32 PADV2 with a constant value
+is one launch of ``cuda/layout.cu``'s pad. A PADV2 whose value is a runtime tensor fills a
+new array and assigns the input into it (two operations).
 """
 
 from __future__ import annotations
@@ -37,7 +45,10 @@ import numpy as np
 from backends.cpu.kernels.concat_quantized import rescale_tables
 from backends.cpu.kernels.pad import default_pad_value, pads_quantized
 from backends.cpu.kernels.reshape import quantization_params
-from backends.gpu.ops.base import MAX_RANK, GpuOp
+from backends.gpu.cuda.int8_layout import ByteConcatenationCuda, BytePadCuda
+from backends.gpu.cuda.layout import PadCuda
+from backends.gpu.cuda.space_batch import SpaceBatchCuda, SpaceBatchGeometry
+from backends.gpu.ops.base import MAX_RANK, GpuOp, TypeReason
 from backends.gpu.ops.elementwise import activation_name, fused_activation, input_tensor
 from backends.gpu.ops.layout import concatenation_shape_reason
 from delegate_sdk.node import Node
@@ -106,7 +117,7 @@ class MovingOp(GpuOp):
                 continue
             tensor = tensors[index]
             if tensor.type not in cls.data_types:
-                return f"{role} {tensor.name!r} is {tensor.type_name}; the GPU delegate runs {name} on {type_names(cls.data_types)} tensors"
+                return TypeReason(f"{role} {tensor.name!r} is {tensor.type_name}; the GPU delegate runs {name} on {type_names(cls.data_types)} tensors")
             if len(tensor.shape) > MAX_RANK:
                 return f"{role} {tensor.name!r} has rank {len(tensor.shape)}; at most {MAX_RANK} is supported"
             if tensor.is_dynamic:
@@ -116,7 +127,7 @@ class MovingOp(GpuOp):
                 return f"{role} {tensor.name!r} is quantized per channel; only per-tensor quantization is supported"
             kinds.add(tensor.type)
         if len(kinds) > 1:
-            return f"{name} mixes {type_names(sorted(kinds))} tensors"
+            return TypeReason(f"{name} mixes {type_names(sorted(kinds))} tensors")
         return cls.node_reason(node, op, version, tensors)
 
     @classmethod
@@ -157,8 +168,10 @@ class QuantizedReshape(MovingOp):
         self.out_shape = tuple(self.outputs[0].shape)
 
     def run(self, args):
-        # A copy, not a view: the output must not alias the input's device buffer.
-        return [args[0].reshape(self.out_shape).copy()]
+        # A view, no launch: as the float ``layout.Reshape`` explains, nothing in a
+        # partition writes into a value after the op that made it, so the view always
+        # holds the input's current values (eagerly and in a replayed CUDA graph).
+        return [args[0].reshape(self.out_shape)]
 
 
 # --------------------------------------------------------------------------------------
@@ -217,9 +230,22 @@ class ConstantPad(MovingOp):
             self.prepared_inputs.add(2)
         else:
             self.fill = None  # read on the device at each run
+        self.launcher = self.float_launcher = None
+        if self.dtype.itemsize == 1 and self.fill is not None:
+            after = [int(o) - int(d) - int(b) for o, d, b in zip(out.shape, x.shape, pads[:, 0])]
+            self.launcher = BytePadCuda(
+                pads[:, 0].tolist(), after, int(self.fill), self.dtype, **self.device.launcher_arguments(BytePadCuda.source)
+            )
+        elif self.dtype.kind == "f" and self.fill is not None:
+            self.pads = pads.tolist()
+            self.float_launcher = PadCuda(self.dtype, **self.device.launcher_arguments(PadCuda.source))
 
     def run(self, args):
         xp = self.xp
+        if self.launcher is not None:
+            return [self.launcher(args[0])]
+        if self.float_launcher is not None:
+            return [self.float_launcher(args[0], self.pads, float(self.fill))]
         if self.fill is not None:
             out = xp.full(self.out_shape, self.fill, dtype=self.dtype)
         else:
@@ -265,14 +291,106 @@ class QuantizedConcatenation(MovingOp):
         self.axis = int(self.params.axis) % len(out.shape)
         self.out_shape = tuple(out.shape)
         self.dtype = self.output_dtype()
-        offsets = np.cumsum([0] + [t.shape[self.axis] for t in self.inputs]).tolist()
-        self.blocks = [(slice(None),) * self.axis + (slice(a, b),) for a, b in zip(offsets[:-1], offsets[1:])]
         tables = rescale_tables(self.inputs, out) if out.type == T.UINT8 else [None] * len(self.inputs)
-        self.tables = [None if table is None else self.upload(table, self.dtype) for table in tables]
+        self.tables = None
+        if any(table is not None for table in tables):
+            identity = np.arange(256, dtype=np.uint8).view(self.dtype)
+            rows = [identity if table is None else np.asarray(table, self.dtype) for table in tables]
+            self.tables = self.upload(np.stack(rows).view(np.uint8), np.uint8)
+        self.launcher = ByteConcatenationCuda(self.axis, **self.device.launcher_arguments(ByteConcatenationCuda.source))
 
     def run(self, args):
-        xp = self.xp
-        out = xp.empty(self.out_shape, dtype=self.dtype)
-        for block, a, table in zip(self.blocks, args, self.tables):
-            out[block] = a if table is None else xp.take(table, a.astype(np.int32))
-        return [out]
+        return [self.launcher(list(args), self.tables)]
+
+
+# --------------------------------------------------------------------------------------
+# SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND
+# --------------------------------------------------------------------------------------
+
+
+class _SpaceBatch(MovingOp):
+    """Shared by SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND: v1 (float32, uint8, 4-D), v2
+    (int8), v3 (a 3-D input [N, H, C]); constant int32 block_shape and paddings / crops.
+    One launch of ``cuda/space_batch.cu``. Not claimed: v4 (int16), and int32 / int64
+    tensors (also v1)."""
+
+    index_inputs = (1, 2)
+    pairs_name: ClassVar[str]
+
+    @classmethod
+    def node_reason(cls, node, op, version, tensors):
+        if len(node.inputs) != 3 or min(node.inputs) < 0:
+            return f"expected inputs (input, block_shape, {cls.pairs_name}), got {len(node.inputs)} inputs"
+        x, block, pairs, out = (tensors[i] for i in (*node.inputs, node.outputs[0]))
+        for tensor, what in ((block, "block_shape"), (pairs, cls.pairs_name)):
+            reason = constant_int_reason(tensor, what, (T.INT32,))
+            if reason:
+                return reason
+        if len(x.shape) not in (3, 4):
+            return f"the input must be 3-D or 4-D, it has shape {list(x.shape)}"
+        spatial = len(x.shape) - 2
+        if block.shape != (spatial,) or pairs.shape != (spatial, 2):
+            return f"block_shape {list(block.shape)} and {cls.pairs_name} {list(pairs.shape)} must be [{spatial}] and [{spatial}, 2]"
+        blocks, amounts = int_list(block), int_list(pairs)
+        if min(blocks) <= 0 or min(amounts) < 0:
+            return f"block_shape {blocks} must be positive and {cls.pairs_name} {amounts} not negative"
+        if x.type in INT8_TYPES:
+            reason = quantization_differs(x, out)
+            if reason:
+                return reason
+        return cls.shape_reason(list(x.shape), blocks, np.reshape(amounts, (spatial, 2)).tolist())
+
+    @classmethod
+    def shape_reason(cls, shape: list[int], blocks: list[int], amounts: list[list[int]]) -> str | None:
+        raise NotImplementedError
+
+    def prepare(self) -> None:
+        x, block, pairs = self.inputs
+        spatial = len(x.shape) - 2
+        amounts = np.reshape(int_list(pairs), (spatial, 2)).tolist()
+        geometry = self.geometry(x.shape, int_list(block), amounts)
+        out = self.outputs[0]
+        fill = quantization_params(out)[1] if out.type in INT8_TYPES else 0
+        self.out_shape = tuple(out.shape)
+        self.launcher = SpaceBatchCuda(
+            geometry, self.to_batch, fill, **self.device.launcher_arguments(SpaceBatchCuda.source)
+        )
+
+    def run(self, args):
+        return [self.launcher(args[0], self.out_shape)]
+
+
+class SpaceToBatchNd(_SpaceBatch):
+    """SPACE_TO_BATCH_ND v1-v3: H and W padded (with 0, or the output's zero point), then
+    each block offset moved to the batch."""
+
+    ops = {B.SPACE_TO_BATCH_ND: 3}
+    pairs_name = "paddings"
+    to_batch = True
+    geometry = staticmethod(SpaceBatchGeometry.space_to_batch)
+
+    @classmethod
+    def shape_reason(cls, shape, blocks, amounts):
+        for size, b, (before, after) in zip(shape[1:-1], blocks, amounts):
+            if (size + before + after) % b:
+                return f"a padded size {size + before + after} is not a multiple of its block {b}"
+        return None
+
+
+class BatchToSpaceNd(_SpaceBatch):
+    """BATCH_TO_SPACE_ND v1-v3: the batch's blocks moved back into H and W, then cropped."""
+
+    ops = {B.BATCH_TO_SPACE_ND: 3}
+    pairs_name = "crops"
+    to_batch = False
+    geometry = staticmethod(SpaceBatchGeometry.batch_to_space)
+
+    @classmethod
+    def shape_reason(cls, shape, blocks, amounts):
+        block_size = int(np.prod(blocks))
+        if shape[0] % block_size:
+            return f"batch {shape[0]} is not a multiple of the block size {block_size}"
+        for size, b, (before, after) in zip(shape[1:-1], blocks, amounts):
+            if size * b - before - after < 0:
+                return f"crops {amounts} are larger than the output"
+        return None

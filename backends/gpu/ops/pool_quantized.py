@@ -14,10 +14,9 @@ the input:
 then the fused activation's quantized clamp (``CalculateActivationRangeQuantized``: TANH
 clamps nothing).
 
-How: as the float pools (``pool.py``), a loop over the filter taps; each tap combines the
-strided block of input it reads into the block of outputs where it falls inside the
-input (``WindowGeometry.clipped_taps``, planned at prepare), so no padded copy; the window
-counts (``WindowGeometry.valid_counts``) are uploaded once. Versions: 1 (uint8) and 2
+How: one launch of ``cuda/int8_windows.cu`` (a thread per output, the window's taps in a
+loop, the average's rounding and the clamp fused); host emulation runs its numpy twin
+(``cuda/int8_windows.py``) as that one launch. Versions: 1 (uint8) and 2
 (int8); v3 (int16) is not claimed.
 """
 
@@ -25,9 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from backends.cpu.kernels._window import WindowGeometry
-from backends.cpu.kernels.pool2d_quantized import quantization_mismatch, rounded_average
+from backends.cpu.kernels.pool2d_quantized import quantization_mismatch
 from backends.cpu.quantization import activation_range_quantized, legacy_params
+from backends.gpu.cuda.int8_windows import QuantizedPool2DCuda
 from backends.gpu.ops.conv import window_reason
 from backends.gpu.ops.elementwise import fused_activation, fused_activation_reason
 from backends.gpu.ops.quantized_base import QuantizedOp, per_tensor
@@ -64,29 +63,13 @@ class QuantizedPool2D(QuantizedOp):
         return fused_activation_reason(params)
 
     def prepare(self) -> None:
-        params = self.params
-        x, out = self.inputs[0], self.outputs[0]
-        g = WindowGeometry.of(
-            x.shape, (params.filter_height, params.filter_width), params.padding, (params.stride_h, params.stride_w)
-        ).cropped_to_input()
-        self.geometry = g
-        self.tap_blocks = g.clipped_taps()
-        self.is_max = self.op == B.MAX_POOL_2D
+        params, out = self.params, self.outputs[0]
         scale, zero_point = legacy_params(out)
-        self.low, self.high = activation_range_quantized(fused_activation(params), scale, zero_point, out.dtype)
-        self.counts = None if self.is_max else self.upload(g.valid_counts().astype(np.int32), np.int32)  # [OH, OW, 1]
+        bounds = activation_range_quantized(fused_activation(params), scale, zero_point, out.dtype)
+        self.launcher = QuantizedPool2DCuda(
+            self.op == B.MAX_POOL_2D, (params.filter_height, params.filter_width), (params.stride_h, params.stride_w),
+            params.padding, bounds, out.dtype, **self.device.launcher_arguments(QuantizedPool2DCuda.source),
+        )
 
     def run(self, args):
-        xp, g = self.xp, self.geometry
-        shape = (g.batch, g.out_h, g.out_w, g.channels)
-        if self.is_max:
-            x = args[0]
-            out = xp.full(shape, np.iinfo(x.dtype).min, dtype=x.dtype)
-            for out_block, in_block in self.tap_blocks:
-                out[out_block] = xp.maximum(out[out_block], x[in_block])
-            return [self.to_output(out, self.low, self.high)]
-        x = args[0].astype(np.int32)
-        acc = xp.zeros(shape, dtype=np.int32)
-        for out_block, in_block in self.tap_blocks:
-            acc[out_block] += x[in_block]
-        return [self.to_output(rounded_average(acc, self.counts), self.low, self.high)]
+        return [self.launcher(args[0])]

@@ -13,8 +13,15 @@ quantize.py`` and ``dequantize.py``), configured for the node by their own ``con
   256-entry table of ``clamp(M(x - z_in, m) + z_out)``, uploaded once and read with
   ``take`` at the input's code (its bits as uint8);
 - DEQUANTIZE: ``scale * (q - zero_point)`` in float32, rounded once
-  (``dequantize_affine``), per tensor or per channel, stored in the delegate's storage
-  dtype (float32, or float16 with ``precision="float16"``).
+  (``dequantize_affine``), per tensor or per channel, stored in float32 where the
+  partition keeps the output in float32 (every use takes it exactly: a download, a
+  QUANTIZE) and otherwise in the delegate's storage dtype (float16 with
+  ``precision="float16"``).
+
+How: one launch each of ``cuda/int8_elementwise.cu`` (``quantize_*``, ``dequantize_*``, and
+``lookup_b8`` for the 8-bit requantization's table). QUANTIZE reads a float32 or float16
+input as it comes, so ``precision="float16"`` never rounds the float32 input of a quantized
+model to half first: the partition keeps it in float32 (``exact_float32_inputs``).
 
 Versions claimed:
 
@@ -36,12 +43,11 @@ from typing import Sequence
 import numpy as np
 
 from backends.cpu.kernels.dequantize import Dequantize as CpuDequantize
-from backends.cpu.kernels.dequantize import dequantize_affine
 from backends.cpu.kernels.quantize import Quantize as CpuQuantize
-from backends.cpu.kernels.quantize import quantize_quotient
+from backends.gpu.cuda.int8_elementwise import DequantizeCuda, LookupCuda, QuantizeCuda, channel_parameters
 from backends.cpu.quantization import is_quantized
-from backends.gpu.ops.base import MAX_RANK, GpuOp
-from backends.gpu.ops.elementwise_quantized import byte_codes, configured_cpu_kernel, cpu_kernel_reason, node_tensors
+from backends.gpu.ops.base import MAX_RANK, GpuOp, TypeReason
+from backends.gpu.ops.elementwise_quantized import configured_cpu_kernel, cpu_kernel_reason, node_tensors
 from delegate_sdk.node import Node
 from delegate_sdk.tensor import RuntimeTensor
 from schema.enums import BuiltinOperator, TensorType, builtin_operator_name
@@ -57,7 +63,7 @@ def _tensor_reason(role: str, tensor: RuntimeTensor, allowed: Sequence[int], op:
     if tensor.type not in allowed or (quantized and not is_quantized(tensor)):
         names = "/".join(TensorType(t).name.lower() for t in allowed)
         what = f"{names} tensors with a scale" if quantized else f"{names} tensors"
-        return f"{role} {tensor.name!r} is {tensor.type_name}; the GPU delegate's {builtin_operator_name(op)} takes {what}"
+        return TypeReason(f"{role} {tensor.name!r} is {tensor.type_name}; the GPU delegate's {builtin_operator_name(op)} takes {what}")
     if len(tensor.shape) > MAX_RANK:
         return f"{role} {tensor.name!r} has rank {len(tensor.shape)}; at most {MAX_RANK} is supported"
     if tensor.is_dynamic:
@@ -76,6 +82,7 @@ class Quantize(GpuOp):
     int8/uint8 -> int8/uint8 requantization (per tensor)."""
 
     ops = {B.QUANTIZE: frozenset({1, 3})}
+    exact_float32_inputs = (0,)  # the kernel reads float32 or float16 as it comes
 
     @classmethod
     def rejection_reason(cls, node: Node, op: int, version: int, tensors: Sequence[RuntimeTensor]) -> str | None:
@@ -93,23 +100,21 @@ class Quantize(GpuOp):
 
     def prepare(self) -> None:
         kernel = configured_cpu_kernel(CpuQuantize, self.node, self.op, self.version, node_tensors(self))
-        self.low, self.high = kernel.low, kernel.high
+        out = self.outputs[0]
         self.table = None
         if kernel.mode == "requantize":
             # Indexed by the input's code (its bits read as uint8).
-            self.table = self.upload(kernel.table, self.outputs[0].dtype)
+            self.table = self.upload(kernel.table, out.dtype)
+            self.launcher = LookupCuda(**self.device.launcher_arguments(LookupCuda.source))
             return
-        # Per tensor: host scalars; per channel: arrays shaped to broadcast along the axis.
-        scale, zero_point = kernel.scale, kernel.zero_point
-        self.scale = np.float32(scale) if np.ndim(scale) == 0 else self.upload(np.asarray(scale, np.float32), np.float32)
-        self.zero_point = int(zero_point) if np.ndim(zero_point) == 0 else self.upload(np.asarray(zero_point, np.int64), np.int64)
+        layout, scales, zero_points = channel_parameters(kernel.scale, kernel.zero_point, self.inputs[0].shape)
+        self.scales, self.zero_points = self.upload(scales, np.float32), self.upload(zero_points, np.int32)
+        self.launcher = QuantizeCuda(out.dtype, layout, (kernel.low, kernel.high), **self.device.launcher_arguments(QuantizeCuda.source))
 
     def run(self, args):
-        x, out_dtype = args[0], self.outputs[0].dtype
         if self.table is not None:
-            return [self.xp.take(self.table, byte_codes(x))]
-        quotient = x.astype(np.float32) / self.scale  # float32 / float32, as TFLite
-        return [quantize_quotient(quotient, self.zero_point, self.low, self.high).astype(out_dtype)]
+            return [self.launcher(args[0], self.table)]
+        return [self.launcher(args[0], self.scales, self.zero_points)]
 
 
 class QuantizedDequantize(GpuOp):
@@ -117,6 +122,7 @@ class QuantizedDequantize(GpuOp):
     to float32 (stored in the delegate's storage dtype)."""
 
     ops = {B.DEQUANTIZE: 2}
+    exact_float32_outputs = (0,)  # float32 where the partition keeps the output in float32
 
     @classmethod
     def rejection_reason(cls, node: Node, op: int, version: int, tensors: Sequence[RuntimeTensor]) -> str | None:
@@ -132,10 +138,12 @@ class QuantizedDequantize(GpuOp):
 
     def prepare(self) -> None:
         kernel = configured_cpu_kernel(CpuDequantize, self.node, self.op, self.version, node_tensors(self))
-        self.scale, self.zero_point = (
-            np.float32(value) if np.ndim(value) == 0 else self.upload(np.asarray(value, np.float32), np.float32)
-            for value in (kernel.scale, kernel.zero_point)
+        layout, scales, zero_points = channel_parameters(kernel.scale, kernel.zero_point, self.inputs[0].shape)
+        self.scales, self.zero_points = self.upload(scales, np.float32), self.upload(zero_points, np.int32)
+        out_dtype = np.float32 if self.node.outputs[0] in self.float32_tensors else self.storage
+        self.launcher = DequantizeCuda(
+            self.inputs[0].dtype, out_dtype, layout, **self.device.launcher_arguments(DequantizeCuda.source)
         )
 
     def run(self, args):
-        return [dequantize_affine(args[0], self.scale, self.zero_point).astype(self.storage, copy=False)]
+        return [self.launcher(args[0], self.scales, self.zero_points)]

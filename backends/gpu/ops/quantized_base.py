@@ -2,11 +2,13 @@
 
 They are bit-exact with TFLite's reference kernels, and they get there the way the CPU
 kernels do: the Prepare-time parameters (multipliers and shifts, zero points, the fused
-activation's quantized clamp, lookup tables) come from the CPU kernels' own helpers, and
-the integer arithmetic at run time is ``backends.cpu.quantization``'s, written against
-the array namespace (:class:`~backends.cpu.quantization.Requantizer` on device arrays):
-one copy of the rules for both backends. Integer tensors are stored as they are (the
-``float16`` precision option changes float tensors only).
+activation's quantized clamp, lookup tables) come from the CPU kernels' own helpers. At
+run time each node is one hand-written CUDA kernel (``cuda/int8_*.cu``, ``conv*_int8.cu``...)
+whose integer arithmetic is ``cuda/fixed_point.cuh``, tested equal bit for bit to
+``backends.cpu.quantization`` (the array-namespace version the CPU uses; host emulation
+runs the kernels' numpy twins, written with it). Integer tensors are stored as they are;
+the ``float16`` precision option changes float activations only, never a quantized
+model's float inputs and outputs (``GpuOp.exact_float32_inputs``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 
 from backends.cpu.quantization import Requantizer, is_quantized
-from backends.gpu.ops.base import MAX_RANK, GpuOp
+from backends.gpu.ops.base import MAX_RANK, GpuOp, TypeReason
 from delegate_sdk.node import Node
 from delegate_sdk.tensor import RuntimeTensor
 from schema.enums import TensorType, builtin_operator_name
@@ -54,14 +56,14 @@ class QuantizedOp(GpuOp):
                 continue
             tensor = tensors[index]
             if tensor.type not in INT8_TYPES or not is_quantized(tensor):
-                return f"{role} {tensor.name!r} is {tensor.type_name}; the GPU delegate's quantized {name} takes int8/uint8 tensors with a scale"
+                return TypeReason(f"{role} {tensor.name!r} is {tensor.type_name}; the GPU delegate's quantized {name} takes int8/uint8 tensors with a scale")
             if len(tensor.shape) > MAX_RANK:
                 return f"{role} {tensor.name!r} has rank {len(tensor.shape)}; at most {MAX_RANK} is supported"
             if tensor.is_dynamic:
                 return f"{role} {tensor.name!r} has a shape known only at run time (dynamic tensor)"
             kinds.add(tensor.type)
         if len(kinds) > 1:
-            return f"{name} mixes int8 and uint8 tensors"
+            return TypeReason(f"{name} mixes int8 and uint8 tensors")
         return cls.node_reason(node, op, version, tensors)
 
     @classmethod

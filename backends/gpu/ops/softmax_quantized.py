@@ -10,12 +10,11 @@ last axis, with ``d = q - max(row)`` in [-255, 0]:
     out    = min(RDBPOT(SRDHM(r, e(d)), n + 31 - bits(out)) + min(out), max(out))
 
 The GPU op configures the CPU kernel's own class for the node (``configure``: TFLite's
-Prepare checks, the multiplier, diff_min, both tables), uploads the tables once, and
-per run gathers them at ``d``, sums the rows, and calls ``row_reciprocals`` (gemmlowp's
-``one_over_one_plus_x_for_x_in_0_1`` of ``_fixed_point.py``) and
-``backends.cpu.quantization``'s ``saturating_rounding_doubling_high_mul`` and
-``rounding_divide_by_pot`` on device arrays. The row maximum is
-``xp.max(axis=-1, keepdims=True)``.
+Prepare checks, the multiplier, diff_min, both tables), uploads the tables once (int32),
+and each run is one launch of ``cuda/int8_windows.cu``'s softmax (a thread per row: the
+maximum, the sum, ``GetReciprocal`` in gemmlowp's fixed point, the outputs); host
+emulation runs its numpy twin (the CPU kernel's ``row_reciprocals`` and
+``backends.cpu.quantization``) as that one launch.
 
 Where TFLite aborts (a row whose sum of exps reaches 2^28 in Q12.19, i.e. 512 values
 or more near the row's maximum: the output exponent leaves [0, 31]), the CPU kernel
@@ -33,9 +32,9 @@ from __future__ import annotations
 import numpy as np
 
 from backends.cpu.kernels.softmax_quantized import QuantizedSoftmax as CpuQuantizedSoftmax
-from backends.cpu.kernels.softmax_quantized import row_reciprocals
-from backends.cpu.quantization import is_quantized, rounding_divide_by_pot, saturating_rounding_doubling_high_mul
-from backends.gpu.ops.base import MAX_RANK
+from backends.cpu.quantization import is_quantized
+from backends.gpu.cuda.int8_windows import QuantizedSoftmaxCuda, QuantizedSoftmaxParams
+from backends.gpu.ops.base import MAX_RANK, TypeReason
 from backends.gpu.ops.elementwise_quantized import configured_cpu_kernel, cpu_kernel_reason, node_tensors
 from backends.gpu.ops.quantized_base import QuantizedOp, per_tensor
 from schema.enums import BuiltinOperator, TensorType
@@ -57,7 +56,7 @@ class QuantizedSoftmax(QuantizedOp):
             return f"expected 1 input, got {len(node.inputs)}"
         x, y = tensors[node.inputs[0]], tensors[node.outputs[0]]
         if x.type not in OUTPUT_TYPES or not is_quantized(x):
-            return f"input {x.name!r} is {x.type_name}; the GPU delegate's quantized SOFTMAX takes int8/uint8 tensors with a scale"
+            return TypeReason(f"input {x.name!r} is {x.type_name}; the GPU delegate's quantized SOFTMAX takes int8/uint8 tensors with a scale")
         if y.type not in OUTPUT_TYPES[x.type] or not is_quantized(y):
             names = "/".join(TensorType(t).name for t in OUTPUT_TYPES[x.type])
             return f"output {y.name!r} is {y.type_name}; a quantized {x.type_name} SOFTMAX outputs {names} with a scale"
@@ -72,29 +71,11 @@ class QuantizedSoftmax(QuantizedOp):
 
     def prepare(self) -> None:
         kernel = configured_cpu_kernel(CpuQuantizedSoftmax, self.node, self.op, self.version, node_tensors(self))
-        x = self.inputs[0]
-        self.in_range = kernel.in_range  # index = d + in_range, in [0, in_range]
-        self.exp = self.upload(kernel.exp_table, np.int64)  # Q0.31
-        self.accumulated = self.upload(kernel.exp_accumulated, np.int64)  # Q12.19
-        self.exponent_offset = kernel.exponent_offset
-        self.out_min, self.out_max = int(kernel.out_info.min), int(kernel.out_info.max)
-        row = x.shape[-1] if x.shape else 1
-        # A row sum that reaches 2^31 wraps in TFLite's int32 accumulator.
-        self.sum_may_wrap = int(kernel.exp_accumulated.max(initial=0)) * row >= (1 << 31)
+        x, y = self.inputs[0], self.outputs[0]
+        self.exp = self.upload(kernel.exp_table, np.int32)  # Q0.31
+        self.accumulated = self.upload(kernel.exp_accumulated, np.int32)  # Q12.19
+        params = QuantizedSoftmaxParams(kernel.in_range, kernel.exponent_offset, int(kernel.out_info.min), int(kernel.out_info.max))
+        self.launcher = QuantizedSoftmaxCuda(params, x.dtype, y.dtype, **self.device.launcher_arguments(QuantizedSoftmaxCuda.source))
 
     def run(self, args):
-        xp = self.xp
-        x = args[0].astype(np.int32)
-        if x.size == 0:
-            return [xp.empty(x.shape, dtype=self.outputs[0].dtype)]
-        index = x - xp.max(x, axis=-1, keepdims=True)
-        index += self.in_range
-        exp = xp.take(self.exp, index)
-        sums = xp.sum(xp.take(self.accumulated, index), axis=-1, keepdims=True)
-        if self.sum_may_wrap:
-            sums = ((sums + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
-        scale, exponent = row_reciprocals(sums, self.exponent_offset)
-        exponent = xp.clip(exponent, 0, 31)  # (TFLite aborts outside; see the module docstring)
-        scaled = saturating_rounding_doubling_high_mul(scale, exp, may_saturate=False)
-        out = rounding_divide_by_pot(scaled, exponent) + self.out_min
-        return [xp.minimum(out, self.out_max).astype(self.outputs[0].dtype)]
+        return [self.launcher(args[0], self.exp, self.accumulated)]

@@ -1,0 +1,263 @@
+// Quantized (int8 / uint8) window and row ops, one launch per node, bit-exact with TFLite's
+// reference kernels (the CPU kernels: backends/cpu/kernels/pool2d_quantized.py,
+// reduce_quantized.py, softmax_quantized.py).
+//
+// AVERAGE_POOL_2D / MAX_POOL_2D (quantized_average_pool2d_*, quantized_max_pool2d_*), NHWC,
+// one thread per output element, the window clipped to the input as pool2d.cu (the output
+// has the input's scale and zero point, so raw values are pooled):
+//   average: acc = the int32 sum of the window, count its inside elements (never 0),
+//            out = clamp(acc > 0 ? (acc + count / 2) / count : (acc - count / 2) / count)
+//            (C's truncating division: halves away from zero)
+//   max:     out = clamp(max(window))
+// clamp: the fused activation's quantized range [act_min, act_max].
+//
+// MEAN over constant axes (quantized_mean_*): the input seen as [d0, d1, d2, d3] (the host
+// left-pads the shape with 1s), reduce_k 1 for a reduced axis; one thread per output (the
+// kept coordinates in row-major order, keep_dims or not), TFLite's QuantizedMeanOrSum:
+//   sum = the int32 sum of the reduced elements (wrapping as TFLite's temp_sum)
+//   out = clamp(M(int32(sum - zero_sum), multiplier, shift) + out_zero_point, low, high)
+// with zero_sum = z_in * count and (multiplier, shift) with 1/count folded in, from the host
+// (reduce_quantized.folded_multiplier).
+//
+// SOFTMAX (quantized_softmax_<in>_<out>), one thread per row of the last axis, gemmlowp's fixed
+// point as TFLite's reference (with the CPU kernel's tables, computed at prepare):
+//   d = q - max(row) in [-in_range, 0]; exp[d + in_range] (Q0.31), accumulated[...] (Q12.19)
+//   sum = the int32 (wrapping) sum over the row of accumulated[d + in_range]
+//   (r, n) = GetReciprocal(sum, 12); exponent = clamp(n + exponent_offset, 0, 31)
+//   out = min(RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(r, exp[...]), exponent)
+//             + out_min, out_max)
+// (TFLite aborts where the exponent leaves [0, 31]: 512 or more values near the row's max;
+// the clamp keeps such rows defined, as the GPU op's docstring says.)
+//
+// Launch: 1-D, blockDim.x * gridDim.x >= the outputs (the rows for SOFTMAX).
+// This file must compile with NVRTC (no system headers; fixed_point.cuh is spliced in) and
+// with g++ through host_shim/cuda_host.h.
+
+#if !defined(__CUDACC__) && !defined(CUDA_HOST_SHIM)
+#error "compile this file with NVRTC (or nvcc), or with g++ after including host_shim/cuda_host.h"
+#endif
+
+#include "fixed_point.cuh"  // TFLite's integer requantization arithmetic
+
+// ---- AVERAGE_POOL_2D / MAX_POOL_2D --------------------------------------------------------
+
+template <typename Q, bool IsMax>
+__device__ __forceinline__ void quantized_pool2d(
+    const Q* __restrict__ input, Q* __restrict__ output,
+    int batches, int in_h, int in_w, int channels, int out_h, int out_w,
+    int filter_h, int filter_w, int stride_h, int stride_w, int pad_top, int pad_left, int act_min, int act_max)
+{
+    const long long total = (long long)batches * out_h * out_w * channels;
+    const long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (index >= total) return;
+
+    long long rest = index;
+    const int c = (int)(rest % channels);
+    rest /= channels;
+    const int ox = (int)(rest % out_w);
+    rest /= out_w;
+    const int oy = (int)(rest % out_h);
+    const int b = (int)(rest / out_h);
+
+    const int in_y_origin = oy * stride_h - pad_top;
+    const int in_x_origin = ox * stride_w - pad_left;
+    const int ky_start = in_y_origin < 0 ? -in_y_origin : 0;
+    const int ky_end = in_h - in_y_origin < filter_h ? in_h - in_y_origin : filter_h;
+    const int kx_start = in_x_origin < 0 ? -in_x_origin : 0;
+    const int kx_end = in_w - in_x_origin < filter_w ? in_w - in_x_origin : filter_w;
+    const long long batch_offset = (long long)b * in_h * in_w * channels;
+
+    int acc = IsMax ? -2147483647 : 0;
+    for (int ky = ky_start; ky < ky_end; ++ky) {
+        const long long row = batch_offset + (long long)(in_y_origin + ky) * in_w * channels;
+        for (int kx = kx_start; kx < kx_end; ++kx) {
+            const int v = (int)input[row + (long long)(in_x_origin + kx) * channels + c];
+            if (IsMax) {
+                acc = v > acc ? v : acc;
+            } else {
+                acc += v;
+            }
+        }
+    }
+    if (!IsMax) {
+        const int count = (ky_end - ky_start) * (kx_end - kx_start);
+        acc = acc > 0 ? (acc + count / 2) / count : (acc - count / 2) / count;
+    }
+    output[index] = (Q)clamp_int(acc, act_min, act_max);
+}
+
+#define QUANTIZED_POOL2D_PARAMS                                                                \
+    int batches, int in_h, int in_w, int channels, int out_h, int out_w, int filter_h,       \
+    int filter_w, int stride_h, int stride_w, int pad_top, int pad_left, int act_min, int act_max
+#define QUANTIZED_POOL2D_ARGS                                                                  \
+    batches, in_h, in_w, channels, out_h, out_w, filter_h, filter_w, stride_h, stride_w,     \
+    pad_top, pad_left, act_min, act_max
+
+extern "C" __global__ void quantized_average_pool2d_i8(
+    const signed char* __restrict__ input, signed char* __restrict__ output, QUANTIZED_POOL2D_PARAMS)
+{
+    quantized_pool2d<signed char, false>(input, output, QUANTIZED_POOL2D_ARGS);
+}
+
+extern "C" __global__ void quantized_average_pool2d_u8(
+    const unsigned char* __restrict__ input, unsigned char* __restrict__ output, QUANTIZED_POOL2D_PARAMS)
+{
+    quantized_pool2d<unsigned char, false>(input, output, QUANTIZED_POOL2D_ARGS);
+}
+
+extern "C" __global__ void quantized_max_pool2d_i8(
+    const signed char* __restrict__ input, signed char* __restrict__ output, QUANTIZED_POOL2D_PARAMS)
+{
+    quantized_pool2d<signed char, true>(input, output, QUANTIZED_POOL2D_ARGS);
+}
+
+extern "C" __global__ void quantized_max_pool2d_u8(
+    const unsigned char* __restrict__ input, unsigned char* __restrict__ output, QUANTIZED_POOL2D_PARAMS)
+{
+    quantized_pool2d<unsigned char, true>(input, output, QUANTIZED_POOL2D_ARGS);
+}
+
+// ---- MEAN -----------------------------------------------------------------------------------
+
+template <typename Q>
+__device__ __forceinline__ void quantized_mean_4d(
+    const Q* __restrict__ input, Q* __restrict__ output,
+    int d0, int d1, int d2, int d3, int reduce0, int reduce1, int reduce2, int reduce3,
+    long long zero_sum, int multiplier, int shift, int out_zero_point, int low, int high)
+{
+    const int k0 = reduce0 ? 1 : d0, k1 = reduce1 ? 1 : d1, k2 = reduce2 ? 1 : d2, k3 = reduce3 ? 1 : d3;
+    const int r0 = reduce0 ? d0 : 1, r1 = reduce1 ? d1 : 1, r2 = reduce2 ? d2 : 1, r3 = reduce3 ? d3 : 1;
+    const long long total = (long long)k0 * k1 * k2 * k3;
+    const long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (index >= total) return;
+
+    long long rest = index;
+    const int c3 = (int)(rest % k3);
+    rest /= k3;
+    const int c2 = (int)(rest % k2);
+    rest /= k2;
+    const int c1 = (int)(rest % k1);
+    const int c0 = (int)(rest / k1);
+
+    int sum = 0;
+    for (int a0 = 0; a0 < r0; ++a0) {
+        for (int a1 = 0; a1 < r1; ++a1) {
+            for (int a2 = 0; a2 < r2; ++a2) {
+                const long long row = (((long long)(c0 + a0) * d1 + (c1 + a1)) * d2 + (c2 + a2)) * d3 + c3;
+                for (int a3 = 0; a3 < r3; ++a3) sum = wrapping_add(sum, (int)input[row + a3]);
+            }
+        }
+    }
+    const int centered = wrap_int32((long long)sum - zero_sum);
+    const int raw = multiply_by_quantized_multiplier(centered, multiplier, shift);
+    output[index] = (Q)clamp_int(wrapping_add(raw, out_zero_point), low, high);
+}
+
+#define QUANTIZED_MEAN_PARAMS                                                                  \
+    int d0, int d1, int d2, int d3, int reduce0, int reduce1, int reduce2, int reduce3,       \
+    long long zero_sum, int multiplier, int shift, int out_zero_point, int low, int high
+#define QUANTIZED_MEAN_ARGS                                                                    \
+    d0, d1, d2, d3, reduce0, reduce1, reduce2, reduce3, zero_sum, multiplier, shift,          \
+    out_zero_point, low, high
+
+extern "C" __global__ void quantized_mean_i8(
+    const signed char* __restrict__ input, signed char* __restrict__ output, QUANTIZED_MEAN_PARAMS)
+{
+    quantized_mean_4d<signed char>(input, output, QUANTIZED_MEAN_ARGS);
+}
+
+extern "C" __global__ void quantized_mean_u8(
+    const unsigned char* __restrict__ input, unsigned char* __restrict__ output, QUANTIZED_MEAN_PARAMS)
+{
+    quantized_mean_4d<unsigned char>(input, output, QUANTIZED_MEAN_ARGS);
+}
+
+// ---- SOFTMAX ----------------------------------------------------------------------------------
+
+// CountLeadingZeros of a uint32 (32 for 0), portable (the host shim has no __clz).
+__device__ __forceinline__ int count_leading_zeros_u32(unsigned x) {
+    if (x == 0u) return 32;
+    int n = 0;
+    if ((x & 0xFFFF0000u) == 0u) { n += 16; x <<= 16; }
+    if ((x & 0xFF000000u) == 0u) { n += 8; x <<= 8; }
+    if ((x & 0xF0000000u) == 0u) { n += 4; x <<= 4; }
+    if ((x & 0xC0000000u) == 0u) { n += 2; x <<= 2; }
+    if ((x & 0x80000000u) == 0u) { n += 1; }
+    return n;
+}
+
+// gemmlowp's one_over_one_plus_x_for_x_in_0_1: 1 / (1 + a), Q0.31 in and out (Newton-Raphson
+// on the half denominator in Q2.29; backends/cpu/kernels/_fixed_point.py, step for step).
+__device__ __forceinline__ int one_over_one_plus_x_for_x_in_0_1(int a) {
+    const int half_denominator = rounding_half_sum(a, FP_INT32_MAX);
+    const int constant_48_over_17 = 1515870810;
+    const int constant_neg_32_over_17 = -1010580540;
+    const int f2_one = 1 << 29;
+    int x = wrapping_add(constant_48_over_17, saturating_rounding_doubling_high_mul(half_denominator, constant_neg_32_over_17));
+    for (int i = 0; i < 3; ++i) {
+        const int half_denominator_times_x = saturating_rounding_doubling_high_mul(half_denominator, x);
+        const int one_minus_half_denominator_times_x = wrapping_sub(f2_one, half_denominator_times_x);
+        // Rescale from Q4.27 to Q2.29: a saturating shift left by 2.
+        x = wrapping_add(x, saturating_shift_left(saturating_rounding_doubling_high_mul(x, one_minus_half_denominator_times_x), 2));
+    }
+    return saturating_shift_left(x, 1);  // Q1.30 to Q0.31
+}
+
+template <typename QIn, typename QOut>
+__device__ __forceinline__ void quantized_softmax_rows(
+    const QIn* __restrict__ input, const int* __restrict__ exp_table, const int* __restrict__ accumulated,
+    QOut* __restrict__ output, long long rows, int depth, int in_range, int exponent_offset, int out_min, int out_max)
+{
+    const long long row = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= rows) return;
+    const QIn* x = input + row * depth;
+    QOut* y = output + row * depth;
+
+    int row_max = (int)x[0];
+    for (int i = 1; i < depth; ++i) row_max = (int)x[i] > row_max ? (int)x[i] : row_max;
+    const int offset = in_range - row_max;  // the tables' index: d + in_range
+
+    int sum = 0;  // Q12.19, wrapping as TFLite's int32 accumulator
+    for (int i = 0; i < depth; ++i) sum = wrapping_add(sum, accumulated[(int)x[i] + offset]);
+
+    // GetReciprocal(sum, 12): sum's leading bit moved to bit 31, then 1 / (1 + fraction).
+    const int headroom_plus_one = count_leading_zeros_u32((unsigned)sum);
+    const int num_bits_over_unit = 12 - headroom_plus_one;
+    const unsigned shifted = headroom_plus_one < 32 ? (unsigned)sum << headroom_plus_one : 0u;
+    const int shifted_sum_minus_one = (int)(shifted - 0x80000000u);
+    const int reciprocal = one_over_one_plus_x_for_x_in_0_1(shifted_sum_minus_one);
+    const int exponent = clamp_int(num_bits_over_unit + exponent_offset, 0, 31);
+
+    for (int i = 0; i < depth; ++i) {
+        const int scaled = saturating_rounding_doubling_high_mul(reciprocal, exp_table[(int)x[i] + offset]);
+        const int value = rounding_divide_by_pot(scaled, exponent) + out_min;
+        y[i] = (QOut)(value < out_max ? value : out_max);
+    }
+}
+
+#define QUANTIZED_SOFTMAX_PARAMS(QIn, QOut)                                                     \
+    const QIn* __restrict__ input, const int* __restrict__ exp_table,                         \
+    const int* __restrict__ accumulated, QOut* __restrict__ output, long long rows,           \
+    int depth, int in_range, int exponent_offset, int out_min, int out_max
+#define QUANTIZED_SOFTMAX_ARGS                                                                  \
+    input, exp_table, accumulated, output, rows, depth, in_range, exponent_offset, out_min, out_max
+
+extern "C" __global__ void quantized_softmax_i8_i8(QUANTIZED_SOFTMAX_PARAMS(signed char, signed char))
+{
+    quantized_softmax_rows<signed char, signed char>(QUANTIZED_SOFTMAX_ARGS);
+}
+
+extern "C" __global__ void quantized_softmax_u8_u8(QUANTIZED_SOFTMAX_PARAMS(unsigned char, unsigned char))
+{
+    quantized_softmax_rows<unsigned char, unsigned char>(QUANTIZED_SOFTMAX_ARGS);
+}
+
+extern "C" __global__ void quantized_softmax_i8_i16(QUANTIZED_SOFTMAX_PARAMS(signed char, short))
+{
+    quantized_softmax_rows<signed char, short>(QUANTIZED_SOFTMAX_ARGS);
+}
+
+extern "C" __global__ void quantized_softmax_u8_i16(QUANTIZED_SOFTMAX_PARAMS(unsigned char, short))
+{
+    quantized_softmax_rows<unsigned char, short>(QUANTIZED_SOFTMAX_ARGS);
+}
