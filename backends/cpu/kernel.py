@@ -55,6 +55,12 @@ class CpuKernel:
     #: returns None - nothing is left to do at invoke.
     output_shares_input: bool = False
 
+    #: Set by the interpreter before it asks ``bind`` of a node it prepares at invoke
+    #: (one that reads a dynamic tensor): it then checks, before every call of the bound
+    #: function, that each input and output still has the same ``data`` array, and asks
+    #: ``bind`` again when one changed. Views of dynamic tensors are then safe to keep.
+    buffers_watched: bool = False
+
     def __init__(self, context: Context, node: Node, op: int, version: int) -> None:
         self.context = context
         self.node = node

@@ -317,7 +317,7 @@ class QuantizedConv2D(CpuKernel):
         check_shapes(self)
         x, output = self.inputs[0], self.outputs[0]
         if (
-            not self.quantized or self.acc_offset is None or self.groups != 1 or x.is_dynamic or output.is_dynamic
+            not self.quantized or self.acc_offset is None or self.groups != 1 or not self.buffers_are_fixed()
             or self.block_rows is not None
         ):
             return self.invoke

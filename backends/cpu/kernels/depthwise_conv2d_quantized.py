@@ -291,7 +291,7 @@ class QuantizedDepthwiseConv2D(CpuKernel):
         the float64 ``FloatOutputStage``); else ``invoke``."""
         check_shapes(self)
         x, output = self.inputs[0], self.outputs[0]
-        if self.mode == "hybrid" or self.acc_offset is None or x.is_dynamic or output.is_dynamic:
+        if self.mode == "hybrid" or self.acc_offset is None or not self.buffers_are_fixed():
             return self.invoke
         stage = FloatOutputStage.make(self.quantization, self.acc_offset, output.data)
         if stage is None:
