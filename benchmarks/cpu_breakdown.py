@@ -79,6 +79,8 @@ def store_phase(finish: Callable) -> Callable[[], None] | None:
     """The last copy of ``FloatOutputStage.finish`` (into the output, then the sign flip)."""
     names = closure_of(finish)
     target, t, integers, sign_bit = names.get("target"), names.get("t"), names.get("integers"), names.get("sign_bit")
+    if target is None and names.get("out") is not None and t is not None:  # (the path that floors t)
+        target, sign_bit = names["out"], None
     if target is None or t is None:
         return None
     source = integers if integers is not None else t
@@ -94,7 +96,7 @@ def store_phase(finish: Callable) -> Callable[[], None] | None:
 def find_finish(requantize: Callable) -> Callable | None:
     """The ``finish`` closure inside a ``FloatOutputStage.from_sums`` function (or itself)."""
     names = closure_of(requantize)
-    if "target" in names:
+    if "target" in names or "floor" in names:
         return requantize
     inner = names.get("finish")
     return inner if callable(inner) else None

@@ -64,10 +64,12 @@ def edge_accumulators(right: int, bound: int, rows: int = 1200, seed: int = 0) -
     return np.array(values[:rows], np.int64)
 
 
-def largest_float_bound(multipliers, right: int, zero_point: int, dtype) -> int:
-    """The largest accumulator bound ``FloatOutputStage.make`` can accept (0: none)."""
+def largest_float_bound(multipliers, right: int, zero_point: int, dtype, floors: bool) -> int:
+    """The largest accumulator bound ``FloatOutputStage.make`` can accept (0: none): with
+    ``z_out`` and the type's base inside ``t`` (``floors=False``), or on the path that
+    floors ``t`` first (large right shifts)."""
     base = -int(np.iinfo(dtype).min)
-    rest = abs(zero_point) + base + 2
+    rest = 2 if floors else abs(zero_point) + base + 2
     room = (1 << 53) - (1 << 31) - (rest << (31 + right)) - 1
     return max(0, min(INT32_MAX, room // (2 * max(multipliers))))
 
@@ -88,11 +90,17 @@ def test_the_float64_stage_equals_multiply_by_quantized_multiplier_or_refuses(ri
     """``FloatOutputStage`` (what the bound kernels run): equal bits wherever ``make``
     accepts; where the float64 sums could round (large bounds, shifts), it refuses."""
     multipliers, shifts = MULTIPLIERS, [-right] * len(MULTIPLIERS)
-    bound = largest_float_bound(multipliers, right, zero_point, dtype)
-    refused = stage_of(multipliers, shifts, zero_point, low, high, bound + 1)
+    largest = largest_float_bound(multipliers, right, zero_point, dtype, floors=True)
+    refused = stage_of(multipliers, shifts, zero_point, low, high, largest + 1)
     assert FloatOutputStage.make(refused, np.zeros(len(multipliers), np.int64), np.empty((4, len(multipliers)), dtype)) is None
-    if bound == 0:
-        return
+    with_base = largest_float_bound(multipliers, right, zero_point, dtype, floors=False)
+    for bound in sorted({with_base, with_base + 1, largest}):
+        if bound == 0 or bound > largest:
+            continue
+        check_float_stage(multipliers, shifts, right, zero_point, low, high, dtype, bound, floors=bound > with_base)
+
+
+def check_float_stage(multipliers, shifts, right, zero_point, low, high, dtype, bound, floors) -> None:
     offset = np.array([0, 7, -(bound // 3), bound // 5], np.int64)
     acc = columns(right, bound, len(multipliers))
     sums = acc - offset  # so that sums + offset = acc, every |acc| <= bound
@@ -105,10 +113,12 @@ def test_the_float64_stage_equals_multiply_by_quantized_multiplier_or_refuses(ri
                 continue  # (float32 sums hold exact integers only below 2**24)
             out = np.zeros((rows, len(multipliers)), dtype)
             float_stage = FloatOutputStage.make(stage, offset, out)
-            assert float_stage is not None
+            assert float_stage is not None and float_stage.floors is floors
             fixed_sums = np.ascontiguousarray(sums[:rows], sums_type)
             float_stage.from_sums(fixed_sums)()
-            np.testing.assert_array_equal(out, want[:rows], err_msg=f"{sums_type.__name__} sums, {rows} rows")
+            np.testing.assert_array_equal(
+                out, want[:rows], err_msg=f"bound {bound}, floors {floors}, {sums_type.__name__} sums, {rows} rows"
+            )
 
 
 @pytest.mark.parametrize("shift", [*range(-31, 0), 0, *range(1, 31)], ids=lambda s: f"shift{s}")
