@@ -118,7 +118,7 @@ def conv_phases(step: Callable) -> dict[str, Callable[[], object]] | None:
     phases["gather"] = copies_phase(copies)
     if "dot" in names and "columns" in names and "weights" in names:
         dot, columns, weights = names["dot"], names["columns"], names["weights"]
-        out = names.get("sums", names.get("t", names.get("rows")))
+        out = names.get("sums", names.get("t", names.get("rows", names.get("products"))))
         if out is None:
             return None
         phases["matmul"] = lambda: dot(columns, weights, out=out)
