@@ -484,6 +484,8 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
             else:
                 kernel = node.user_data
                 direct = None
+                if getattr(kernel, "buffers_watched", False):  # (watched in an earlier plan: not now)
+                    kernel.buffers_watched = False
                 if self._computes_nothing(node):
                     steps.append((node_index, None))
                     continue
