@@ -90,7 +90,8 @@ class CpuKernel:
         the same objects, so a kernel may override this to take its views (reshaped
         inputs and outputs, scratch) once and return a lean function of them. ``invoke``
         must still work on its own: constant folding, delegates' kernels and nodes
-        re-prepared at every invoke call it directly. The default is ``self.invoke``, or
+        prepared at invoke (until their buffers hold steady: ``buffers_watched``) call it
+        directly. The default is ``self.invoke``, or
         None (no step at all) when ``output_shares_input`` holds and the interpreter did
         place the output in the input's memory.
         """

@@ -36,7 +36,9 @@ of its channel, so float32 is exact when that is below 2**24 (int8: always for
 filters up to 512 taps), float64 otherwise (int16). The input zero point is folded
 into the bias (``sum w (x - z) = sum w x - z sum w``; the padding, filled with ``z``,
 cancels in it), then the requantization (once the arena is allocated, ``bind``: the
-float64 ``FloatOutputStage`` on buffers fixed for the allocation).
+float64 ``FloatOutputStage`` on buffers fixed for the allocation). A node of one input
+channel (``C = 1``, M > 1) is an ordinary convolution: im2col and one BLAS call
+(``SingleChannelMatmul``) rather than the channel repeated M times for the einsum.
 
 Where TFLite differs from its evident intent (not reproduced):
 - the int16 and hybrid paths take the depth multiplier from the node's
