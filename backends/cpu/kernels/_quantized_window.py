@@ -425,12 +425,13 @@ class FloatOutputStage:
         # output step) z_out, base, E * u = 1/2 and the step h <= 1/2.
         rest = abs(stage.output_zero_point) + base + 2
         bound = int(stage.accumulator_bound)
-        if all(2 * bound * m + (1 << 31) + (rest << (31 + r)) < (1 << 53) for m, r in zip(multipliers.tolist(), right.tolist())):
+        pairs = list(zip(multipliers.tolist(), right.tolist()))
+        if all(2 * bound * m + (1 << 31) + (rest << (31 + r)) < (1 << 53) for m, r in pairs):
             return cls(stage, offset, out)
         # Large right shifts: z_out + base (hundreds of output steps of 2**(31+r) u each)
         # would round t. Without them t (within 2 output steps of v) is still exact, and
         # it is floored first (``floors``): then z_out and the clamp are integer sums.
-        if all(2 * bound * m + (1 << 31) + (2 << (31 + r)) < (1 << 53) for m, r in zip(multipliers.tolist(), right.tolist())):
+        if all(2 * bound * m + (1 << 31) + (2 << (31 + r)) < (1 << 53) for m, r in pairs):
             return cls(stage, offset, out, floors=True)
         return None
 

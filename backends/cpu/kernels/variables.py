@@ -83,7 +83,8 @@ class AssignVariable(_UsesResource):
         key = variable_key(self.resource_id())
         value = self.inputs[1].data
         stored = self.context.resources.get(key)
-        if stored is not None and stored.shape == value.shape and stored.dtype == value.dtype:
+        same_kind = stored is not None and stored.shape == value.shape and stored.dtype == value.dtype
+        if same_kind and stored.flags.writeable:
             np.copyto(stored, value)  # (the variable's own array, written in place)
         else:
             self.context.resources[key] = np.array(value, copy=True)
