@@ -357,6 +357,14 @@ class FloatOutputStage:
     (``sums`` holds integers; z_out and base are integers) and the sum of their
     magnitudes stays below 2**53 u (checked in ``make`` from the accumulator bound), so
     every float64 operation, in any order (BLAS included), is exact.
+
+    Large right shifts (``floors``; alexa's 1x1 layers have r = 14..16): z_out + base
+    are hundreds of output steps of 2**(31+r) u each, too many units for 2**53. Then t
+    stays ``v`` (``q`` plus the step on the general path), whose magnitude in units of u
+    is below ``2 * bound * m + 2**31 + 2**(32+r)`` (checked in ``make``), and the passes
+    are ``floor(t)`` (exact), ``+ z_out`` and the clamp (integers), and the store of
+    integers already in the type's range: one pass more than the usual path, several
+    fewer than the int64 ``ConvQuantization.requantize``.
     """
 
     def __init__(self, stage: ConvQuantization, offset: np.ndarray, out: np.ndarray, floors: bool = False) -> None:
