@@ -148,9 +148,11 @@ def conv_phases(step: Callable) -> dict[str, Callable[[], object]] | None:
         rows = names.get("wide", names.get("rows"))
         wide_rows, real_rows = names.get("wide_rows"), names.get("rows")
 
+        bias_rows = names.get("bias_rows", rows)  # (the float CONV_2D: long rows for the bias)
+
         def epilogue() -> None:
             if bias is not None:
-                add(rows, bias, out=rows)
+                add(bias_rows, bias, out=bias_rows)
             if clamp is not None:
                 clamp()
 
