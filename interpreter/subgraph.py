@@ -521,7 +521,10 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
         asked again whenever a buffer changes), as a node prepared at allocation does."""
         inputs = [self.tensors[t] for t in node.inputs if t >= 0]
         outputs = [self.tensors[t] for t in node.outputs if t >= 0]
-        watched = inputs + outputs
+        # Only dynamic tensors change shape or memory between allocations: the checks
+        # at each invoke look at those alone.
+        dynamic_inputs = [t for t in inputs if t.is_dynamic]
+        watched = [t for t in inputs + outputs if t.is_dynamic]
         kernel = node.user_data
         can_bind = getattr(registration.invoke, "calls_user_data_invoke", False) and hasattr(kernel, "bind")
         invoke_once = _bind(registration.invoke, self, node)
@@ -546,7 +549,7 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
                     tensor.data = owned[position] = np.empty(tensor.shape, dtype=tensor.dtype)
 
         def step() -> None:
-            shapes = [t.shape for t in inputs]
+            shapes = [t.shape for t in dynamic_inputs]
             if shapes != state["shapes"]:
                 prepare()
                 state["shapes"] = shapes
