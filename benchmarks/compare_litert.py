@@ -1,11 +1,16 @@
 """Benchmark litedelegate against ai-edge-litert on the same models, in one run.
 
-    python benchmarks/compare_litert.py [--kind float32|int8|all] [--runs 50] [MODEL ...]
+    python benchmarks/compare_litert.py [--kind float32|int8|all] [--real] [--runs 50]
+                                        [--rounds 1] [--no-ref] [MODEL ...]
 
 For every model: median invoke time of litedelegate, of LiteRT with its default kernels
 (XNNPACK), and of LiteRT's reference kernels (BUILTIN_REF), all on one thread, and the
 ratios ours/XNNPACK and ours/REF (below 1 means litedelegate is faster). Ends with the
-geometric means. Timings are only ever compared within one run on one machine.
+geometric means (of float32 and int8 models apart when both are listed). ``--real``
+takes only tests/data/models/real (the converter's one-op models are left out);
+``--rounds N`` measures every runtime N times, interleaved (ours, XNNPACK, REF, ours,
+...), and keeps each one's median: on a machine shared with other work the load then
+falls on all alike. Timings are only ever compared within one run on one machine.
 """
 
 from __future__ import annotations
@@ -24,8 +29,9 @@ sys.path.insert(0, str(ROOT))
 MODELS_DIR = ROOT / "tests" / "data" / "models"
 
 
-def default_models(kind: str) -> list[pathlib.Path]:
-    models = sorted(MODELS_DIR.glob("converter/*.tflite")) + sorted(MODELS_DIR.glob("real/*.tflite"))
+def default_models(kind: str, real_only: bool = False) -> list[pathlib.Path]:
+    models = [] if real_only else sorted(MODELS_DIR.glob("converter/*.tflite"))
+    models += sorted(MODELS_DIR.glob("real/*.tflite"))
     if kind == "all":
         return models
     return [m for m in models if ("int8" in m.stem) == (kind == "int8")]
@@ -76,21 +82,30 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("models", nargs="*", type=pathlib.Path)
     parser.add_argument("--kind", choices=["float32", "int8", "all"], default="float32")
+    parser.add_argument("--real", action="store_true", help="only the real models (tests/data/models/real)")
     parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=1, help="interleaved measurements of each runtime")
+    parser.add_argument("--no-ref", action="store_true", help="skip BUILTIN_REF (slow on large models)")
     args = parser.parse_args(argv)
-    models = args.models or default_models(args.kind)
+    models = args.models or default_models(args.kind, args.real)
     header = f"{'model':40s} {'ours ms':>9s} {'xnnpack ms':>10s} {'ref ms':>9s} {'ours/xnn':>9s} {'ours/ref':>9s}"
     print(header)
     print("-" * len(header))
     ratios_xnn, ratios_ref, names = [], [], []
     for path in models:
         try:
-            t_ours = median_invoke_seconds(ours(path), args.runs)
+            runtimes = [ours(path), litert(path, reference=False)]
+            if not args.no_ref:
+                runtimes.append(litert(path, reference=True))
+            times = [[] for _ in runtimes]
+            for _ in range(max(1, args.rounds)):
+                for position, runtime in enumerate(runtimes):
+                    times[position].append(median_invoke_seconds(runtime, args.runs))
         except Exception as error:  # a model we cannot run yet is reported, not hidden
             print(f"{path.stem:40s} not run by litedelegate: {type(error).__name__}: {str(error).splitlines()[0]}")
             continue
-        t_xnn = median_invoke_seconds(litert(path, reference=False), args.runs)
-        t_ref = median_invoke_seconds(litert(path, reference=True), args.runs)
+        t_ours, t_xnn = statistics.median(times[0]), statistics.median(times[1])
+        t_ref = statistics.median(times[2]) if not args.no_ref else float("nan")
         ratios_xnn.append(t_ours / t_xnn)
         ratios_ref.append(t_ours / t_ref)
         names.append(path.stem)
@@ -99,11 +114,20 @@ def main(argv: list[str] | None = None) -> int:
             f"{t_ours / t_xnn:9.2f} {t_ours / t_ref:9.2f}"
         )
     if ratios_xnn:
-        geomean = lambda values: float(np.exp(np.mean(np.log(values))))  # noqa: E731
+        geomean = lambda values: float(np.exp(np.mean(np.log(values)))) if values else float("nan")  # noqa: E731
         print("-" * len(header))
-        print(f"{'geometric mean of ratios':40s} {'':9s} {'':10s} {'':9s} {geomean(ratios_xnn):9.2f} {geomean(ratios_ref):9.2f}")
+        groups = {"": range(len(names))}
+        kinds = {"int8": [i for i, n in enumerate(names) if "int8" in n], "float": [i for i, n in enumerate(names) if "int8" not in n]}
+        if all(kinds.values()):
+            groups = {f" ({kind}, {len(members)} models)": members for kind, members in kinds.items()} | groups
+        for label, members in groups.items():
+            print(
+                f"{('geometric mean of ratios' + label):71s} {geomean([ratios_xnn[i] for i in members]):9.2f} "
+                f"{geomean([ratios_ref[i] for i in members]):9.2f}"
+            )
         slower = [name for name, r in zip(names, ratios_ref) if r >= 1]
-        print(f"models slower than BUILTIN_REF: {', '.join(slower) if slower else 'none'}")
+        if not args.no_ref:
+            print(f"models slower than BUILTIN_REF: {', '.join(slower) if slower else 'none'}")
     return 0
 
 

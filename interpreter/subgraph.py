@@ -89,6 +89,8 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
         self.arena_bytes = 0
         self._initialized: set[int] = set()
         self.decisions: list[NodeDecision] = []  # what delegates said about each node
+        #: How many times a node was prepared again at invoke (its input shapes changed).
+        self.prepares_at_invoke = 0
 
     # -- Context ----------------------------------------------------------------------------
     @property
@@ -482,6 +484,8 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
             else:
                 kernel = node.user_data
                 direct = None
+                if getattr(kernel, "buffers_watched", False):  # (watched in an earlier plan: not now)
+                    kernel.buffers_watched = False
                 if self._computes_nothing(node):
                     steps.append((node_index, None))
                     continue
@@ -507,17 +511,62 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
         )
 
     def _reprepared_step(self, node: Node, registration: Registration) -> Callable[[], None]:
-        def step() -> None:
+        """The step of a node that reads a tensor whose shape is only known at invoke.
+
+        As in TFLite, the node is prepared again only when the shape of one of its inputs
+        changed since its last prepare (kernels read only constant inputs' values in
+        prepare: a value-dependent shape is a dynamic output, set at invoke). Its outputs
+        keep their memory while their shapes hold. Once it finds the same input and output
+        buffers at two invokes in a row, it runs its kernel's bound function (``bind``,
+        asked again whenever a buffer changes), as a node prepared at allocation does."""
+        inputs = [self.tensors[t] for t in node.inputs if t >= 0]
+        outputs = [self.tensors[t] for t in node.outputs if t >= 0]
+        # Only dynamic tensors change shape or memory between allocations: the checks
+        # at each invoke look at those alone.
+        dynamic_inputs = [t for t in inputs if t.is_dynamic]
+        watched = [t for t in inputs + outputs if t.is_dynamic]
+        kernel = node.user_data
+        can_bind = getattr(registration.invoke, "calls_user_data_invoke", False) and hasattr(kernel, "bind")
+        invoke_once = _bind(registration.invoke, self, node)
+        # shapes: the input shapes of the last prepare; owned: the output arrays made here
+        # (an output the kernel replaces at invoke, by set_data, is never bound);
+        # buffers: the arrays seen at the last invoke; bound: the kernel's bound function.
+        state: dict[str, Any] = {"shapes": None, "owned": [None] * len(outputs), "buffers": None, "bound": None}
+
+        def prepare() -> None:
+            state["shapes"] = state["buffers"] = state["bound"] = None
             problem = self.declaration_problem(node.index, at_invoke=True)
             if problem is not None:
                 raise ModelError(f"{self.describe_node(node.index)}: {problem}")
             if registration.prepare is not None:
+                self.prepares_at_invoke += 1
                 registration.prepare(self, node)
-            for t in node.outputs:
-                tensor = self.tensors[t]
-                if tensor.allocation is Allocation.DYNAMIC and (tensor.data is None or tensor.data.shape != tensor.shape):
-                    tensor.data = np.empty(tensor.shape, dtype=tensor.dtype)
-            registration.invoke(self, node)
+            owned = state["owned"]
+            for position, tensor in enumerate(outputs):
+                if tensor.allocation is not Allocation.DYNAMIC:
+                    continue
+                if tensor.data is None or tensor.data is not owned[position] or tensor.data.shape != tensor.shape:
+                    tensor.data = owned[position] = np.empty(tensor.shape, dtype=tensor.dtype)
+
+        def step() -> None:
+            shapes = [t.shape for t in dynamic_inputs]
+            if shapes != state["shapes"]:
+                prepare()
+                state["shapes"] = shapes
+            buffers = [t.data for t in watched]
+            seen = state["buffers"]
+            steady = seen is not None and all(a is b for a, b in zip(buffers, seen))
+            if steady and state["bound"] is not None:
+                state["bound"]()
+                return
+            if steady and can_bind and all(t.data is mine for t, mine in zip(outputs, state["owned"])):
+                kernel.buffers_watched = True  # (checked here before every call: see CpuKernel)
+                state["bound"] = kernel.bind() or _nothing
+                state["bound"]()
+                return
+            state["bound"] = None
+            state["buffers"] = buffers
+            invoke_once()
 
         return step
 
@@ -639,6 +688,10 @@ def as_arena_limit_error(error: BaseException) -> BaseException:
         ) from error
     except ArenaLimitError as converted:
         return converted
+
+
+def _nothing() -> None:
+    return None
 
 
 def _bind(function: Callable, context: DelegateContext, node: Node) -> Callable[[], None]:

@@ -55,6 +55,12 @@ class CpuKernel:
     #: returns None - nothing is left to do at invoke.
     output_shares_input: bool = False
 
+    #: Set by the interpreter before it asks ``bind`` of a node it prepares at invoke
+    #: (one that reads a dynamic tensor): it then checks, before every call of the bound
+    #: function, that each input and output still has the same ``data`` array, and asks
+    #: ``bind`` again when one changed. Views of dynamic tensors are then safe to keep.
+    buffers_watched: bool = False
+
     def __init__(self, context: Context, node: Node, op: int, version: int) -> None:
         self.context = context
         self.node = node
@@ -84,7 +90,8 @@ class CpuKernel:
         the same objects, so a kernel may override this to take its views (reshaped
         inputs and outputs, scratch) once and return a lean function of them. ``invoke``
         must still work on its own: constant folding, delegates' kernels and nodes
-        re-prepared at every invoke call it directly. The default is ``self.invoke``, or
+        prepared at invoke (until their buffers hold steady: ``buffers_watched``) call it
+        directly. The default is ``self.invoke``, or
         None (no step at all) when ``output_shares_input`` holds and the interpreter did
         place the output in the input's memory.
         """

@@ -357,13 +357,24 @@ class FloatOutputStage:
     (``sums`` holds integers; z_out and base are integers) and the sum of their
     magnitudes stays below 2**53 u (checked in ``make`` from the accumulator bound), so
     every float64 operation, in any order (BLAS included), is exact.
+
+    Large right shifts (``floors``; alexa's 1x1 layers have r = 14..16): z_out + base
+    are hundreds of output steps of 2**(31+r) u each, too many units for 2**53. Then t
+    stays ``v`` (``q`` plus the step on the general path), whose magnitude in units of u
+    is below ``2 * bound * m + 2**31 + 2**(32+r)`` (checked in ``make``), and the passes
+    are ``floor(t)`` (exact), ``+ z_out`` and the clamp (integers), and the store of
+    integers already in the type's range: one pass more than the usual path, several
+    fewer than the int64 ``ConvQuantization.requantize``.
     """
 
-    def __init__(self, stage: ConvQuantization, offset: np.ndarray, out: np.ndarray) -> None:
+    def __init__(self, stage: ConvQuantization, offset: np.ndarray, out: np.ndarray, floors: bool = False) -> None:
         offset = np.asarray(offset, np.int64)
         right = -stage.shifts
         dtype = out.dtype
-        base = -int(np.iinfo(dtype).min)  # 0 for unsigned types
+        #: Large right shifts: ``z_out + base`` cannot join ``t`` exactly (see ``make``), so
+        #: ``t`` stays ``v`` (or ``q`` plus the step) and is floored before ``z_out``.
+        self.floors = floors
+        base = 0 if floors else -int(np.iinfo(dtype).min)  # 0 for unsigned types
         zero = stage.output_zero_point
         self.fast = stage.low >= zero
         positive = right > 0
@@ -372,19 +383,21 @@ class FloatOutputStage:
         self.scale = stage.multipliers.astype(np.float64) * unit  # m * u, exact (m < 2**31)
         integer = offset * stage.multipliers + (1 << 30)  # |offset * m| < 2**53: checked in make
         half_step = np.where(positive, np.ldexp(1.0, -right - 1), 0.0)  # h
+        lifted = 0 if floors else zero + base
         if self.fast:
-            self.constant = (integer + nudge).astype(np.float64) * unit + (zero + base)
+            self.constant = (integer + nudge).astype(np.float64) * unit + lifted
         else:
             self.constant = integer.astype(np.float64) * unit
             self.half_step = half_step
-            self.lift = nudge.astype(np.float64) * unit - half_step + (zero + base)
+            self.lift = nudge.astype(np.float64) * unit - half_step + lifted
         self.out = out
         self.target = out.view(f"u{dtype.itemsize}")
         # 0-d arrays: the cheapest operands for a ufunc (numpy scalars cost more)
         self.low, self.high = np.array(stage.low + base, np.float64), np.array(stage.high + base, np.float64)
+        self.zero_point = np.array(zero, np.float64) if floors and zero else None
         self.sign_bit = np.array(base, self.target.dtype) if base else None
         self.t = np.empty(out.shape, np.float64)
-        self.clamp_type = self.integer_clamp_type(stage, right, base)
+        self.clamp_type = None if floors else self.integer_clamp_type(stage, right, base)
 
     @staticmethod
     def integer_clamp_type(stage: ConvQuantization, right: np.ndarray, base: int):
@@ -420,10 +433,15 @@ class FloatOutputStage:
         # output step) z_out, base, E * u = 1/2 and the step h <= 1/2.
         rest = abs(stage.output_zero_point) + base + 2
         bound = int(stage.accumulator_bound)
-        for m, r in zip(multipliers.tolist(), right.tolist()):
-            if 2 * bound * m + (1 << 31) + (rest << (31 + r)) >= (1 << 53):
-                return None
-        return cls(stage, offset, out)
+        pairs = list(zip(multipliers.tolist(), right.tolist()))
+        if all(2 * bound * m + (1 << 31) + (rest << (31 + r)) < (1 << 53) for m, r in pairs):
+            return cls(stage, offset, out)
+        # Large right shifts: z_out + base (hundreds of output steps of 2**(31+r) u each)
+        # would round t. Without them t (within 2 output steps of v) is still exact, and
+        # it is floored first (``floors``): then z_out and the clamp are integer sums.
+        if all(2 * bound * m + (1 << 31) + (2 << (31 + r)) < (1 << 53) for m, r in pairs):
+            return cls(stage, offset, out, floors=True)
+        return None
 
     def operand(self, values: np.ndarray) -> np.ndarray:
         """A per-channel row as an operand of ``t``: a 0-d array when every channel has
@@ -442,6 +460,23 @@ class FloatOutputStage:
         fast = self.fast
         if not fast:
             half_step, lift, step = self.operand(self.half_step), self.operand(self.lift), np.empty_like(t)
+        if self.floors:
+            # t = v (or v - 2**-r below 0 once stepped), exact: floor, then z_out and the
+            # clamp on integers, then the store of integers in the type's range.
+            out, zero_point, floor, add = self.out, self.zero_point, np.floor, np.add
+
+            def finish_by_floor() -> None:
+                if not fast:
+                    np.copysign(half_step, t, out=step)
+                    add(t, step, out=t)
+                    add(t, lift, out=t)
+                floor(t, out=t)
+                if zero_point is not None:
+                    add(t, zero_point, out=t)
+                _clip(t, low, high, out=t)
+                out[...] = t
+
+            return finish_by_floor
         if self.clamp_type is not None and t.size >= INTEGER_CLAMP_MIN:
             # Clamp after a truncating store: for t >= 0 truncation is the floor; for t < 0
             # both are <= 0 <= low + base, so the clamp maps both to low + base. Clamping

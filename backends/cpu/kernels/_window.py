@@ -580,6 +580,29 @@ def tiled_rows(values: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return np.broadcast_to(np.ascontiguousarray(row), shape)
 
 
+#: ``long_rows`` views a target as rows of at least about this many values.
+LONG_ROW = 4096
+
+
+def long_rows(target: np.ndarray, operand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(target view, operand)`` for ``np.add(view, operand, out=view)`` doing what
+    ``np.add(target, operand, out=target)`` does, where ``operand`` (from ``tiled_rows``)
+    repeats one row along ``target``'s last axis: when it is a broadcast of a short row
+    (a large target), the target is viewed as ``[-1, B*N]`` (B rows of N values at once,
+    B dividing the row count) and the row tiled B times, so that numpy's inner loop runs
+    over about LONG_ROW values rather than N ([9216, 16] float32: a bias add 40 -> 10 us).
+    Otherwise both unchanged."""
+    if target.ndim != 2 or operand.ndim != 2 or operand.strides[0] != 0 or not target.flags.c_contiguous:
+        return target, operand
+    rows, width = target.shape
+    repeat = min(rows, max(1, LONG_ROW // max(width, 1)))
+    while rows % repeat:
+        repeat -= 1
+    if repeat == 1:
+        return target, operand
+    return target.reshape(rows // repeat, repeat * width), np.tile(np.ascontiguousarray(operand[0]), repeat)
+
+
 def make_clamp(
     bounds: tuple[float, float] | None, out: np.ndarray, source: np.ndarray | None = None
 ) -> Callable[[], None] | None:

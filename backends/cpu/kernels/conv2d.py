@@ -53,6 +53,7 @@ from backends.cpu.kernels._window import (
     record_pair,
     remember_shapes,
     reshaped_view,
+    long_rows,
     tiled_rows,
     window_view,
 )
@@ -286,6 +287,9 @@ class Conv2D(OverflowGuard, CpuKernel):
         flat, limit, reference = x.reshape(-1), self.square_limit, self.reference
         squares = flat.dot
         source_x = self.geometry.input_view(x)  # (the part of the input the windows read)
+        bias_rows = rows
+        if bias is not None:  # (a large output: the bias tiled over long rows, not one row of N)
+            bias_rows, bias = long_rows(rows, bias)
         if self.pointwise and bias is not None and clamp is None:
 
             def pointwise() -> None:
@@ -293,7 +297,7 @@ class Conv2D(OverflowGuard, CpuKernel):
                     reference()
                     return
                 dot(columns, weights, out=rows)
-                add(rows, bias, out=rows)
+                add(bias_rows, bias, out=bias_rows)
 
             return pointwise
 
@@ -307,7 +311,7 @@ class Conv2D(OverflowGuard, CpuKernel):
                 target[...] = source  # im2col
             dot(columns, weights, out=rows)
             if bias is not None:
-                add(rows, bias, out=rows)
+                add(bias_rows, bias, out=bias_rows)
             if clamp is not None:
                 clamp()
 

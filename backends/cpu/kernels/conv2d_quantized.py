@@ -34,7 +34,7 @@ prepare, in float32 when every dot product is below 2**24 (from the filter's act
 float64 (below 2**53: always). The zero point of the input is folded into the bias
 once: ``sum w (x - z) = sum w x - z sum w``, and the padding (filled with ``z``)
 cancels in it. Then the requantization; once the arena is allocated (``bind``), the
-float64 ``FloatOutputStage``: for small layers (taps x output channels up to
+float64 ``FloatOutputStage``: for small layers (few taps x output channels, see
 ``FOLD_LIMIT``) its per-channel scale and constant ride in a float64 matmul (weights
 times the scale, one more column of ones), so the matmul gives the scaled values
 themselves; larger layers keep the float32 matmul and scale after it. The bound
@@ -81,10 +81,17 @@ from schema.enums import BuiltinOperator, TensorType
 
 T = TensorType
 
-#: Up to this many filter taps x output channels the output stage's scale and constant
-#: ride in a float64 matmul (measured: the float64 BLAS costs less than the two passes
-#: it saves); above, a float32 matmul (when exact) then ``sums * scale + constant``.
+#: When the output stage's scale and constant ride in a float64 matmul (``bind_folded``)
+#: rather than a float32 matmul (when exact) then ``sums * scale + constant``: up to
+#: FOLD_LIMIT filter taps x output channels with at most FOLD_DEPTH taps, or any layer of
+#: at most FOLD_MACS multiply-adds. The float64 BLAS costs about twice the float32 one
+#: per multiply-add (and its im2col twice the bytes) while it saves three passes over
+#: the output: it pays when the taps are few or the whole product small. Measured in
+#: the kernel (one thread): mltk_rock_paper_scissors [6724, 27] x [27, 16] folded 88 us,
+#: scaled 103 us; mltk_fingerprint [1764, 72] x [72, 16] folded 119 us, scaled 75 us.
 FOLD_LIMIT = 2048
+FOLD_DEPTH = 48
+FOLD_MACS = 32768
 
 
 def _grouped(x, filters) -> bool:
@@ -317,7 +324,7 @@ class QuantizedConv2D(CpuKernel):
         check_shapes(self)
         x, output = self.inputs[0], self.outputs[0]
         if (
-            not self.quantized or self.acc_offset is None or self.groups != 1 or x.is_dynamic or output.is_dynamic
+            not self.quantized or self.acc_offset is None or self.groups != 1 or not self.buffers_are_fixed()
             or self.block_rows is not None
         ):
             return self.invoke
@@ -326,9 +333,14 @@ class QuantizedConv2D(CpuKernel):
         if stage is None:
             return self.invoke
         self.output_stage = stage  # (which path: tests and profiling read it)
-        if self.float_type == np.float64 or self.depth * self.out_channels <= FOLD_LIMIT:
+        if self.float_type == np.float64 or self.folds():
             return self.bind_folded(x.data, stage)
         return self.bind_scaled(x.data, stage)
+
+    def folds(self) -> bool:
+        """Whether the output stage rides in a float64 matmul (see ``FOLD_LIMIT``)."""
+        taps_by_channels = self.depth * self.out_channels
+        return (taps_by_channels <= FOLD_LIMIT and self.depth <= FOLD_DEPTH) or self.rows * taps_by_channels <= FOLD_MACS
 
     def bind_scaled(self, x: np.ndarray, stage: FloatOutputStage) -> Callable[[], None]:
         """The prepare-time path (float32 matmul when exact) then ``t = sums * scale +

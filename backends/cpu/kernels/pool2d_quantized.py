@@ -253,6 +253,8 @@ class QuantizedPool2D(CpuKernel):
             return self.bind_max(x, out)
         if self.sum_matrix is not None:
             return self.bind_average(x, out)
+        if not self.is_max and self.tap_blocks is not None:
+            return self.bind_average_taps(x, out) or self.invoke
         return self.invoke
 
     def bind_max(self, x: np.ndarray, out: np.ndarray) -> Callable[[], None]:
@@ -316,6 +318,43 @@ class QuantizedPool2D(CpuKernel):
             take(index, None, result, "clip")
 
         return average_pool_batch
+
+    def bind_average_taps(self, x: np.ndarray, out: np.ndarray) -> Callable[[], None] | None:
+        """AVERAGE on large images (no window-sum matrix): the window sums as one int32
+        add per filter tap (``tap_blocks``) onto a per-position base, then a lookup of
+        TFLite's clamped rounded average in a table of every (count, sum): the base
+        ``start[c] - c * min`` makes ``sum + base`` the sum's index in the table of its
+        count ``c`` (as ``average_table`` does), so rounding, clamp and store are one
+        ``take``. None when the table would exceed ``AVERAGE_TABLE_LIMIT``.
+        mltk_fingerprint's [1, 88, 88, 8] -> [1, 44, 44, 8] (2x2): 82 -> about 30 us."""
+        info = np.iinfo(x.dtype)
+        low, high = int(info.min), int(info.max)
+        counts = self.counts[..., 0].astype(np.int64)  # [OH, OW]
+        starts: dict[int, int] = {}
+        parts, size = [], 0
+        for count in sorted(set(counts.reshape(-1).tolist())):
+            starts[count] = size
+            size += count * (high - low) + 1
+            if size > AVERAGE_TABLE_LIMIT:
+                return None
+            parts.append(self.average_of(np.arange(count * low, count * high + 1, dtype=np.int64), count))
+        if size + max(starts) + max(-low, high) * int(counts.max()) >= (1 << 31):
+            return None  # (the indices are int32 sums)
+        table = np.concatenate(parts).astype(out.dtype)
+        bases = np.vectorize(lambda c: starts[c] - c * low, otypes=[np.int64])(counts)
+        base = np.ascontiguousarray(np.broadcast_to(bases[None, :, :, None], out.shape), dtype=np.int32)
+        acc, add, take = self.accumulator, np.add, table.take
+        blocks = [(acc[out_block], x[in_block]) for out_block, in_block in self.tap_blocks]
+        index = acc.reshape(-1)
+        result = out.reshape(-1)
+
+        def average_pool_taps() -> None:
+            acc[...] = base
+            for target, source in blocks:
+                add(target, source, out=target)
+            take(index, None, result, "clip")  # (valid indices: "clip" skips a temporary)
+
+        return average_pool_taps
 
     def _take_views(self, x: np.ndarray) -> None:
         """Views of the arena arrays (fixed between allocations)."""

@@ -80,7 +80,14 @@ class AssignVariable(_UsesResource):
             raise self.unsupported("the value input is missing")
 
     def invoke(self) -> None:
-        self.context.resources[variable_key(self.resource_id())] = np.array(self.inputs[1].data, copy=True)
+        key = variable_key(self.resource_id())
+        value = self.inputs[1].data
+        stored = self.context.resources.get(key)
+        same_kind = stored is not None and stored.shape == value.shape and stored.dtype == value.dtype
+        if same_kind and stored.flags.writeable:
+            np.copyto(stored, value)  # (the variable's own array, written in place)
+        else:
+            self.context.resources[key] = np.array(value, copy=True)
 
 
 # v1: the only version
@@ -102,4 +109,7 @@ class ReadVariable(_UsesResource):
             raise ValueError(f"variable {resource_id} has not been assigned (read before any ASSIGN_VARIABLE)")
         if value.dtype != out.dtype:
             raise ValueError(f"variable {resource_id} holds {value.dtype}, the output {out.name!r} is {out.type_name}")
-        out.set_data(value.copy())
+        if out.data is not None and out.data.shape == value.shape and out.data.flags.writeable:
+            np.copyto(out.data, value)  # the same output buffer while the shape holds (TFLite resizes to equal dims)
+        else:
+            out.set_data(value.copy())
