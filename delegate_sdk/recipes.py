@@ -159,7 +159,8 @@ QUANTIZED_DTYPES = ("int8", "uint8", "int16")
 #: rules never give to a model the kernels accept, and why. A recipe stamped by hand exists
 #: for those that say so.
 UNBUILDABLE_VERSIONS: dict[tuple[int, int], str] = {
-    (B.EQUAL, 4): "no rule gives EQUAL v4 (int16 is v5, string v3, int8 v2); the CPU does not register it; no recipe",
+    (B.EQUAL, 4): "no rule gives EQUAL v4 (int16 is v5, string v3, int8 v2), yet LiteRT registers and runs it (its "
+                  "kernel ignores the version) and so does the CPU (the recipe compares strings, stamped v4 by hand)",
     (B.QUANTIZE, 6): "no rule gives QUANTIZE v6 (TFLite's rules stop at 5); the CPU does not register it; no recipe",
     (B.DEQUANTIZE, 4): "no rule gives DEQUANTIZE v4: TFLite's GetBuiltinOperatorVersion returns 1, 2, 3, 5, 6, 7 or 8 "
                        "for it (v4 exists in the runtime tables only); no recipe",
@@ -1271,6 +1272,7 @@ def _hand_stamped_table() -> Iterator[tuple[int, int, str, str, Callable[[], byt
     yield (B.DEPTHWISE_CONV_2D, 5, "convolution", "int16 activations, int8 filter", _hand_stamped(lambda: _depthwise("16x8"), 5))
     yield (B.FULLY_CONNECTED, 7, "convolution", "int16 activations, int8 weights",
            _hand_stamped(lambda: _fully_connected("16x8"), 7))
+    yield (B.EQUAL, 4, "comparison", "string -> bool", _hand_stamped(lambda: _compare(B.EQUAL, STR), 4))
 
 
 # -- typed and bit-exact recipes --------------------------------------------------------------------
