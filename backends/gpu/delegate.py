@@ -33,6 +33,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from backends.gpu.device import Device, DeviceCounters, DeviceMemoryError, open_device
+from backends.gpu.fusion import fuse_steps
 from backends.gpu.ops import gpu_custom_support_table, gpu_op_classes, gpu_support_table, select_op_class
 from backends.gpu.ops.base import GpuOp
 from backends.gpu.ops.variables import DeviceVariable, DeviceVariables
@@ -279,6 +280,8 @@ class GpuPartitionKernel(DelegateKernel):
                         if tensors[t].is_constant and t not in self.constants:
                             self.constants[t] = self._upload_constant(tensors[t])
                 self.steps.append((op, inner, reads, label))
+            if not self.delegate.expose_intermediates:  # fold conv -> ADD -> RELU/PRELU, PAD -> conv (fusion.py)
+                self.steps = fuse_steps(self.steps, tensors, keep=set(node.outputs))
             handoffs = self.delegate.handoffs
             self.handed_in = {
                 t: handoffs[(id(context), t)] for t in node.inputs if (id(context), t) in handoffs and self._read_on_device(t)

@@ -12,6 +12,7 @@ of the float sums (numpy/BLAS order against the kernels' sequential fused multip
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -38,6 +39,71 @@ CONV2D_PIXELS = 4
 
 _NULL = np.uint64(0)  # an absent pointer argument, passed by value: 8 zero bytes
 
+#: A clamp that clamps nothing (NaN passes too).
+NO_CLAMP = (-math.inf, math.inf)
+
+
+# -- the fused epilogue (epilogue.cuh) ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    """What a convolution kernel does after its own bias and clamp, for the nodes that
+    ``backends/gpu/fusion.py`` folds into it (``epilogue.cuh``), in this order:
+
+    - ``residual_channels`` > 0: ADD of a residual ``[N, OH, OW, residual_channels]``
+      (fewer channels than the output: a zero PAD of its last channels folded in), then the
+      ADD's own clamp ``add_bounds``;
+    - ``prelu``: PRELU with a per-channel alpha ``[out_channels]``;
+    - ``post_bounds``: a RELU-family clamp (``NO_CLAMP``: none).
+    """
+
+    residual_channels: int = 0
+    add_bounds: tuple[float, float] = NO_CLAMP
+    prelu: bool = False
+    post_bounds: tuple[float, float] = NO_CLAMP
+
+    def scalar_args(self, residual: Any, alpha: Any, null: Any) -> tuple:
+        """The epilogue's parameters of a ``*_fused_*`` kernel, in order."""
+        return (
+            null if residual is None else residual, np.int32(self.residual_channels),
+            np.float32(self.add_bounds[0]), np.float32(self.add_bounds[1]),
+            null if alpha is None else alpha, np.float32(self.post_bounds[0]), np.float32(self.post_bounds[1]),
+        )
+
+    def check(self, residual: Any, alpha: Any, out_shape: Sequence[int], storage: np.dtype) -> None:
+        """ValueError unless ``residual`` / ``alpha`` are what this epilogue reads."""
+        if (residual is not None) != (self.residual_channels > 0) or (alpha is not None) != self.prelu:
+            raise ValueError("the residual and alpha arrays must match the epilogue")
+        if residual is not None:
+            expected = (*out_shape[:3], self.residual_channels)
+            if tuple(residual.shape) != expected or residual.dtype != storage:
+                raise ValueError(f"residual must be a {storage} array of shape {list(expected)}, got {list(residual.shape)}")
+            if self.residual_channels > out_shape[3]:
+                raise ValueError(f"the residual has {self.residual_channels} channels, more than the output's {out_shape[3]}")
+        if alpha is not None and (alpha.size != out_shape[3] or alpha.dtype != storage):
+            raise ValueError(f"alpha must be {out_shape[3]} {storage} values, got {alpha.size} {alpha.dtype}")
+
+
+def epilogue_twin(values: np.ndarray, residual: np.ndarray | None, alpha: np.ndarray | None, epilogue: Epilogue | None) -> np.ndarray:
+    """``apply_epilogue`` of ``epilogue.cuh`` in numpy on float32 ``values`` ``[N, OH, OW, C]``
+    (after the convolution's bias and clamp): each step the unfused op's float32 arithmetic.
+    May write into ``values``."""
+    if epilogue is None:
+        return values
+    f32 = np.float32
+    if residual is not None:
+        rc = epilogue.residual_channels
+        values[..., :rc] += residual.astype(f32, copy=False)
+        values[..., rc:] += f32(0)  # the PAD's zeros: -0.0 + 0.0 = +0.0 as in the unfused ADD
+        values = np.clip(values, f32(epilogue.add_bounds[0]), f32(epilogue.add_bounds[1]), out=values)
+    if alpha is not None:
+        values = np.where(values >= 0, values, values * alpha.astype(f32, copy=False).reshape(-1))
+    low, high = epilogue.post_bounds
+    if (low, high) != NO_CLAMP:
+        values = np.clip(values, f32(low), f32(high), out=values)
+    return values
+
 
 # -- CONV_2D ------------------------------------------------------------------------------------
 
@@ -59,9 +125,11 @@ class Conv2DGeometry:
         stride: int | Sequence[int],
         dilation: int | Sequence[int],
         padding: int | str,
+        pre_padding: Sequence[int] = (0, 0, 0, 0),
     ) -> "Conv2DGeometry":
         """From an NHWC input shape and the kernel's filter shape ``[groups, KH, KW, I, O]``
-        (``conv2d_filter_layout``)."""
+        (``conv2d_filter_layout``). ``pre_padding`` (top, bottom, left, right): the zeros of
+        a PAD folded in front of the convolution (``fused_window``)."""
         if len(input_shape) != 4 or len(filter_shape) != 5:
             raise ValueError(
                 f"input must be [N, H, W, C] and filter [groups, KH, KW, I, O], got {list(input_shape)} "
@@ -73,7 +141,7 @@ class Conv2DGeometry:
             raise ValueError(
                 f"the input's {channels} channels must be the filter's {groups} groups of {group_in} channels"
             )
-        window = WindowGeometry.of(input_shape, (kh, kw), _padding(padding), _pair(stride, "stride"), _pair(dilation, "dilation"))
+        window = fused_window(input_shape, (kh, kw), padding, stride, dilation, pre_padding)
         return cls(window, groups * group_out, groups)
 
     @property
@@ -100,6 +168,27 @@ class Conv2DGeometry:
         )
 
 
+def fused_window(
+    input_shape: Sequence[int], filter_hw: Sequence[int], padding: int | str, stride: Any, dilation: Any,
+    pre_padding: Sequence[int] = (0, 0, 0, 0),
+) -> WindowGeometry:
+    """The window of a convolution over ``input_shape`` padded first with ``pre_padding``
+    zeros (top, bottom, left, right: a PAD folded into the kernel): TFLite's geometry over
+    the padded shape, its rows and columns of zeros moved into the convolution's own
+    padding. The kernels skip taps in the padding, which equals reading the PAD's zeros
+    for a finite filter (``fusion.py`` folds a PAD only then)."""
+    top, bottom, left, right = (int(p) for p in pre_padding)
+    batch, in_h, in_w, channels = (int(d) for d in input_shape)
+    padded = (batch, in_h + top + bottom, in_w + left + right, channels)
+    window = WindowGeometry.of(padded, tuple(filter_hw), _padding(padding), _pair(stride, "stride"), _pair(dilation, "dilation"))
+    if not (top or bottom or left or right):
+        return window
+    return dataclasses.replace(
+        window, in_h=in_h, in_w=in_w, pad_top=window.pad_top + top, pad_bottom=window.pad_bottom + bottom,
+        pad_left=window.pad_left + left, pad_right=window.pad_right + right,
+    )
+
+
 def conv2d_filter_layout(filters: np.ndarray, groups: int) -> np.ndarray:
     """TFLite's OHWI filter ``[groups * O, KH, KW, I]`` as ``conv2d.cu`` reads it:
     ``[groups, KH, KW, I, O]`` (C-contiguous), so that consecutive output channels of a
@@ -112,9 +201,10 @@ def conv2d_filter_layout(filters: np.ndarray, groups: int) -> np.ndarray:
     return np.ascontiguousarray(per_group.transpose(0, 2, 3, 4, 1))
 
 
-def conv2d_kernel_name(storage: Any) -> str:
-    """The kernel for a storage dtype: ``conv2d_f32`` or ``conv2d_f16``."""
-    return _storage_kernel("conv2d", storage)
+def conv2d_kernel_name(storage: Any, fused: bool = False) -> str:
+    """The kernel for a storage dtype: ``conv2d_f32`` or ``conv2d_f16`` (``conv2d_fused_*``
+    with an epilogue)."""
+    return _storage_kernel("conv2d_fused" if fused else "conv2d", storage)
 
 
 def conv2d_launch_config(geometry: Conv2DGeometry) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
@@ -161,6 +251,8 @@ class Conv2DCuda(_Launcher):
         activation: int = ActivationFunctionType.NONE,
         storage: Any = np.float32,
         *,
+        epilogue: Epilogue | None = None,
+        pre_padding: Sequence[int] = (0, 0, 0, 0),
         xp: Any = None,
         module: Any = None,
         host_device: Any = None,
@@ -170,12 +262,16 @@ class Conv2DCuda(_Launcher):
         self.padding = _padding(padding)
         self.bounds = activation_range(activation)
         self.storage = np.dtype(storage)
-        self.kernel_name = conv2d_kernel_name(self.storage)
+        self.epilogue = epilogue
+        self.pre_padding = tuple(int(p) for p in pre_padding)
+        self.kernel_name = conv2d_kernel_name(self.storage, fused=epilogue is not None)
         super().__init__(xp, module, host_device)
 
-    def __call__(self, x: Any, w: Any, b: Any = None, out: Any = None) -> Any:
+    def __call__(self, x: Any, w: Any, b: Any = None, out: Any = None, *, residual: Any = None, alpha: Any = None) -> Any:
+        """``x`` NHWC, ``w`` laid out by ``conv2d_filter_layout``, ``b`` or None; with an
+        epilogue, its ``residual`` and ``alpha`` (``Epilogue``)."""
         xp = self.xp
-        geometry = Conv2DGeometry.of(x.shape, w.shape, self.stride, self.dilation, self.padding)
+        geometry = Conv2DGeometry.of(x.shape, w.shape, self.stride, self.dilation, self.padding, self.pre_padding)
         for array in (x, w) if b is None else (x, w, b):
             if array.dtype != self.storage:
                 raise TypeError(f"expected {self.storage} arrays, got {array.dtype}")
@@ -184,12 +280,25 @@ class Conv2DCuda(_Launcher):
         x, w = _contiguous(xp, x), _contiguous(xp, w)
         b = None if b is None else _contiguous(xp, b).reshape(-1)
         out = _check_out(xp, out, geometry.out_shape, self.storage)
+        epilogue = self.epilogue
+        if epilogue is None:
+            if residual is not None or alpha is not None:
+                raise ValueError("a residual or alpha needs an epilogue")
+        else:
+            epilogue.check(residual, alpha, geometry.out_shape, self.storage)
+            residual = None if residual is None else _contiguous(xp, residual)
+            alpha = None if alpha is None else _contiguous(xp, alpha).reshape(-1)
         if out.size == 0:
             return out
         grid, block = conv2d_launch_config(geometry)
         args = conv2d_args(x, w, b, out, geometry, self.bounds, null=_NULL)
         twin = functools.partial(conv2d_twin, geometry=geometry, bounds=self.bounds)
-        self.launch(self.kernel_name, grid, block, args, twin, (x, w, b), (out,))
+        inputs: tuple = (x, w, b)
+        if epilogue is not None:
+            args += epilogue.scalar_args(residual, alpha, null=_NULL)
+            twin = functools.partial(conv2d_fused_twin, geometry=geometry, bounds=self.bounds, epilogue=epilogue)
+            inputs = (x, w, b, residual, alpha)
+        self.launch(self.kernel_name, grid, block, args, twin, inputs, (out,))
         return out
 
 
@@ -203,6 +312,19 @@ def conv2d_twin(
     if b is not None:
         acc += b.astype(np.float32, copy=False).reshape(-1)
     _clamp_into(out, acc, *bounds)
+
+
+def conv2d_fused_twin(
+    x: np.ndarray, w: np.ndarray, b: np.ndarray | None, residual: np.ndarray | None, alpha: np.ndarray | None,
+    out: np.ndarray, *, geometry: Conv2DGeometry, bounds: tuple[float, float], epilogue: Epilogue,
+) -> None:
+    """``conv2d_fused_f32/_f16`` in numpy: ``conv2d_twin``'s float32 values, then the
+    epilogue (``epilogue_twin``), stored in ``out``'s dtype."""
+    acc = _window_sums(x.astype(np.float32, copy=False), w.astype(np.float32, copy=False), geometry)
+    if b is not None:
+        acc += b.astype(np.float32, copy=False).reshape(-1)
+    acc = np.clip(acc, np.float32(bounds[0]), np.float32(bounds[1]), out=acc)
+    out[...] = epilogue_twin(acc, residual, alpha, epilogue)
 
 
 def _window_sums(x: np.ndarray, w: np.ndarray, geometry: Conv2DGeometry) -> np.ndarray:
@@ -330,8 +452,6 @@ def matmul_bias_act_args(a: Any, b: Any, bias: Any, c: Any, shape: MatmulShape, 
     return (a, b, null if bias is None else bias, c, *shape.scalar_args(), np.float32(act_min), np.float32(act_max))
 
 
-#: The clamp of a product with no activation: none at all (inf passes, NaN passes).
-NO_CLAMP = (-math.inf, math.inf)
 
 
 class MatmulBiasActivationCuda(_Launcher):

@@ -41,7 +41,7 @@ other classes take: ``conv_quantized.py``, ``depthwise_quantized.py``,
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -132,6 +132,31 @@ class _WeightsOp(FloatOp):
     """Shared: the weights laid out at prepare and the optional bias (input 2, uploaded
     once when constant, in the storage dtype the fused kernels read)."""
 
+    #: What ``backends/gpu/fusion.py`` folded into this convolution (``fuse``): a PAD's
+    #: zeros in front (top, bottom, left, right), an epilogue after (``cuda.conv2d.Epilogue``),
+    #: its PRELU alpha (a device array) and the input position of its residual.
+    pre_padding: tuple[int, int, int, int] = (0, 0, 0, 0)
+    epilogue: Any = None
+    alpha: Any = None
+    residual_position: int | None = None
+
+    def fuse(self, pre_padding: Sequence[int], epilogue: Any, alpha: np.ndarray | None, residual_position: int | None) -> None:
+        """Run with the nodes ``fusion.py`` folded in: ``pre_padding`` zeros in front (the
+        filter is finite: skipping a tap equals reading a zero), then ``epilogue`` (its
+        residual at input ``residual_position`` of the fused node, ``alpha`` uploaded here)."""
+        self.pre_padding = tuple(int(p) for p in pre_padding)
+        self.epilogue = epilogue
+        self.alpha = None if alpha is None else self.upload(np.asarray(alpha, np.float32).reshape(-1))
+        self.residual_position = residual_position
+        self.kernel = self.make_kernel()
+
+    def epilogue_arrays(self, args) -> dict[str, Any]:
+        """The residual and alpha the fused kernel reads (none without an epilogue)."""
+        if self.epilogue is None:
+            return {}
+        residual = None if self.residual_position is None else args[self.residual_position]
+        return {"residual": residual, "alpha": self.alpha}
+
     def prepare_bias(self, dtype: Any = None) -> None:
         """Upload a constant bias once (in ``dtype``, default the storage dtype)."""
         bias = self.inputs[2] if len(self.inputs) > 2 else None
@@ -189,22 +214,30 @@ class Conv2D(_WeightsOp):
         # activation epilogue: one launch per node. Its filter layout, laid out once here:
         # OHWI -> [groups, KH, KW, I, O/groups]. In host emulation its numpy twin runs, as
         # one launch.
-        from backends.gpu.cuda.conv2d import Conv2DCuda, conv2d_filter_layout
+        from backends.gpu.cuda.conv2d import conv2d_filter_layout
 
-        self.kernel = Conv2DCuda(
+        self.kernel = self.make_kernel()
+        self.filter = self.upload(conv2d_filter_layout(np.asarray(filters.data, np.float32), self.groups))
+        self.prepared_inputs.add(1)
+        self.prepare_bias()
+
+    def make_kernel(self) -> Any:
+        from backends.gpu.cuda.conv2d import Conv2DCuda
+
+        params = self.params
+        return Conv2DCuda(
             stride=(params.stride_h, params.stride_w),
             dilation=(params.dilation_h_factor, params.dilation_w_factor),
             padding=params.padding,
             activation=params.fused_activation_function,
             storage=self.storage,
+            epilogue=self.epilogue,
+            pre_padding=self.pre_padding,
             **self.device.launcher_arguments("conv2d.cu"),
         )
-        self.filter = self.upload(conv2d_filter_layout(np.asarray(filters.data, np.float32), self.groups))
-        self.prepared_inputs.add(1)
-        self.prepare_bias()
 
     def run(self, args):
-        return [self.kernel(args[0], self.filter, self.bias_value(args))]
+        return [self.kernel(args[0], self.filter, self.bias_value(args), **self.epilogue_arrays(args))]
 
 
 # --------------------------------------------------------------------------------------
@@ -252,22 +285,31 @@ class DepthwiseConv2D(_WeightsOp):
         # The hand-written direct NHWC kernel (cuda/depthwise_conv2d.cu) with its fused bias
         # + activation epilogue; it reads TFLite's filter layout and the storage dtype. In
         # host emulation its numpy twin runs, as one launch.
-        from backends.gpu.cuda.sources import DepthwiseConv2DCuda
+        self.kernel = self.make_kernel()
+        self.filter = self.upload(np.asarray(filters.data))  # TFLite's [1, KH, KW, C*M]
+        self.prepare_bias(self.storage)
 
-        self.kernel = DepthwiseConv2DCuda(
+    def make_kernel(self) -> Any:
+        """``depthwise_conv2d.cu``'s plain kernel, or its fused entry point once
+        ``fusion.py`` folded nodes into this one."""
+        from backends.gpu.cuda.sources import DepthwiseConv2DCuda
+        from backends.gpu.cuda.windows import DepthwiseConv2DFusedCuda
+
+        params = self.params
+        fused = self.epilogue is not None or any(self.pre_padding)
+        options = {"epilogue": self.epilogue, "pre_padding": self.pre_padding} if fused else {}
+        return (DepthwiseConv2DFusedCuda if fused else DepthwiseConv2DCuda)(
             stride=(params.stride_h, params.stride_w),
             dilation=(params.dilation_h_factor, params.dilation_w_factor),
             padding=params.padding,
             activation=params.fused_activation_function,
             storage=self.storage,
+            **options,
             **self.device.launcher_arguments("depthwise_conv2d.cu"),
         )
-        self.filter = self.upload(np.asarray(filters.data))  # TFLite's [1, KH, KW, C*M]
-        self.prepare_bias(self.storage)
 
     def run(self, args):
-        bias = self.bias if self.bias is not None else (args[2] if self.has_bias else None)
-        return [self.kernel(args[0], self.filter, bias)]
+        return [self.kernel(args[0], self.filter, self.bias_value(args), **self.epilogue_arrays(args))]
 
 
 # --------------------------------------------------------------------------------------
