@@ -193,7 +193,7 @@ def _fold_activation(chain: _Chain, steps, tensors, sole_reader, taken) -> None:
         channels = tensors[chain.output].shape[-1]
         if alpha is None or not alpha.is_constant or node.inputs[1] == chain.output:
             return
-        if alpha.shape[-1:] != (channels,) or int(np.prod(alpha.shape)) != channels:
+        if tuple(alpha.shape)[-1:] != (channels,) or int(np.prod(alpha.shape)) != channels:
             return  # not one value per channel
         chain.alpha = np.asarray(alpha.data, np.float32).reshape(-1)
     else:
