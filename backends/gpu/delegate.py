@@ -212,6 +212,9 @@ class PartitionStats:
     device_ms: float | None  # the last invoke's ops, between two CUDA events
     graph: str  # "replaying", "not captured yet", "off", or why capture failed
     graph_nodes: int
+    #: What each launch of the partition runs: its nodes (several when fusion.py folded them
+    #: into one kernel) and, for an op with kernel variants, the variant prepare chose.
+    kernels: tuple[str, ...] = ()
 
 
 class _Environment:
@@ -476,4 +479,5 @@ class GpuPartitionKernel(DelegateKernel):
         return PartitionStats(
             partition, tuple(self.params.nodes_to_replace), self.last_invoke, self.total, self.invokes,
             self.device_ms, graph, self.graph_nodes,
+            tuple(label + (f" [{op.variant}]" if getattr(op, "variant", None) else "") for op, _, _, label in self.steps),
         )

@@ -214,6 +214,53 @@ def conv2d_launch_config(geometry: Conv2DGeometry) -> tuple[tuple[int, int, int]
     return elementwise_launch_config(-(-pixels // CONV2D_PIXELS) * geometry.out_channels)
 
 
+# -- the tiled variant (conv2d_tiled.cu) and the choice between the two -----------------------------
+
+#: The tiled kernels of ``conv2d_tiled.cu``: variant name -> (TILE_M output pixels, TILE_N
+#: output channels) per block of 256 threads.
+CONV2D_TILES: dict[str, tuple[int, int]] = {"tiled 64x64": (64, 64), "tiled 128x32": (128, 32)}
+CONV2D_VARIANTS = ("direct", *CONV2D_TILES)
+#: Below this many outputs a layer stays on the direct kernel: a few blocks either way, and
+#: the tiles' staging and synchronisation cost more than they save.
+TINY_OUTPUTS = 1 << 14
+
+
+def conv2d_variant(geometry: "Conv2DGeometry", finite_filter: bool = True) -> str:
+    """The kernel for a convolution, from its shapes (at prepare): ``"direct"``
+    (``conv2d.cu``) for a tiny layer, for a filter holding inf or NaN (the tiles would add
+    0 * inf for a tap outside the input, which the direct kernel skips) and for a grid the
+    tiles cannot launch; else ``"tiled 128x32"`` for at most 32 output channels per group
+    (MediaPipe's thin layers: more pixels per block), ``"tiled 64x64"`` otherwise."""
+    outputs = math.prod(geometry.out_shape)
+    if not finite_filter or outputs < TINY_OUTPUTS:
+        return "direct"
+    variant = "tiled 128x32" if geometry.group_out <= 32 else "tiled 64x64"
+    try:
+        conv2d_tiled_launch_config(geometry, variant)
+    except ValueError:
+        return "direct"
+    return variant
+
+
+def conv2d_tiled_kernel_name(variant: str, storage: Any) -> str:
+    """``conv2d_tiled_64x64_f32`` ... for a tiled variant and a storage dtype."""
+    tile_m, tile_n = CONV2D_TILES[variant]
+    return _storage_kernel(f"conv2d_tiled_{tile_m}x{tile_n}", storage)
+
+
+def conv2d_tiled_launch_config(geometry: "Conv2DGeometry", variant: str) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """``(grid, block)`` of a tiled kernel: blocks of 256 threads, x over the tiles of
+    TILE_M output pixels, y over the groups' tiles of TILE_N output channels."""
+    tile_m, tile_n = CONV2D_TILES[variant]
+    pixels = math.prod(geometry.window.output_shape)
+    grid = (-(-pixels // tile_m), geometry.groups * -(-geometry.group_out // tile_n), 1)
+    if min(grid) <= 0:
+        raise ValueError("nothing to launch for an empty output")
+    if grid[0] > 2**31 - 1 or grid[1] > _MAX_GRID_YZ:
+        raise ValueError(f"the {variant} tiles of a {list(geometry.out_shape)} output need a grid of {grid}")
+    return grid, (256, 1, 1)
+
+
 def conv2d_args(x: Any, w: Any, b: Any, out: Any, geometry: Conv2DGeometry, bounds: tuple[float, float], null: Any) -> tuple:
     """The argument tuple of a conv2d launch, in parameter order; ``null`` stands for an
     absent bias (a null pointer)."""
@@ -253,10 +300,16 @@ class Conv2DCuda(_Launcher):
         *,
         epilogue: Epilogue | None = None,
         pre_padding: Sequence[int] = (0, 0, 0, 0),
+        variant: str = "direct",
         xp: Any = None,
         module: Any = None,
         host_device: Any = None,
     ) -> None:
+        if variant not in CONV2D_VARIANTS:
+            raise ValueError(f"variant must be one of {list(CONV2D_VARIANTS)}, got {variant!r}")
+        if (variant == "direct") != (self.source == "conv2d.cu"):
+            raise ValueError(f"the {variant} variant is {'Conv2DCuda' if variant == 'direct' else 'Conv2DTiledCuda'}'s")
+        self.variant = variant
         self.stride = _pair(stride, "stride")
         self.dilation = _pair(dilation, "dilation")
         self.padding = _padding(padding)
@@ -264,7 +317,11 @@ class Conv2DCuda(_Launcher):
         self.storage = np.dtype(storage)
         self.epilogue = epilogue
         self.pre_padding = tuple(int(p) for p in pre_padding)
-        self.kernel_name = conv2d_kernel_name(self.storage, fused=epilogue is not None)
+        if variant == "direct":
+            self.kernel_name = conv2d_kernel_name(self.storage, fused=epilogue is not None)
+        else:  # the tiled kernels always take an epilogue (a no-op one for none)
+            self.epilogue = epilogue if epilogue is not None else Epilogue()
+            self.kernel_name = conv2d_tiled_kernel_name(variant, self.storage)
         super().__init__(xp, module, host_device)
 
     def __call__(self, x: Any, w: Any, b: Any = None, out: Any = None, *, residual: Any = None, alpha: Any = None) -> Any:
@@ -290,7 +347,10 @@ class Conv2DCuda(_Launcher):
             alpha = None if alpha is None else _contiguous(xp, alpha).reshape(-1)
         if out.size == 0:
             return out
-        grid, block = conv2d_launch_config(geometry)
+        if self.variant == "direct":
+            grid, block = conv2d_launch_config(geometry)
+        else:
+            grid, block = conv2d_tiled_launch_config(geometry, self.variant)
         args = conv2d_args(x, w, b, out, geometry, self.bounds, null=_NULL)
         twin = functools.partial(conv2d_twin, geometry=geometry, bounds=self.bounds)
         inputs: tuple = (x, w, b)
@@ -300,6 +360,18 @@ class Conv2DCuda(_Launcher):
             inputs = (x, w, b, residual, alpha)
         self.launch(self.kernel_name, grid, block, args, twin, inputs, (out,))
         return out
+
+
+class Conv2DTiledCuda(Conv2DCuda):
+    """CONV_2D in one launch of ``conv2d_tiled.cu`` (an implicit GEMM over shared-memory
+    tiles): ``Conv2DCuda``'s arguments and results, ``variant`` one of ``CONV2D_TILES``.
+    For a finite filter only (``conv2d_variant``). Its twin is the direct kernel's (the
+    same sums, in the same order, up to the sign of a zero)."""
+
+    source = "conv2d_tiled.cu"
+
+    def __init__(self, *args: Any, variant: str = "tiled 64x64", **kwargs: Any) -> None:
+        super().__init__(*args, variant=variant, **kwargs)
 
 
 def conv2d_twin(

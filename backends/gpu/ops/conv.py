@@ -222,18 +222,32 @@ class Conv2D(_WeightsOp):
         self.prepare_bias()
 
     def make_kernel(self) -> Any:
-        from backends.gpu.cuda.conv2d import Conv2DCuda
+        """The launcher of the variant the shapes call for (``conv2d_variant``: the direct
+        kernel of ``conv2d.cu`` for tiny layers, else a tiled one of ``conv2d_tiled.cu``),
+        recorded in ``self.variant`` (the partition's stats list it)."""
+        from backends.gpu.cuda.conv2d import Conv2DCuda, Conv2DGeometry, Conv2DTiledCuda, conv2d_variant
 
         params = self.params
-        return Conv2DCuda(
-            stride=(params.stride_h, params.stride_w),
-            dilation=(params.dilation_h_factor, params.dilation_w_factor),
+        filters = np.asarray(self.inputs[1].data, np.float32)
+        out_channels, kh, kw, group_in = filters.shape
+        stride = (params.stride_h, params.stride_w)
+        dilation = (params.dilation_h_factor, params.dilation_w_factor)
+        geometry = Conv2DGeometry.of(
+            self.inputs[0].shape, (self.groups, kh, kw, group_in, out_channels // self.groups), stride, dilation, params.padding
+        )
+        self.variant = conv2d_variant(geometry, finite_filter=bool(np.isfinite(filters).all()))
+        options = {} if self.variant == "direct" else {"variant": self.variant}
+        launcher = Conv2DCuda if self.variant == "direct" else Conv2DTiledCuda
+        return launcher(
+            stride=stride,
+            dilation=dilation,
             padding=params.padding,
             activation=params.fused_activation_function,
             storage=self.storage,
             epilogue=self.epilogue,
             pre_padding=self.pre_padding,
-            **self.device.launcher_arguments("conv2d.cu"),
+            **options,
+            **self.device.launcher_arguments(launcher.source),
         )
 
     def run(self, args):
