@@ -1,0 +1,190 @@
+"""The tiled CONV_2D (``cuda/conv2d_tiled.cu``, issue 24 item 1): an implicit GEMM over
+shared-memory tiles, run here by the host shim's cooperative mode (a std::thread per GPU
+thread, ``__syncthreads`` a barrier, ``__shared__`` poisoned at each block).
+
+Specifications, at the tile edges (channels and pixels not a multiple of the tile, K not a
+multiple of TILE_K, 1x1 and 7x7 filters, stride 2, dilation, groups, batch 1 and 128):
+- each tiled variant returns the direct kernel's results (the same fused multiply-adds in
+  the same (ky, kx, ic) order, one thread per sum): equal arrays, in float32 and float16;
+- its numpy twin (host emulation's launch) computes what the kernel computes (BLAS's order of
+  the sums: within 1e-5 in float32, a half's last bit in float16), with as many launches;
+- prepare picks the variant from the shapes (direct for tiny layers and non-finite filters)
+  and the partition stats record it; a model whose convolution is tiled equals the CPU
+  kernels (TFLite's reference) on the emulated CUDA device.
+The direct kernel itself is checked against a float64 reference of TFLite's loop in
+``test_conv_kernels.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from kernel_twin import assert_twin_matches, run_both_ways
+
+from backends.gpu import GpuDelegate, emulated_cuda_device
+from backends.gpu.cuda.conv2d import (
+    CONV2D_TILES,
+    TINY_OUTPUTS,
+    Conv2DCuda,
+    Conv2DGeometry,
+    Conv2DTiledCuda,
+    Epilogue,
+    conv2d_filter_layout,
+    conv2d_tiled_launch_config,
+    conv2d_variant,
+)
+from interpreter import Interpreter
+from schema.builder import ModelBuilder
+from schema.enums import ActivationFunctionType as Act
+from schema.enums import BuiltinOperator as B
+from schema.params import Conv2DParams
+
+RNG = np.random.default_rng(2024)
+TILED = list(CONV2D_TILES)
+
+# (input shape, filter hw, groups, out channels per group, stride, dilation, padding)
+EDGE_CASES = {
+    "channels-not-a-multiple-of-the-tile": ((1, 9, 9, 17), (3, 3), 1, 33, 1, 1, "SAME"),
+    "k-not-a-multiple-of-tile-k": ((1, 6, 7, 5), (3, 3), 1, 70, 1, 1, "VALID"),
+    "1x1": ((2, 8, 8, 20), (1, 1), 1, 70, 1, 1, "SAME"),
+    "7x7-stride-2": ((1, 12, 12, 3), (7, 7), 1, 24, 2, 1, "SAME"),
+    "3x3-stride-2": ((1, 11, 11, 5), (3, 3), 1, 40, 2, 1, "SAME"),
+    "dilated": ((1, 12, 12, 6), (3, 3), 1, 9, 1, 2, "SAME"),
+    "dilated-strided-valid": ((2, 13, 12, 4), (3, 3), 1, 12, 2, (2, 3), "VALID"),
+    "groups": ((1, 8, 8, 12), (3, 3), 3, 22, 1, 1, "SAME"),
+    "groups-1x1": ((1, 5, 9, 8), (1, 1), 4, 3, 1, 1, "SAME"),
+    "batch-1-fewer-pixels-than-a-tile": ((1, 3, 3, 4), (2, 2), 1, 5, 1, 1, "SAME"),
+    "batch-128": ((128, 4, 4, 3), (3, 3), 1, 8, 1, 1, "SAME"),
+}
+
+
+def conv_inputs(shape, filter_hw, groups, group_out, storage):
+    x = RNG.standard_normal(shape).astype(storage)
+    filters = RNG.standard_normal((groups * group_out, *filter_hw, shape[3] // groups)).astype(np.float32)
+    w = conv2d_filter_layout(filters, groups).astype(storage)
+    b = RNG.standard_normal(groups * group_out).astype(storage)
+    return x, w, b
+
+
+def tolerance(storage) -> dict:
+    return {"rtol": 1e-5, "atol": 1e-5} if np.dtype(storage) == np.float32 else {"rtol": 1e-2, "atol": 1e-2}
+
+
+@pytest.mark.parametrize("storage", [np.float32, np.float16])
+@pytest.mark.parametrize("variant", TILED)
+@pytest.mark.parametrize("case", list(EDGE_CASES))
+def test_tiled_conv2d_equals_the_direct_kernel_and_its_twin(case, variant, storage):
+    shape, filter_hw, groups, group_out, stride, dilation, padding = EDGE_CASES[case]
+    x, w, b = conv_inputs(shape, filter_hw, groups, group_out, storage)
+    tiled = run_both_ways(
+        lambda **where: Conv2DTiledCuda(stride, dilation, padding, Act.RELU6, storage, variant=variant, **where),
+        "conv2d_tiled.cu", [x, w, b],
+    )
+    direct = run_both_ways(
+        lambda **where: Conv2DCuda(stride, dilation, padding, Act.RELU6, storage, **where), "conv2d.cu", [x, w, b]
+    )
+    np.testing.assert_array_equal(tiled.kernel[0], direct.kernel[0])
+    assert_twin_matches(tiled, **tolerance(storage))
+
+
+@pytest.mark.parametrize("variant", TILED)
+def test_tiled_conv2d_without_bias_and_with_a_fused_epilogue_and_padding_matches_its_twin(variant):
+    shape, filter_hw, groups, group_out = (2, 7, 6, 9), (3, 3), 1, 37
+    x, w, _ = conv_inputs(shape, filter_hw, groups, group_out, np.float32)
+    epilogue = Epilogue(residual_channels=30, add_bounds=(-1.5, 3.0), prelu=True, post_bounds=(-0.5, np.inf))
+    pre = (2, 1, 0, 3)
+    residual = RNG.standard_normal((2, 10, 9, 30)).astype(np.float32)  # SAME over the 10x9 padded input
+    alpha = RNG.uniform(0, 0.5, group_out).astype(np.float32)
+
+    def make(launcher, **extra):
+        return lambda **where: launcher(1, 1, "SAME", Act.NONE, np.float32, epilogue=epilogue, pre_padding=pre, **extra, **where)
+
+    call = lambda launcher, x, w, r, a: launcher(x, w, None, residual=r, alpha=a)  # noqa: E731
+    tiled = run_both_ways(make(Conv2DTiledCuda, variant=variant), "conv2d_tiled.cu", [x, w, residual, alpha], call)
+    direct = run_both_ways(make(Conv2DCuda), "conv2d.cu", [x, w, residual, alpha], call)
+    np.testing.assert_array_equal(tiled.kernel[0], direct.kernel[0])
+    assert_twin_matches(tiled, rtol=1e-5, atol=1e-5)
+
+
+def test_tiled_conv2d_propagates_nan_inputs_as_the_direct_kernel():
+    x, w, b = conv_inputs((1, 9, 9, 17), (3, 3), 1, 33, np.float32)
+    x[0, 4, 4, 3] = np.nan
+    x[0, 0, 0, 0] = np.inf
+    tiled = run_both_ways(lambda **where: Conv2DTiledCuda(variant="tiled 64x64", **where), "conv2d_tiled.cu", [x, w, b])
+    direct = run_both_ways(lambda **where: Conv2DCuda(**where), "conv2d.cu", [x, w, b])
+    np.testing.assert_array_equal(tiled.kernel[0], direct.kernel[0])
+    assert np.isnan(tiled.kernel[0]).any()
+
+
+# -- which variant --------------------------------------------------------------------------------
+
+
+def geometry(shape, filter_hw=(3, 3), group_out=16, groups=1):
+    return Conv2DGeometry.of(shape, (groups, *filter_hw, shape[3] // groups, group_out), 1, 1, "SAME")
+
+
+def test_a_tiny_layer_stays_on_the_direct_kernel():
+    assert conv2d_variant(geometry((1, 8, 8, 16), group_out=16)) == "direct"  # 1024 outputs
+    assert 8 * 8 * 16 < TINY_OUTPUTS
+
+
+def test_thin_layers_take_the_tall_tiles_and_wide_ones_the_square_tiles():
+    assert conv2d_variant(geometry((1, 64, 64, 24), group_out=24)) == "tiled 128x32"
+    assert conv2d_variant(geometry((1, 32, 32, 24), group_out=96)) == "tiled 64x64"
+
+
+def test_a_filter_with_inf_or_nan_stays_on_the_direct_kernel():
+    assert conv2d_variant(geometry((1, 64, 64, 24), group_out=24), finite_filter=False) == "direct"
+
+
+def test_the_tiled_grid_covers_every_output_once():
+    g = geometry((3, 17, 9, 12), group_out=35, groups=2)
+    for variant, (tile_m, tile_n) in CONV2D_TILES.items():
+        grid, block = conv2d_tiled_launch_config(g, variant)
+        assert block == (256, 1, 1)
+        assert grid[0] * tile_m >= 3 * 17 * 9 > (grid[0] - 1) * tile_m
+        assert grid[1] == 2 * -(-35 // tile_n)
+
+
+def conv_model(shape, out_channels, filter_value=None) -> bytes:
+    rng = np.random.default_rng(7)
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    w = rng.uniform(-1, 1, (out_channels, 3, 3, shape[3])).astype(np.float32)
+    if filter_value is not None:
+        w.reshape(-1)[5] = filter_value
+    x = graph.add_input("x", list(shape))
+    out = graph.add_tensor("out", [1])
+    graph.add_operator(B.CONV_2D, [x, graph.add_constant("w", w), graph.add_constant("b", rng.uniform(-1, 1, out_channels).astype(np.float32))],
+                       [out], Conv2DParams(stride_h=1, stride_w=1, fused_activation_function=Act.RELU))
+    graph.add_output(out)
+    return builder.build()
+
+
+@pytest.mark.parametrize("out_channels, variant", [(24, "tiled 128x32"), (40, "tiled 64x64")])
+def test_a_tiled_convolution_in_a_model_equals_the_cpu_on_the_emulated_cuda_device(out_channels, variant):
+    model = conv_model((2, 20, 21, 6), out_channels)
+    delegate = GpuDelegate(device=emulated_cuda_device())
+    interpreter = Interpreter(model_content=model)
+    interpreter.modify_graph_with_delegate(delegate)
+    interpreter.allocate_tensors()
+    x = RNG.uniform(-1, 1, (2, 20, 21, 6)).astype(np.float32)
+    interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
+    interpreter.invoke()
+    ours = interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
+    (stats,) = delegate.partition_stats()
+    assert stats.kernels == (f"CONV_2D v1 (node 0) [{variant}]",)
+    reference = Interpreter(model_content=model)  # the CPU kernels: TFLite's reference
+    reference.allocate_tensors()
+    reference.set_tensor(reference.get_input_details()[0]["index"], x)
+    reference.invoke()
+    np.testing.assert_allclose(ours, reference.get_tensor(reference.get_output_details()[0]["index"]), rtol=1e-5, atol=1e-5)
+
+
+def test_the_partition_stats_record_the_direct_choice_for_a_non_finite_filter():
+    delegate = GpuDelegate(device="host")
+    interpreter = Interpreter(model_content=conv_model((1, 40, 40, 6), 24, filter_value=np.inf))
+    interpreter.modify_graph_with_delegate(delegate)
+    interpreter.allocate_tensors()
+    (stats,) = delegate.partition_stats()
+    assert stats.kernels == ("CONV_2D v1 (node 0) [direct]",)
