@@ -188,3 +188,76 @@ def test_the_partition_stats_record_the_direct_choice_for_a_non_finite_filter():
     interpreter.allocate_tensors()
     (stats,) = delegate.partition_stats()
     assert stats.kernels == ("CONV_2D v1 (node 0) [direct]",)
+
+
+# -- DEPTHWISE_CONV_2D with shared-memory input tiles ------------------------------------------------
+
+# (input shape, filter hw, multiplier, stride, dilation, padding)
+DEPTHWISE_EDGE_CASES = {
+    "channels-not-a-multiple-of-16": ((1, 11, 10, 21), (3, 3), 1, 1, 1, "SAME"),
+    "multiplier-2": ((1, 9, 9, 7), (3, 3), 2, 1, 1, "SAME"),
+    "5x5-stride-2": ((1, 17, 18, 16), (5, 5), 1, 2, 1, "SAME"),
+    "3x3-stride-2-valid": ((2, 16, 15, 5), (3, 3), 1, 2, 1, "VALID"),
+    "dilation-2": ((1, 12, 13, 6), (3, 3), 1, 1, 2, "SAME"),
+    "dilation-and-stride": ((1, 14, 14, 3), (3, 3), 1, (2, 1), (2, 3), "SAME"),
+    "1x1": ((1, 9, 7, 18), (1, 1), 1, 1, 1, "VALID"),
+    "7x7": ((1, 10, 10, 4), (7, 7), 1, 1, 1, "SAME"),
+    "batch-1-fewer-pixels-than-a-tile": ((1, 3, 5, 2), (3, 3), 1, 1, 1, "SAME"),
+    "batch-128": ((128, 3, 3, 17), (3, 3), 1, 1, 1, "SAME"),
+}
+
+
+@pytest.mark.parametrize("storage", [np.float32, np.float16])
+@pytest.mark.parametrize("case", list(DEPTHWISE_EDGE_CASES))
+def test_tiled_depthwise_equals_the_direct_kernel_and_its_twin(case, storage):
+    from backends.gpu.cuda.sources import DepthwiseConv2DCuda
+    from backends.gpu.cuda.windows import DepthwiseConv2DTiledCuda
+
+    shape, filter_hw, multiplier, stride, dilation, padding = DEPTHWISE_EDGE_CASES[case]
+    x = RNG.standard_normal(shape).astype(storage)
+    w = RNG.standard_normal((1, *filter_hw, shape[3] * multiplier)).astype(storage)
+    b = RNG.standard_normal(shape[3] * multiplier).astype(storage)
+    tiled = run_both_ways(
+        lambda **where: DepthwiseConv2DTiledCuda(stride, dilation, padding, Act.RELU6, storage, **where),
+        "depthwise_conv2d_tiled.cu", [x, w, b],
+    )
+    direct = run_both_ways(
+        lambda **where: DepthwiseConv2DCuda(stride, dilation, padding, Act.RELU6, storage, **where),
+        "depthwise_conv2d.cu", [x, w, b],
+    )
+    np.testing.assert_array_equal(tiled.kernel[0], direct.kernel[0])
+    assert_twin_matches(tiled, **tolerance(storage))
+
+
+def test_tiled_depthwise_with_a_fused_epilogue_and_padding_matches_its_twin_and_the_fused_direct_kernel():
+    from backends.gpu.cuda.windows import DepthwiseConv2DFusedCuda, DepthwiseConv2DTiledCuda
+
+    x = RNG.standard_normal((2, 10, 9, 20)).astype(np.float32)
+    w = RNG.standard_normal((1, 3, 3, 20)).astype(np.float32)
+    epilogue = Epilogue(residual_channels=12, add_bounds=(-2.0, 2.0), prelu=True, post_bounds=(-0.25, np.inf))
+    pre = (1, 2, 0, 1)
+    residual = RNG.standard_normal((2, 13, 10, 12)).astype(np.float32)
+    alpha = RNG.uniform(0, 0.5, 20).astype(np.float32)
+
+    def make(launcher):
+        return lambda **where: launcher(1, 1, "SAME", Act.NONE, np.float32, epilogue=epilogue, pre_padding=pre, **where)
+
+    call = lambda launcher, x, w, r, a: launcher(x, w, None, residual=r, alpha=a)  # noqa: E731
+    tiled = run_both_ways(make(DepthwiseConv2DTiledCuda), "depthwise_conv2d_tiled.cu", [x, w, residual, alpha], call)
+    direct = run_both_ways(make(DepthwiseConv2DFusedCuda), "depthwise_conv2d.cu", [x, w, residual, alpha], call)
+    np.testing.assert_array_equal(tiled.kernel[0], direct.kernel[0])
+    assert_twin_matches(tiled, rtol=1e-5, atol=1e-5)
+
+
+def test_depthwise_variant_tiles_what_fits_and_leaves_the_rest_direct():
+    from backends.gpu.cuda.sources import DepthwiseGeometry
+    from backends.gpu.cuda.windows import depthwise_variant
+
+    def variant(shape, filter_hw, stride=1, dilation=1):
+        return depthwise_variant(DepthwiseGeometry.of(shape, (1, *filter_hw, shape[3]), stride, dilation, "SAME"))
+
+    assert variant((1, 64, 64, 24), (3, 3)) == "tiled 8x8x16"
+    assert variant((1, 64, 64, 24), (5, 5), stride=2) == "tiled 8x8x16"  # a 19x19 patch
+    assert variant((1, 64, 64, 24), (7, 7), stride=2) == "direct"  # 21x21: larger than the tile's patch
+    assert variant((1, 64, 64, 24), (3, 3), dilation=8) == "direct"
+    assert variant((1, 8, 8, 24), (3, 3)) == "direct"  # tiny

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -475,7 +476,7 @@ class DepthwiseConv2DFusedCuda(_Launcher):
         if out.size == 0:
             return out
         null = np.uint64(0)
-        grid, block = depthwise_launch_config(geometry.out_shape)
+        grid, block = self.launch_config(geometry)
         act_min, act_max = self.bounds
         args = (
             x, w, null if b is None else b, out, *geometry.scalar_args(), np.float32(act_min), np.float32(act_max),
@@ -484,6 +485,71 @@ class DepthwiseConv2DFusedCuda(_Launcher):
         twin = functools.partial(depthwise_conv2d_fused_twin, geometry=geometry, bounds=self.bounds, epilogue=self.epilogue)
         self.launch(self.kernel_name, grid, block, args, twin, (x, w, b, residual, alpha), (out,))
         return out
+
+    def launch_config(self, geometry: DepthwiseGeometry) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        return depthwise_launch_config(geometry.out_shape)
+
+
+#: ``depthwise_conv2d_tiled.cu``: output pixels per block side, output channels per block, the
+#: largest input patch (rows and columns) a block stages.
+DW_TILE = 8
+DW_CHANNELS = 16
+DW_PATCH = 20
+#: Below this many outputs a layer stays on the direct kernel.
+DEPTHWISE_TINY_OUTPUTS = 1 << 14
+DEPTHWISE_VARIANTS = ("direct", "tiled 8x8x16")
+
+
+def depthwise_patch(geometry: DepthwiseGeometry) -> tuple[int, int]:
+    """The input rows and columns a tile of DW_TILE x DW_TILE outputs reads."""
+    g = geometry
+    return ((DW_TILE - 1) * g.stride_h + (g.filter_h - 1) * g.dilation_h + 1,
+            (DW_TILE - 1) * g.stride_w + (g.filter_w - 1) * g.dilation_w + 1)
+
+
+def depthwise_variant(geometry: DepthwiseGeometry) -> str:
+    """The kernel for a depthwise convolution, from its shapes (at prepare): ``"tiled
+    8x8x16"`` (``depthwise_conv2d_tiled.cu``) when the input patch of a tile fits its
+    shared memory (DW_PATCH rows and columns: 3x3 and 5x5 filters at strides 1 and 2) and
+    the layer is not tiny, else ``"direct"``."""
+    if math.prod(geometry.out_shape) < DEPTHWISE_TINY_OUTPUTS or max(depthwise_patch(geometry)) > DW_PATCH:
+        return "direct"
+    try:
+        depthwise_tiled_launch_config(geometry)
+    except ValueError:
+        return "direct"
+    return "tiled 8x8x16"
+
+
+def depthwise_tiled_launch_config(geometry: DepthwiseGeometry) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """``(grid, block)`` of ``depthwise_conv2d_tiled_*``: x over the output tiles of one
+    image, y over groups of DW_CHANNELS output channels, z over the images; 256 threads."""
+    g = geometry
+    tiles = -(-g.out_h // DW_TILE) * -(-g.out_w // DW_TILE)
+    grid = (tiles, -(-g.out_channels // DW_CHANNELS), g.batches)
+    if min(grid) <= 0:
+        raise ValueError("nothing to launch for an empty output")
+    if max(depthwise_patch(g)) > DW_PATCH:
+        raise ValueError(f"a tile's input patch {depthwise_patch(g)} is larger than {DW_PATCH}x{DW_PATCH}")
+    if grid[0] > 2**31 - 1 or grid[1] > 65535 or grid[2] > 65535:
+        raise ValueError(f"a {list(g.out_shape)} output needs a grid of {grid}")
+    return grid, (256, 1, 1)
+
+
+class DepthwiseConv2DTiledCuda(DepthwiseConv2DFusedCuda):
+    """``DepthwiseConv2DFusedCuda`` run by ``depthwise_conv2d_tiled.cu`` (the input patch of
+    each tile of outputs staged in shared memory once): the same arguments and results
+    (the direct kernel's sums, in its order), the same twin. For the shapes
+    ``depthwise_variant`` gives it."""
+
+    source = "depthwise_conv2d_tiled.cu"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.kernel_name = _storage_kernel("depthwise_conv2d_tiled", self.storage)
+
+    def launch_config(self, geometry: DepthwiseGeometry) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        return depthwise_tiled_launch_config(geometry)
 
 
 def depthwise_sums(x: np.ndarray, w: np.ndarray, geometry: DepthwiseGeometry) -> np.ndarray:

@@ -306,20 +306,29 @@ class DepthwiseConv2D(_WeightsOp):
     def make_kernel(self) -> Any:
         """``depthwise_conv2d.cu``'s plain kernel, or its fused entry point once
         ``fusion.py`` folded nodes into this one."""
-        from backends.gpu.cuda.sources import DepthwiseConv2DCuda
-        from backends.gpu.cuda.windows import DepthwiseConv2DFusedCuda
+        from backends.gpu.cuda.sources import DepthwiseConv2DCuda, DepthwiseGeometry
+        from backends.gpu.cuda.windows import DepthwiseConv2DFusedCuda, DepthwiseConv2DTiledCuda, depthwise_variant
 
         params = self.params
+        stride = (params.stride_h, params.stride_w)
+        dilation = (params.dilation_h_factor, params.dilation_w_factor)
+        self.variant = depthwise_variant(
+            DepthwiseGeometry.of(self.inputs[0].shape, self.inputs[1].shape, stride, dilation, params.padding)
+        )
         fused = self.epilogue is not None or any(self.pre_padding)
-        options = {"epilogue": self.epilogue, "pre_padding": self.pre_padding} if fused else {}
-        return (DepthwiseConv2DFusedCuda if fused else DepthwiseConv2DCuda)(
+        options = {"epilogue": self.epilogue, "pre_padding": self.pre_padding} if fused or self.variant != "direct" else {}
+        if self.variant != "direct":
+            launcher = DepthwiseConv2DTiledCuda
+        else:
+            launcher = DepthwiseConv2DFusedCuda if fused else DepthwiseConv2DCuda
+        return launcher(
             stride=(params.stride_h, params.stride_w),
             dilation=(params.dilation_h_factor, params.dilation_w_factor),
             padding=params.padding,
             activation=params.fused_activation_function,
             storage=self.storage,
             **options,
-            **self.device.launcher_arguments("depthwise_conv2d.cu"),
+            **self.device.launcher_arguments(launcher.source),
         )
 
     def run(self, args):
