@@ -261,3 +261,44 @@ def test_depthwise_variant_tiles_what_fits_and_leaves_the_rest_direct():
     assert variant((1, 64, 64, 24), (7, 7), stride=2) == "direct"  # 21x21: larger than the tile's patch
     assert variant((1, 64, 64, 24), (3, 3), dilation=8) == "direct"
     assert variant((1, 8, 8, 24), (3, 3)) == "direct"  # tiny
+
+
+# -- FULLY_CONNECTED / BATCH_MATMUL: the tiled product ------------------------------------------------
+
+# (a shape, b shape, adjoint_a, adjoint_b, bias)
+MATMUL_EDGE_CASES = {
+    "not-multiples-of-the-tile": ((70, 37), (37, 65), False, False, True),
+    "k-below-a-tile-step": ((33, 5), (5, 17), False, False, True),
+    "one-row": ((1, 40), (40, 90), False, False, True),
+    "batched-adjoint-a": ((3, 21, 66), (3, 21, 18), True, False, False),
+    "batched-adjoint-b-shared-a": ((1, 30, 19), (4, 50, 19), False, True, False),
+    "batch-128": ((128, 3, 8), (128, 8, 20), False, False, False),
+}
+
+
+@pytest.mark.parametrize("storage", [np.float32, np.float16])
+@pytest.mark.parametrize("case", list(MATMUL_EDGE_CASES))
+def test_tiled_matmul_equals_the_direct_kernel_and_its_twin(case, storage):
+    from backends.gpu.cuda.conv2d import MatmulBiasActivationCuda, MatmulBiasActivationTiledCuda
+
+    a_shape, b_shape, adjoint_a, adjoint_b, with_bias = MATMUL_EDGE_CASES[case]
+    a = RNG.standard_normal(a_shape).astype(storage)
+    b = RNG.standard_normal(b_shape).astype(storage)
+    n = b_shape[-2] if adjoint_b else b_shape[-1]
+    bias = RNG.standard_normal(n).astype(storage) if with_bias else None
+    call = lambda launcher, a, b, bias: launcher(a, b, bias, adjoint_a=adjoint_a, adjoint_b=adjoint_b)  # noqa: E731
+    activation = Act.RELU if with_bias else None
+    tiled = run_both_ways(lambda **where: MatmulBiasActivationTiledCuda(activation, storage, **where), "matmul_tiled.cu", [a, b, bias], call)
+    direct = run_both_ways(lambda **where: MatmulBiasActivationCuda(activation, storage, **where), "matmul.cu", [a, b, bias], call)
+    np.testing.assert_array_equal(tiled.kernel[0], direct.kernel[0])
+    assert_twin_matches(tiled, **tolerance(storage))
+
+
+def test_matmul_variant_tiles_products_of_many_rows_and_columns_only():
+    from backends.gpu.cuda.conv2d import matmul_variant
+
+    assert matmul_variant(1, 1, 1000) == "direct"  # a FULLY_CONNECTED of one row
+    assert matmul_variant(1, 8, 4096) == "direct"
+    assert matmul_variant(1, 256, 256) == "tiled 64x64"
+    assert matmul_variant(64, 32, 32) == "tiled 64x64"
+    assert matmul_variant(1, 64, 64) == "direct"  # tiny

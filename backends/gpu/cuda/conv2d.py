@@ -571,11 +571,66 @@ class MatmulBiasActivationCuda(_Launcher):
         out = _check_out(xp, out, out_shape, self.storage)
         if out.size == 0:
             return out
-        grid, block = matmul_bias_act_launch_config(shape.batch, shape.m, shape.n)
+        grid, block = self.launch_config(shape)
         args = matmul_bias_act_args(a, b, bias, out, shape, self.bounds, null=_NULL)
         twin = functools.partial(matmul_bias_act_twin, adjoint_a=adjoint_a, adjoint_b=adjoint_b, bounds=self.bounds)
         self.launch(self.kernel_name, grid, block, args, twin, (a, b, bias), (out,))
         return out
+
+
+    def launch_config(self, shape: MatmulShape) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        return matmul_bias_act_launch_config(shape.batch, shape.m, shape.n)
+
+
+# -- the tiled product (matmul_tiled.cu) and the choice between the two -------------------------------
+
+#: Rows and columns of the output per block of ``matmul_tiled.cu``.
+MATMUL_TILE = 64
+MATMUL_VARIANTS = ("direct", "tiled 64x64")
+
+
+def matmul_tiled_launch_config(batch: int, m: int, n: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """``(grid, block)`` of ``matmul_bias_act_tiled_*``: x over tiles of 64 columns, y over
+    tiles of 64 rows, z over the batch; 256 threads."""
+    grid = (-(-n // MATMUL_TILE), -(-m // MATMUL_TILE), batch)
+    if min(grid) <= 0:
+        raise ValueError(f"nothing to launch for a [{batch}, {m}, {n}] product")
+    if grid[1] > _MAX_GRID_YZ or grid[2] > _MAX_GRID_YZ:
+        raise ValueError(f"a [{batch}, {m}, {n}] product needs a grid of {grid}, more than CUDA allows")
+    return grid, (256, 1, 1)
+
+
+def matmul_variant(batch: int, m: int, n: int) -> str:
+    """The product's kernel, from its shape (at prepare): ``"tiled 64x64"``
+    (``matmul_tiled.cu``) for at least 16 rows and 16 columns and 16384 outputs, else
+    ``"direct"`` (``matmul.cu``: a FULLY_CONNECTED of one row reads each weight once anyway)."""
+    if m < 16 or n < 16 or batch * m * n < TINY_OUTPUTS:
+        return "direct"
+    try:
+        matmul_tiled_launch_config(batch, m, n)
+    except ValueError:
+        return "direct"
+    return "tiled 64x64"
+
+
+class MatmulBiasActivationTiledCuda(MatmulBiasActivationCuda):
+    """``MatmulBiasActivationCuda`` run by ``matmul_tiled.cu`` (shared-memory tiles of 64 x 64
+    outputs, a 4 x 4 register block per thread): the same arguments, results (the same sums
+    in the same order) and twin."""
+
+    source = "matmul_tiled.cu"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.kernel_name = _storage_kernel("matmul_bias_act_tiled", self.storage)
+
+    def launch_config(self, shape: MatmulShape) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        return matmul_tiled_launch_config(shape.batch, shape.m, shape.n)
+
+
+def matmul_launcher(variant: str) -> type[MatmulBiasActivationCuda]:
+    """The launcher class of a ``matmul_variant``."""
+    return MatmulBiasActivationTiledCuda if variant == "tiled 64x64" else MatmulBiasActivationCuda
 
 
 def matmul_bias_act_twin(

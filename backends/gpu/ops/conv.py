@@ -399,11 +399,11 @@ class FullyConnected(_WeightsOp):
         self.out_shape = tuple(self.outputs[0].shape)
         # One launch: matmul.cu's product with the bias and the clamp fused
         # (matmul_bias_act_f32/_f16), reading and writing the storage dtype.
-        from backends.gpu.cuda.conv2d import MatmulBiasActivationCuda
+        from backends.gpu.cuda.conv2d import matmul_launcher, matmul_variant
 
-        self.product = MatmulBiasActivationCuda(
-            fused_activation(self.params), self.storage, **self.device.launcher_arguments("matmul.cu")
-        )
+        self.variant = matmul_variant(1, self.inputs[0].num_elements // self.depth, self.units)
+        launcher = matmul_launcher(self.variant)
+        self.product = launcher(fused_activation(self.params), self.storage, **self.device.launcher_arguments(launcher.source))
 
     def matmul(self, x: Any, bias: Any) -> Any:
         """``clamp(x @ weights + bias)`` in one launch, ``[rows, units]`` in the storage dtype."""

@@ -99,9 +99,12 @@ class BatchMatMul(FloatOp):
                 constant = self.upload(self.operand(np, value, position))
                 self.prepared_inputs.add(position)
             self.constants.append(constant)
-        from backends.gpu.cuda.conv2d import MatmulBiasActivationCuda
+        from backends.gpu.cuda.conv2d import matmul_launcher, matmul_variant
 
-        self.product = MatmulBiasActivationCuda(None, self.storage, **self.device.launcher_arguments("matmul.cu"))
+        rows, columns = (int(d) for d in self.out_shape[-2:])
+        self.variant = matmul_variant(math.prod(int(d) for d in self.out_shape[:-2]), rows, columns)
+        launcher = matmul_launcher(self.variant)
+        self.product = launcher(None, self.storage, **self.device.launcher_arguments(launcher.source))
 
     def operand(self, xp: Any, value: Any, position: int) -> Any:
         """The operand as ``[1 or B, R, C]`` as it is stored (R, C: its last two axes),
