@@ -499,8 +499,8 @@ def issue24_section(report: Report, settings: Settings) -> None:
                 measured[precision] = (statistics.median(times), device_ms(delegate))
             (host32, dev32), (host16, dev16) = measured["float32"], measured["float16"]
             speedup = dev32 / dev16 if dev16 else float("nan")
-            rows.append([name, batch, f"{host32:.3f} / {dev32:.3f}", f"{host16:.3f} / {dev16:.3f}", f"{speedup:.2f}x",
-                         f">= {TARGET_FLOAT16_SPEEDUP}x: {met(speedup, TARGET_FLOAT16_SPEEDUP, False)}"])
+            target = "(rehearsal)" if settings.host else f">= {TARGET_FLOAT16_SPEEDUP}x: {met(speedup, TARGET_FLOAT16_SPEEDUP, False)}"
+            rows.append([name, batch, f"{host32:.3f} / {dev32:.3f}", f"{host16:.3f} / {dev16:.3f}", f"{speedup:.2f}x", target])
         guarded(report, rows, name, 6, compare)
     report.add(f"### float16 against float32 at batch {batch}", "",
                "ms per invoke: host median / device; speed-up = float32 device ms / float16 device ms.", "")

@@ -302,3 +302,52 @@ def test_matmul_variant_tiles_products_of_many_rows_and_columns_only():
     assert matmul_variant(1, 256, 256) == "tiled 64x64"
     assert matmul_variant(64, 32, 32) == "tiled 64x64"
     assert matmul_variant(1, 64, 64) == "direct"  # tiny
+
+
+# -- float16 on tensor cores (conv2d_mma.cu) ----------------------------------------------------------
+# The host shim emulates mma.sync m16n8k16 from the PTX ISA's fragment layout (each step's 16
+# products added to the accumulator in k order), so there the kernel must give the direct kernel's
+# halves exactly: a wrong fragment load shows as a wrong result. A GPU's tensor core adds each
+# step's products in its own order: the twin (half inputs, float32 sums) bounds that at 1e-2.
+
+MMA_CASES = ["channels-not-a-multiple-of-the-tile", "k-not-a-multiple-of-tile-k", "1x1", "7x7-stride-2",
+             "dilated-strided-valid", "groups", "batch-128"]
+
+
+@pytest.mark.parametrize("case", MMA_CASES)
+def test_tensor_core_conv2d_equals_the_direct_kernel_on_the_shim_and_its_twin(case):
+    from backends.gpu.cuda.conv2d import Conv2DMmaCuda
+
+    shape, filter_hw, groups, group_out, stride, dilation, padding = EDGE_CASES[case]
+    x, w, b = conv_inputs(shape, filter_hw, groups, group_out, np.float16)
+    mma = run_both_ways(
+        lambda **where: Conv2DMmaCuda(stride, dilation, padding, Act.RELU6, np.float16, **where), "conv2d_mma.cu", [x, w, b]
+    )
+    direct = run_both_ways(
+        lambda **where: Conv2DCuda(stride, dilation, padding, Act.RELU6, np.float16, **where), "conv2d.cu", [x, w, b]
+    )
+    np.testing.assert_array_equal(mma.kernel[0], direct.kernel[0])
+    assert_twin_matches(mma, rtol=1e-2, atol=1e-2)
+
+
+def test_tensor_core_conv2d_with_a_fused_epilogue_matches_its_twin():
+    from backends.gpu.cuda.conv2d import Conv2DMmaCuda
+
+    x, w, _ = conv_inputs((2, 7, 6, 9), (3, 3), 1, 37, np.float16)
+    epilogue = Epilogue(residual_channels=30, add_bounds=(-1.5, 3.0), prelu=True, post_bounds=(-0.5, np.inf))
+    residual = RNG.standard_normal((2, 10, 9, 30)).astype(np.float16)
+    alpha = RNG.uniform(0, 0.5, 37).astype(np.float16)
+    call = lambda launcher, x, w, r, a: launcher(x, w, None, residual=r, alpha=a)  # noqa: E731
+    mma = run_both_ways(
+        lambda **where: Conv2DMmaCuda(1, 1, "SAME", Act.NONE, np.float16, epilogue=epilogue, pre_padding=(2, 1, 0, 3), **where),
+        "conv2d_mma.cu", [x, w, residual, alpha], call,
+    )
+    assert_twin_matches(mma, rtol=1e-2, atol=1e-2)
+
+
+def test_float16_layers_take_tensor_cores_from_sm_80_and_float32_never():
+    g = geometry((1, 64, 64, 24), group_out=24)
+    assert conv2d_variant(g, storage=np.float16, compute_capability=80) == "mma 64x64"
+    assert conv2d_variant(g, storage=np.float16, compute_capability=75) == "tiled 128x32"
+    assert conv2d_variant(g, storage=np.float32, compute_capability=90) == "tiled 128x32"
+    assert conv2d_variant(geometry((1, 8, 8, 16)), storage=np.float16, compute_capability=90) == "direct"

@@ -218,23 +218,31 @@ def conv2d_launch_config(geometry: Conv2DGeometry) -> tuple[tuple[int, int, int]
 
 #: The tiled kernels of ``conv2d_tiled.cu``: variant name -> (TILE_M output pixels, TILE_N
 #: output channels) per block of 256 threads.
-CONV2D_TILES: dict[str, tuple[int, int]] = {"tiled 64x64": (64, 64), "tiled 128x32": (128, 32)}
+CONV2D_TILES: dict[str, tuple[int, int]] = {"tiled 64x64": (64, 64), "tiled 128x32": (128, 32), "mma 64x64": (64, 64)}
 CONV2D_VARIANTS = ("direct", *CONV2D_TILES)
+#: The tensor-core variant (``conv2d_mma.cu``, float16 storage, mma.sync m16n8k16): sm_80 and newer.
+MMA_MIN_COMPUTE_CAPABILITY = 80
 #: Below this many outputs a layer stays on the direct kernel: a few blocks either way, and
 #: the tiles' staging and synchronisation cost more than they save.
 TINY_OUTPUTS = 1 << 14
 
 
-def conv2d_variant(geometry: "Conv2DGeometry", finite_filter: bool = True) -> str:
+def conv2d_variant(
+    geometry: "Conv2DGeometry", finite_filter: bool = True, storage: Any = np.float32, compute_capability: int = 0
+) -> str:
     """The kernel for a convolution, from its shapes (at prepare): ``"direct"``
     (``conv2d.cu``) for a tiny layer, for a filter holding inf or NaN (the tiles would add
     0 * inf for a tap outside the input, which the direct kernel skips) and for a grid the
-    tiles cannot launch; else ``"tiled 128x32"`` for at most 32 output channels per group
-    (MediaPipe's thin layers: more pixels per block), ``"tiled 64x64"`` otherwise."""
+    tiles cannot launch; else, in float16 storage on sm_80 or newer, ``"mma 64x64"`` (tensor
+    cores, ``conv2d_mma.cu``); else ``"tiled 128x32"`` for at most 32 output channels per
+    group (MediaPipe's thin layers: more pixels per block), ``"tiled 64x64"`` otherwise."""
     outputs = math.prod(geometry.out_shape)
     if not finite_filter or outputs < TINY_OUTPUTS:
         return "direct"
-    variant = "tiled 128x32" if geometry.group_out <= 32 else "tiled 64x64"
+    if np.dtype(storage) == np.float16 and compute_capability >= MMA_MIN_COMPUTE_CAPABILITY:
+        variant = "mma 64x64"
+    else:
+        variant = "tiled 128x32" if geometry.group_out <= 32 else "tiled 64x64"
     try:
         conv2d_tiled_launch_config(geometry, variant)
     except ValueError:
@@ -243,9 +251,13 @@ def conv2d_variant(geometry: "Conv2DGeometry", finite_filter: bool = True) -> st
 
 
 def conv2d_tiled_kernel_name(variant: str, storage: Any) -> str:
-    """``conv2d_tiled_64x64_f32`` ... for a tiled variant and a storage dtype."""
+    """``conv2d_tiled_64x64_f32`` ... (``conv2d_mma_64x64_f16``) for a tiled variant and a
+    storage dtype."""
     tile_m, tile_n = CONV2D_TILES[variant]
-    return _storage_kernel(f"conv2d_tiled_{tile_m}x{tile_n}", storage)
+    kind = variant.split()[0]
+    if kind == "mma" and np.dtype(storage) != np.float16:
+        raise TypeError("the tensor-core variant stores float16")
+    return _storage_kernel(f"conv2d_{kind}_{tile_m}x{tile_n}", storage)
 
 
 def conv2d_tiled_launch_config(geometry: "Conv2DGeometry", variant: str) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
@@ -307,8 +319,8 @@ class Conv2DCuda(_Launcher):
     ) -> None:
         if variant not in CONV2D_VARIANTS:
             raise ValueError(f"variant must be one of {list(CONV2D_VARIANTS)}, got {variant!r}")
-        if (variant == "direct") != (self.source == "conv2d.cu"):
-            raise ValueError(f"the {variant} variant is {'Conv2DCuda' if variant == 'direct' else 'Conv2DTiledCuda'}'s")
+        if variant_source(variant) != self.source:
+            raise ValueError(f"the {variant} variant runs {variant_source(variant)}, not {self.source}")
         self.variant = variant
         self.stride = _pair(stride, "stride")
         self.dilation = _pair(dilation, "dilation")
@@ -362,6 +374,16 @@ class Conv2DCuda(_Launcher):
         return out
 
 
+def variant_source(variant: str) -> str:
+    """The ``.cu`` file of a CONV_2D variant."""
+    return "conv2d.cu" if variant == "direct" else "conv2d_mma.cu" if variant.startswith("mma") else "conv2d_tiled.cu"
+
+
+def conv2d_launcher(variant: str) -> type["Conv2DCuda"]:
+    """The launcher class of a CONV_2D variant."""
+    return {"conv2d.cu": Conv2DCuda, "conv2d_tiled.cu": Conv2DTiledCuda, "conv2d_mma.cu": Conv2DMmaCuda}[variant_source(variant)]
+
+
 class Conv2DTiledCuda(Conv2DCuda):
     """CONV_2D in one launch of ``conv2d_tiled.cu`` (an implicit GEMM over shared-memory
     tiles): ``Conv2DCuda``'s arguments and results, ``variant`` one of ``CONV2D_TILES``.
@@ -371,6 +393,19 @@ class Conv2DTiledCuda(Conv2DCuda):
     source = "conv2d_tiled.cu"
 
     def __init__(self, *args: Any, variant: str = "tiled 64x64", **kwargs: Any) -> None:
+        super().__init__(*args, variant=variant, **kwargs)
+
+
+class Conv2DMmaCuda(Conv2DCuda):
+    """CONV_2D in float16 storage on tensor cores: ``conv2d_mma.cu`` (``conv2d_tiled.cu``'s
+    tiles, products by mma.sync m16n8k16 with float32 accumulation), sm_80 or newer, a
+    finite filter. ``Conv2DCuda``'s arguments and results; its twin is the direct
+    kernel's (half inputs, float32 sums: the tensor core's order of each step's 16
+    products differs, within float16's bound)."""
+
+    source = "conv2d_mma.cu"
+
+    def __init__(self, *args: Any, variant: str = "mma 64x64", **kwargs: Any) -> None:
         super().__init__(*args, variant=variant, **kwargs)
 
 

@@ -225,7 +225,7 @@ class Conv2D(_WeightsOp):
         """The launcher of the variant the shapes call for (``conv2d_variant``: the direct
         kernel of ``conv2d.cu`` for tiny layers, else a tiled one of ``conv2d_tiled.cu``),
         recorded in ``self.variant`` (the partition's stats list it)."""
-        from backends.gpu.cuda.conv2d import Conv2DCuda, Conv2DGeometry, Conv2DTiledCuda, conv2d_variant
+        from backends.gpu.cuda.conv2d import Conv2DGeometry, conv2d_launcher, conv2d_variant
 
         params = self.params
         filters = np.asarray(self.inputs[1].data, np.float32)
@@ -235,9 +235,12 @@ class Conv2D(_WeightsOp):
         geometry = Conv2DGeometry.of(
             self.inputs[0].shape, (self.groups, kh, kw, group_in, out_channels // self.groups), stride, dilation, params.padding
         )
-        self.variant = conv2d_variant(geometry, finite_filter=bool(np.isfinite(filters).all()))
+        self.variant = conv2d_variant(
+            geometry, finite_filter=bool(np.isfinite(filters).all()), storage=self.storage,
+            compute_capability=int(self.device.cuda_device.compute_capability),
+        )
         options = {} if self.variant == "direct" else {"variant": self.variant}
-        launcher = Conv2DCuda if self.variant == "direct" else Conv2DTiledCuda
+        launcher = conv2d_launcher(self.variant)
         return launcher(
             stride=stride,
             dilation=dilation,

@@ -1,0 +1,219 @@
+// CONV_2D, versions 1 and 6 (float16 storage), NHWC, on tensor cores: conv2d_tiled.cu's implicit
+// GEMM with its products done by mma.sync.aligned.m16n8k16 (half inputs, float32 accumulation),
+// for the delegate's float16 precision (conv2d.py: conv2d_variant picks it for a layer the float32
+// path would tile, with a finite filter).
+//
+// The GEMM (per group g): C[m, n] = sum_k A[m, k] * B[k, n], m the output pixel, n the output
+// channel in the group, k = (ky * filter_w + kx) * I + i; A gathered from the input (0 outside it),
+// B the filter laid out [groups, KH, KW, I, O] (conv2d.cu's layout).
+//
+// Launch (conv2d.py: conv2d_tiled_launch_config, tile 64 x 64): blocks of 256 threads (8 warps),
+// grid.x = tiles of 64 output pixels, grid.y = groups * tiles of 64 output channels. Per step of
+// 16 values of k the block stages the A tile (64 x 16 halves) and the B tile (16 x 64 halves) in
+// __shared__ memory as their binary16 bits, synchronises, and each warp multiplies its 16 pixels
+// (warp % 4) by its 32 channels (warp / 4): four m16n8k16 products into float32 accumulators, the
+// fragments loaded as the PTX ISA lays them out ("Matrix Fragments for mma.m16n8k16 with
+// floating point type"). Then the bias, the clamp and the fused epilogue (epilogue.cuh) in float32,
+// stored as halves.
+//
+// Numerics: every product of two halves is exact in float32; the tensor core adds the 16 products
+// of a step and the accumulator in an order of its own (no split of K across threads or launches),
+// so the sums differ from conv2d.cu's sequential ones by float32 roundings: far inside the
+// float16 path's 1e-2 bound. A tap outside the input is a staged 0 (a finite filter only: 0 * inf
+// would be NaN where conv2d.cu skips the tap).
+//
+// The host shim has no warps and no tensor cores: under CUDA_HOST_SHIM, mma_m16n8k16 is emulated
+// by the block's threads (all 256 call it together): each writes its fragments where the PTX ISA
+// says they belong, synchronises, and computes its own accumulators, k in order, with fmaf. So the
+// shim checks the fragment layout of the loads below; a GPU checks the instruction itself (the
+// device check). This file must compile with NVRTC (no system headers; storage.cuh and epilogue.cuh
+// are spliced in; sm_80 or newer for mma.sync m16n8k16) and with g++ through host_shim/cuda_host.h
+// in its cooperative mode.
+
+#if !defined(__CUDACC__) && !defined(CUDA_HOST_SHIM)
+#error "compile this file with NVRTC (or nvcc), or with g++ after including host_shim/cuda_host.h"
+#endif
+
+#define MMA_TILE 64
+#define MMA_TILE_K 16
+#define MMA_THREADS 256
+#define MMA_WARPS (MMA_THREADS / 32)
+
+#include "storage.cuh"   // load_as_float / store_from_float for float and float16 bit patterns
+#include "epilogue.cuh"  // the fused residual ADD / PRELU / RELU after the bias and clamp
+
+// Two halves (binary16 bits) in one 32-bit register: the lower-indexed element in the low half.
+__device__ __forceinline__ unsigned int pack_halves(unsigned short low, unsigned short high) {
+    return (unsigned int)low | ((unsigned int)high << 16);
+}
+
+// d = a (16 x 16, row-major fragments) * b (16 x 8, column-major fragments) + c, one warp:
+// lane = 4 * group + thread_in_group holds
+//   a[0] = A[group][2t, 2t+1]       a[1] = A[group+8][2t, 2t+1]
+//   a[2] = A[group][2t+8, 2t+9]     a[3] = A[group+8][2t+8, 2t+9]
+//   b[0] = B[2t, 2t+1][group]       b[1] = B[2t+8, 2t+9][group]
+//   c, d = C[group][2t, 2t+1], C[group+8][2t, 2t+1]                        (t = thread_in_group)
+__device__ __forceinline__ void mma_m16n8k16(float d[4], const unsigned int a[4], const unsigned int b[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+    asm volatile("trap;");  // no m16n8k16 before sm_80: conv2d_variant never picks this kernel there
+#elif !defined(CUDA_HOST_SHIM)
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+    // The shim: the warp's matrices assembled in shared memory from every lane's fragments.
+    __shared__ float shim_a[MMA_WARPS][16][16];
+    __shared__ float shim_b[MMA_WARPS][16][8];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int group = lane / 4, t = lane % 4;
+    for (int half = 0; half < 2; ++half) {
+        shim_a[warp][group][2 * t + half] = cuda_host::half_bits_to_float((unsigned short)(a[0] >> (16 * half)));
+        shim_a[warp][group + 8][2 * t + half] = cuda_host::half_bits_to_float((unsigned short)(a[1] >> (16 * half)));
+        shim_a[warp][group][2 * t + 8 + half] = cuda_host::half_bits_to_float((unsigned short)(a[2] >> (16 * half)));
+        shim_a[warp][group + 8][2 * t + 8 + half] = cuda_host::half_bits_to_float((unsigned short)(a[3] >> (16 * half)));
+        shim_b[warp][2 * t + half][group] = cuda_host::half_bits_to_float((unsigned short)(b[0] >> (16 * half)));
+        shim_b[warp][2 * t + 8 + half][group] = cuda_host::half_bits_to_float((unsigned short)(b[1] >> (16 * half)));
+    }
+    __syncthreads();
+    for (int i = 0; i < 4; ++i) {
+        const int row = group + (i >= 2 ? 8 : 0), column = 2 * t + (i & 1);
+        for (int k = 0; k < 16; ++k) d[i] = fmaf(shim_a[warp][row][k], shim_b[warp][k][column], d[i]);
+    }
+    __syncthreads();  // the next product overwrites the matrices
+#endif
+}
+
+__device__ __forceinline__ void conv2d_mma_nhwc(
+    const unsigned short* __restrict__ input,
+    const unsigned short* __restrict__ filter,
+    const unsigned short* __restrict__ bias,  // may be null
+    unsigned short* __restrict__ output,
+    int batches, int in_h, int in_w, int in_channels,
+    int out_h, int out_w, int out_channels, int groups,
+    int filter_h, int filter_w,
+    int stride_h, int stride_w,
+    int dilation_h, int dilation_w,
+    int pad_top, int pad_left,
+    float act_min, float act_max,
+    const Epilogue epilogue)
+{
+    constexpr int A_ROWS = MMA_THREADS / MMA_TILE_K;  // 16 pixels staged per pass
+    constexpr int A_LOADS = MMA_TILE / A_ROWS;        // 4
+    constexpr int B_ROWS = MMA_THREADS / MMA_TILE;    // 4 k rows staged per pass
+    constexpr int B_LOADS = MMA_TILE_K / B_ROWS;      // 4
+    __shared__ unsigned short a_tile[MMA_TILE][MMA_TILE_K + 8];  // [pixel][k] (+8: fewer bank conflicts)
+    __shared__ unsigned short b_tile[MMA_TILE_K][MMA_TILE + 8];  // [k][channel]
+
+    const int t = threadIdx.x;
+    const int group_in = in_channels / groups, group_out = out_channels / groups;
+    const int channel_tiles = (group_out + MMA_TILE - 1) / MMA_TILE;
+    const int g = blockIdx.y / channel_tiles;
+    const int n0 = (blockIdx.y % channel_tiles) * MMA_TILE;
+    const long long m0 = (long long)blockIdx.x * MMA_TILE;
+    const long long pixels = (long long)batches * out_h * out_w;
+    const int depth = filter_h * filter_w * group_in;
+    const unsigned short* group_input = input + g * group_in;
+    const unsigned short* group_filter = filter + (long long)g * depth * group_out;
+
+    const int a_k = t % MMA_TILE_K;
+    long long a_image[A_LOADS];
+    int a_y[A_LOADS], a_x[A_LOADS];
+    bool a_valid[A_LOADS];
+    for (int j = 0; j < A_LOADS; ++j) {
+        const long long m = m0 + t / MMA_TILE_K + j * A_ROWS;
+        a_valid[j] = m < pixels;
+        const long long pixel = a_valid[j] ? m : 0;
+        const int ox = (int)(pixel % out_w);
+        const long long rest = pixel / out_w;
+        const int oy = (int)(rest % out_h);
+        a_image[j] = (rest / out_h) * in_h * in_w * in_channels;
+        a_y[j] = oy * stride_h - pad_top;
+        a_x[j] = ox * stride_w - pad_left;
+    }
+
+    const int warp = t / 32, lane = t % 32;
+    const int lane_group = lane / 4, lane_t = lane % 4;
+    const int warp_m = (warp % 4) * 16;  // the warp's 16 pixels of the tile
+    const int warp_n = (warp / 4) * 32;  // and its 32 channels: four products of 8
+    float acc[4][4];
+    for (int j = 0; j < 4; ++j)
+        for (int i = 0; i < 4; ++i) acc[j][i] = 0.0f;
+
+    for (int k0 = 0; k0 < depth; k0 += MMA_TILE_K) {
+        {
+            const int k = k0 + a_k;
+            const bool k_inside = k < depth;
+            int ky = 0, kx = 0, i = 0;
+            if (k_inside) {
+                i = k % group_in;
+                const int tap = k / group_in;
+                kx = tap % filter_w;
+                ky = tap / filter_w;
+            }
+            for (int j = 0; j < A_LOADS; ++j) {
+                unsigned short bits = 0;  // +0.0
+                const int iy = a_y[j] + ky * dilation_h;
+                const int ix = a_x[j] + kx * dilation_w;
+                if (k_inside && a_valid[j] && iy >= 0 && iy < in_h && ix >= 0 && ix < in_w) {
+                    bits = group_input[a_image[j] + ((long long)iy * in_w + ix) * in_channels + i];
+                }
+                a_tile[t / MMA_TILE_K + j * A_ROWS][a_k] = bits;
+            }
+        }
+        for (int j = 0; j < B_LOADS; ++j) {
+            const int row = t / MMA_TILE + j * B_ROWS;
+            const int k = k0 + row;
+            const int n = n0 + t % MMA_TILE;
+            b_tile[row][t % MMA_TILE] = (k < depth && n < group_out) ? group_filter[(long long)k * group_out + n] : (unsigned short)0;
+        }
+        __syncthreads();
+        unsigned int a[4];
+        a[0] = pack_halves(a_tile[warp_m + lane_group][2 * lane_t], a_tile[warp_m + lane_group][2 * lane_t + 1]);
+        a[1] = pack_halves(a_tile[warp_m + lane_group + 8][2 * lane_t], a_tile[warp_m + lane_group + 8][2 * lane_t + 1]);
+        a[2] = pack_halves(a_tile[warp_m + lane_group][2 * lane_t + 8], a_tile[warp_m + lane_group][2 * lane_t + 9]);
+        a[3] = pack_halves(a_tile[warp_m + lane_group + 8][2 * lane_t + 8], a_tile[warp_m + lane_group + 8][2 * lane_t + 9]);
+        for (int j = 0; j < 4; ++j) {
+            const int column = warp_n + j * 8 + lane_group;
+            unsigned int b[2];
+            b[0] = pack_halves(b_tile[2 * lane_t][column], b_tile[2 * lane_t + 1][column]);
+            b[1] = pack_halves(b_tile[2 * lane_t + 8][column], b_tile[2 * lane_t + 9][column]);
+            mma_m16n8k16(acc[j], a, b);
+        }
+        __syncthreads();  // the tiles are overwritten by the next step
+    }
+
+    // Epilogue: accumulator i of product j is C[warp_m + group (+8 for i >= 2)][warp_n + 8 j + 2 t + (i & 1)].
+    for (int j = 0; j < 4; ++j) {
+        for (int i = 0; i < 4; ++i) {
+            const long long pixel = m0 + warp_m + lane_group + (i >= 2 ? 8 : 0);
+            const int n = n0 + warp_n + j * 8 + 2 * lane_t + (i & 1);
+            if (pixel >= pixels || n >= group_out) continue;
+            const int oc = g * group_out + n;
+            float value = bias != nullptr ? acc[j][i] + load_as_float(bias + oc) : acc[j][i];
+            value = value < act_min ? act_min : value;
+            value = value > act_max ? act_max : value;
+            store_from_float(output + pixel * out_channels + oc, apply_epilogue<unsigned short>(epilogue, value, pixel, oc));
+        }
+    }
+}
+
+// ---- entry point -------------------------------------------------------------------------------
+// Arguments: conv2d.cu's conv2d_fused_f16 (a null residual and alpha and -inf..inf clamps for no
+// epilogue).
+
+extern "C" __global__ void conv2d_mma_64x64_f16(
+    const unsigned short* __restrict__ input, const unsigned short* __restrict__ filter,
+    const unsigned short* __restrict__ bias, unsigned short* __restrict__ output,
+    int batches, int in_h, int in_w, int in_channels, int out_h, int out_w, int out_channels, int groups,
+    int filter_h, int filter_w, int stride_h, int stride_w, int dilation_h, int dilation_w,
+    int pad_top, int pad_left, float act_min, float act_max,
+    const unsigned short* __restrict__ residual, int residual_channels, float add_min, float add_max,
+    const unsigned short* __restrict__ alpha, float post_min, float post_max)
+{
+    conv2d_mma_nhwc(
+        input, filter, bias, output, batches, in_h, in_w, in_channels, out_h, out_w, out_channels, groups,
+        filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, act_min, act_max,
+        make_epilogue(residual, residual_channels, add_min, add_max, alpha, post_min, post_max));
+}
