@@ -246,6 +246,11 @@ def tests_section(report: Report, settings: Settings) -> None:
     if settings.host:
         env["LITEDELEGATE_TEST_DEVICE"] = "emulated"
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu", "-rfEs", "tests/gpu"]
+    if settings.host:
+        # The emulated CUDA device runs the tiled kernels a std::thread per GPU thread: the
+        # face detection cases take most of a minute each there (a GPU runs them in
+        # milliseconds), so --host leaves them to sections 3-7.
+        command += ["-k", "not mp_face_detection_short_range"]
     timeout = max(60.0, min(300.0, 0.35 * settings.left()))
     try:
         result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)

@@ -22,7 +22,7 @@
 // float16 path's 1e-2 bound. A tap outside the input is a staged 0 (a finite filter only: 0 * inf
 // would be NaN where conv2d.cu skips the tap).
 //
-// The host shim has no warps and no tensor cores: under CUDA_HOST_SHIM, mma_m16n8k16 is emulated
+// The host shim has no warps and no tensor cores: under CUDA_HOST_SHIM, mma_m16n32k16 is emulated
 // by the block's threads (all 256 call it together): each writes its fragments where the PTX ISA
 // says they belong, synchronises, and computes its own accumulators, k in order, with fmaf. So the
 // shim checks the fragment layout of the loads below; a GPU checks the instruction itself (the
@@ -47,25 +47,30 @@ __device__ __forceinline__ unsigned int pack_halves(unsigned short low, unsigned
     return (unsigned int)low | ((unsigned int)high << 16);
 }
 
-// d = a (16 x 16, row-major fragments) * b (16 x 8, column-major fragments) + c, one warp:
-// lane = 4 * group + thread_in_group holds
+// d[j] += a (16 x 16, row-major fragments) * b[j] (16 x 8, column-major fragments), j = 0..3: four
+// mma.sync.aligned.m16n8k16 of one warp sharing a (a 16 x 32 product). Lane = 4 * group + t holds
 //   a[0] = A[group][2t, 2t+1]       a[1] = A[group+8][2t, 2t+1]
 //   a[2] = A[group][2t+8, 2t+9]     a[3] = A[group+8][2t+8, 2t+9]
-//   b[0] = B[2t, 2t+1][group]       b[1] = B[2t+8, 2t+9][group]
-//   c, d = C[group][2t, 2t+1], C[group+8][2t, 2t+1]                        (t = thread_in_group)
-__device__ __forceinline__ void mma_m16n8k16(float d[4], const unsigned int a[4], const unsigned int b[2]) {
+//   b[j][0] = B_j[2t, 2t+1][group]  b[j][1] = B_j[2t+8, 2t+9][group]
+//   d[j] = C_j[group][2t, 2t+1], C_j[group+8][2t, 2t+1]
+// (PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type"; two halves in a
+// register: the lower-indexed element in the low 16 bits).
+__device__ __forceinline__ void mma_m16n32k16(float d[4][4], const unsigned int a[4], const unsigned int b[4][2]) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
     asm volatile("trap;");  // no m16n8k16 before sm_80: conv2d_variant never picks this kernel there
 #elif !defined(CUDA_HOST_SHIM)
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    for (int j = 0; j < 4; ++j) {
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+            "{%0, %1, %2, %3};"
+            : "+f"(d[j][0]), "+f"(d[j][1]), "+f"(d[j][2]), "+f"(d[j][3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[j][0]), "r"(b[j][1]));
+    }
 #else
-    // The shim: the warp's matrices assembled in shared memory from every lane's fragments.
+    // The shim: the warp's matrices assembled in shared memory from every lane's fragments (all
+    // the block's threads call this together), then each lane computes its accumulators.
     __shared__ float shim_a[MMA_WARPS][16][16];
-    __shared__ float shim_b[MMA_WARPS][16][8];
+    __shared__ float shim_b[MMA_WARPS][4][16][8];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int group = lane / 4, t = lane % 4;
     for (int half = 0; half < 2; ++half) {
@@ -73,13 +78,17 @@ __device__ __forceinline__ void mma_m16n8k16(float d[4], const unsigned int a[4]
         shim_a[warp][group + 8][2 * t + half] = cuda_host::half_bits_to_float((unsigned short)(a[1] >> (16 * half)));
         shim_a[warp][group][2 * t + 8 + half] = cuda_host::half_bits_to_float((unsigned short)(a[2] >> (16 * half)));
         shim_a[warp][group + 8][2 * t + 8 + half] = cuda_host::half_bits_to_float((unsigned short)(a[3] >> (16 * half)));
-        shim_b[warp][2 * t + half][group] = cuda_host::half_bits_to_float((unsigned short)(b[0] >> (16 * half)));
-        shim_b[warp][2 * t + 8 + half][group] = cuda_host::half_bits_to_float((unsigned short)(b[1] >> (16 * half)));
+        for (int j = 0; j < 4; ++j) {
+            shim_b[warp][j][2 * t + half][group] = cuda_host::half_bits_to_float((unsigned short)(b[j][0] >> (16 * half)));
+            shim_b[warp][j][2 * t + 8 + half][group] = cuda_host::half_bits_to_float((unsigned short)(b[j][1] >> (16 * half)));
+        }
     }
     __syncthreads();
-    for (int i = 0; i < 4; ++i) {
-        const int row = group + (i >= 2 ? 8 : 0), column = 2 * t + (i & 1);
-        for (int k = 0; k < 16; ++k) d[i] = fmaf(shim_a[warp][row][k], shim_b[warp][k][column], d[i]);
+    for (int j = 0; j < 4; ++j) {
+        for (int i = 0; i < 4; ++i) {
+            const int row = group + (i >= 2 ? 8 : 0), column = 2 * t + (i & 1);
+            for (int k = 0; k < 16; ++k) d[j][i] = fmaf(shim_a[warp][row][k], shim_b[warp][j][k][column], d[j][i]);
+        }
     }
     __syncthreads();  // the next product overwrites the matrices
 #endif
@@ -174,13 +183,13 @@ __device__ __forceinline__ void conv2d_mma_nhwc(
         a[1] = pack_halves(a_tile[warp_m + lane_group + 8][2 * lane_t], a_tile[warp_m + lane_group + 8][2 * lane_t + 1]);
         a[2] = pack_halves(a_tile[warp_m + lane_group][2 * lane_t + 8], a_tile[warp_m + lane_group][2 * lane_t + 9]);
         a[3] = pack_halves(a_tile[warp_m + lane_group + 8][2 * lane_t + 8], a_tile[warp_m + lane_group + 8][2 * lane_t + 9]);
+        unsigned int b[4][2];
         for (int j = 0; j < 4; ++j) {
             const int column = warp_n + j * 8 + lane_group;
-            unsigned int b[2];
-            b[0] = pack_halves(b_tile[2 * lane_t][column], b_tile[2 * lane_t + 1][column]);
-            b[1] = pack_halves(b_tile[2 * lane_t + 8][column], b_tile[2 * lane_t + 9][column]);
-            mma_m16n8k16(acc[j], a, b);
+            b[j][0] = pack_halves(b_tile[2 * lane_t][column], b_tile[2 * lane_t + 1][column]);
+            b[j][1] = pack_halves(b_tile[2 * lane_t + 8][column], b_tile[2 * lane_t + 9][column]);
         }
+        mma_m16n32k16(acc, a, b);
         __syncthreads();  // the tiles are overwritten by the next step
     }
 
