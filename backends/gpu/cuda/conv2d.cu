@@ -35,7 +35,12 @@
 // no im2col buffer and no padded copy, which is what the small MediaPipe-sized layers (a
 // few thousand pixels, 16-256 channels) need: their time is launch overhead, not FLOPs.
 // It parallelises like the im2col + matmul.cu pair it replaces (same threads per output,
-// same per-thread order), minus that pair's extra launches and memory traffic.
+// same per-thread order), minus that pair's extra launches and memory traffic. Larger layers
+// run conv2d_tiled.cu instead (an implicit GEMM over shared-memory tiles, the same sums in the
+// same order), or in float16 storage conv2d_mma.cu (tensor cores); conv2d.py: conv2d_variant.
+//
+// conv2d_fused_f32/_f16: the same kernel with the nodes backends/gpu/fusion.py folds into it
+// (epilogue.cuh: a residual ADD, PRELU, RELU; a PAD in front is only pad_top / pad_left).
 //
 // Storage: float32 (conv2d_f32) or float16 (conv2d_f16: input, filter, bias and output
 // hold binary16 bit patterns; every product and sum is float32, and the product of two

@@ -9,15 +9,22 @@ conv/depthwise, rejected by FC as TFLite does).
 
 How: one launch of a hand-written kernel per node, bias and activation fused; in host
 emulation the kernel's numpy twin, as one launch too (``backends/gpu/cuda/conv2d.py``).
+Prepare picks the kernel variant from the shapes and records it in ``self.variant`` (the
+partition stats list it); ``backends/gpu/fusion.py`` may fold a PAD in front of a
+convolution and a residual ADD / RELU / PRELU after it (``fuse``: the kernels' epilogue).
 
-- CONV_2D: the direct NHWC convolution ``cuda/conv2d.cu`` (each thread a few output
-  pixels of one output channel, the sum over (ky, kx, i) in TFLite's order), the filter
-  laid out once at prepare as ``[groups, KH, KW, I, O/groups]`` so that a warp's
-  consecutive output channels read consecutive weights; no im2col, no padded copy.
-- DEPTHWISE_CONV_2D: the direct kernel ``cuda/depthwise_conv2d.cu``, on TFLite's filter
-  layout.
+- CONV_2D: for tiny layers (and a filter holding inf or NaN) the direct NHWC convolution
+  ``cuda/conv2d.cu`` (each thread a few output pixels of one output channel, the sum over
+  (ky, kx, i) in TFLite's order); otherwise the implicit GEMM over shared-memory tiles
+  ``cuda/conv2d_tiled.cu`` (the same sums in the same order), or in float16 storage on
+  sm_80+ its tensor-core form ``cuda/conv2d_mma.cu``. The filter is laid out once at
+  prepare as ``[groups, KH, KW, I, O/groups]``; no im2col, no padded copy.
+- DEPTHWISE_CONV_2D: the direct kernel ``cuda/depthwise_conv2d.cu``, or for larger layers
+  ``cuda/depthwise_conv2d_tiled.cu`` (each block's input patch staged in shared memory), on
+  TFLite's filter layout.
 - FULLY_CONNECTED: ``cuda/matmul.cu``'s ``matmul_bias_act`` (the product with the bias
-  and the clamp fused) with the weights transposed once at prepare.
+  and the clamp fused), or ``cuda/matmul_tiled.cu`` for a product of many rows, with the
+  weights transposed once at prepare.
 - float16 storage: the kernels read and write halves and compute in float32; the weights
   and bias are uploaded as halves (no float32 copies). As TFLite's reference kernels, the
   clamp is ``ActivationFunctionWithMinMax`` over the activation's range: NONE (and TANH,
