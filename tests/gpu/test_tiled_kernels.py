@@ -351,3 +351,29 @@ def test_float16_layers_take_tensor_cores_from_sm_80_and_float32_never():
     assert conv2d_variant(g, storage=np.float16, compute_capability=75) == "tiled 128x32"
     assert conv2d_variant(g, storage=np.float32, compute_capability=90) == "tiled 128x32"
     assert conv2d_variant(geometry((1, 8, 8, 16)), storage=np.float16, compute_capability=90) == "direct"
+
+
+@pytest.mark.parametrize("case", list(MATMUL_EDGE_CASES))
+def test_tensor_core_matmul_equals_the_direct_kernel_on_the_shim_and_its_twin(case):
+    from backends.gpu.cuda.conv2d import MatmulBiasActivationCuda, MatmulBiasActivationMmaCuda
+
+    a_shape, b_shape, adjoint_a, adjoint_b, with_bias = MATMUL_EDGE_CASES[case]
+    a = RNG.standard_normal(a_shape).astype(np.float16)
+    b = RNG.standard_normal(b_shape).astype(np.float16)
+    n = b_shape[-2] if adjoint_b else b_shape[-1]
+    bias = RNG.standard_normal(n).astype(np.float16) if with_bias else None
+    call = lambda launcher, a, b, bias: launcher(a, b, bias, adjoint_a=adjoint_a, adjoint_b=adjoint_b)  # noqa: E731
+    activation = Act.RELU if with_bias else None
+    mma = run_both_ways(lambda **where: MatmulBiasActivationMmaCuda(activation, np.float16, **where), "matmul_mma.cu", [a, b, bias], call)
+    direct = run_both_ways(lambda **where: MatmulBiasActivationCuda(activation, np.float16, **where), "matmul.cu", [a, b, bias], call)
+    np.testing.assert_array_equal(mma.kernel[0], direct.kernel[0])
+    assert_twin_matches(mma, rtol=1e-2, atol=1e-2)
+
+
+def test_float16_products_take_tensor_cores_from_sm_80():
+    from backends.gpu.cuda.conv2d import matmul_variant
+
+    assert matmul_variant(1, 256, 256, np.float16, 80) == "mma 64x64"
+    assert matmul_variant(1, 256, 256, np.float16, 75) == "tiled 64x64"
+    assert matmul_variant(1, 256, 256, np.float32, 90) == "tiled 64x64"
+    assert matmul_variant(1, 1, 4096, np.float16, 90) == "direct"

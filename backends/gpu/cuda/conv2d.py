@@ -621,7 +621,7 @@ class MatmulBiasActivationCuda(_Launcher):
 
 #: Rows and columns of the output per block of ``matmul_tiled.cu``.
 MATMUL_TILE = 64
-MATMUL_VARIANTS = ("direct", "tiled 64x64")
+MATMUL_VARIANTS = ("direct", "tiled 64x64", "mma 64x64")
 
 
 def matmul_tiled_launch_config(batch: int, m: int, n: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
@@ -635,16 +635,19 @@ def matmul_tiled_launch_config(batch: int, m: int, n: int) -> tuple[tuple[int, i
     return grid, (256, 1, 1)
 
 
-def matmul_variant(batch: int, m: int, n: int) -> str:
-    """The product's kernel, from its shape (at prepare): ``"tiled 64x64"``
-    (``matmul_tiled.cu``) for at least 16 rows and 16 columns and 16384 outputs, else
-    ``"direct"`` (``matmul.cu``: a FULLY_CONNECTED of one row reads each weight once anyway)."""
+def matmul_variant(batch: int, m: int, n: int, storage: Any = np.float32, compute_capability: int = 0) -> str:
+    """The product's kernel, from its shape (at prepare): for at least 16 rows and 16
+    columns and 16384 outputs ``"tiled 64x64"`` (``matmul_tiled.cu``), or in float16 storage
+    on sm_80+ ``"mma 64x64"`` (tensor cores, ``matmul_mma.cu``); else ``"direct"``
+    (``matmul.cu``: a FULLY_CONNECTED of one row reads each weight once anyway)."""
     if m < 16 or n < 16 or batch * m * n < TINY_OUTPUTS:
         return "direct"
     try:
         matmul_tiled_launch_config(batch, m, n)
     except ValueError:
         return "direct"
+    if np.dtype(storage) == np.float16 and compute_capability >= MMA_MIN_COMPUTE_CAPABILITY:
+        return "mma 64x64"
     return "tiled 64x64"
 
 
@@ -663,9 +666,24 @@ class MatmulBiasActivationTiledCuda(MatmulBiasActivationCuda):
         return matmul_tiled_launch_config(shape.batch, shape.m, shape.n)
 
 
+class MatmulBiasActivationMmaCuda(MatmulBiasActivationTiledCuda):
+    """``MatmulBiasActivationCuda`` in float16 storage on tensor cores (``matmul_mma.cu``:
+    mma.sync m16n8k16, float32 accumulation; sm_80+): the same arguments, results within
+    float16's bound (each step's 16 products added in the tensor core's order), the same twin."""
+
+    source = "matmul_mma.cu"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.storage != np.float16:
+            raise TypeError("the tensor-core product stores float16")
+        self.kernel_name = "matmul_bias_act_mma_f16"
+
+
 def matmul_launcher(variant: str) -> type[MatmulBiasActivationCuda]:
     """The launcher class of a ``matmul_variant``."""
-    return MatmulBiasActivationTiledCuda if variant == "tiled 64x64" else MatmulBiasActivationCuda
+    return {"direct": MatmulBiasActivationCuda, "tiled 64x64": MatmulBiasActivationTiledCuda,
+            "mma 64x64": MatmulBiasActivationMmaCuda}[variant]
 
 
 def matmul_bias_act_twin(

@@ -411,7 +411,9 @@ class FullyConnected(_WeightsOp):
         # (matmul_bias_act_f32/_f16), reading and writing the storage dtype.
         from backends.gpu.cuda.conv2d import matmul_launcher, matmul_variant
 
-        self.variant = matmul_variant(1, self.inputs[0].num_elements // self.depth, self.units)
+        self.variant = matmul_variant(
+            1, self.inputs[0].num_elements // self.depth, self.units, self.storage, int(self.device.cuda_device.compute_capability)
+        )
         launcher = matmul_launcher(self.variant)
         self.product = launcher(fused_activation(self.params), self.storage, **self.device.launcher_arguments(launcher.source))
 

@@ -102,7 +102,10 @@ class BatchMatMul(FloatOp):
         from backends.gpu.cuda.conv2d import matmul_launcher, matmul_variant
 
         rows, columns = (int(d) for d in self.out_shape[-2:])
-        self.variant = matmul_variant(math.prod(int(d) for d in self.out_shape[:-2]), rows, columns)
+        self.variant = matmul_variant(
+            math.prod(int(d) for d in self.out_shape[:-2]), rows, columns, self.storage,
+            int(self.device.cuda_device.compute_capability),
+        )
         launcher = matmul_launcher(self.variant)
         self.product = launcher(None, self.storage, **self.device.launcher_arguments(launcher.source))
 
