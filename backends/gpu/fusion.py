@@ -237,7 +237,3 @@ def _fused_step(chain: _Chain, steps: Sequence[Step]) -> Step:
     fused_label = " + ".join(steps[i][3] for i in parts)
     return (op, fused_node, reads, f"fused: {fused_label}")
 
-
-def fused_nodes(steps: Sequence[Step]) -> list[str]:
-    """The labels of the fused steps (for reports and tests)."""
-    return [label for _, _, _, label in steps if label.startswith("fused: ")]

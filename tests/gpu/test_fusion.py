@@ -157,7 +157,8 @@ def block_model(
     params = (DepthwiseConv2DParams(padding=Padding.SAME, stride_h=1, stride_w=1, depth_multiplier=1)
               if depthwise else Conv2DParams(padding=Padding.SAME, stride_h=1, stride_w=1))
     op = B.DEPTHWISE_CONV_2D if depthwise else B.CONV_2D
-    graph.add_operator(op, [source, graph.add_constant("w", w), graph.add_constant("b", rng.uniform(-1, 1, out_channels).astype(np.float32))], [conv], params)
+    bias = graph.add_constant("b", rng.uniform(-1, 1, out_channels).astype(np.float32))
+    graph.add_operator(op, [source, graph.add_constant("w", w), bias], [conv], params)
     tensors["conv"] = conv
     skip = x
     if residual_pad:

@@ -155,8 +155,9 @@ def conv_model(shape, out_channels, filter_value=None) -> bytes:
         w.reshape(-1)[5] = filter_value
     x = graph.add_input("x", list(shape))
     out = graph.add_tensor("out", [1])
-    graph.add_operator(B.CONV_2D, [x, graph.add_constant("w", w), graph.add_constant("b", rng.uniform(-1, 1, out_channels).astype(np.float32))],
-                       [out], Conv2DParams(stride_h=1, stride_w=1, fused_activation_function=Act.RELU))
+    bias = graph.add_constant("b", rng.uniform(-1, 1, out_channels).astype(np.float32))
+    graph.add_operator(B.CONV_2D, [x, graph.add_constant("w", w), bias], [out],
+                       Conv2DParams(stride_h=1, stride_w=1, fused_activation_function=Act.RELU))
     graph.add_output(out)
     return builder.build()
 
@@ -288,7 +289,9 @@ def test_tiled_matmul_equals_the_direct_kernel_and_its_twin(case, storage):
     bias = RNG.standard_normal(n).astype(storage) if with_bias else None
     call = lambda launcher, a, b, bias: launcher(a, b, bias, adjoint_a=adjoint_a, adjoint_b=adjoint_b)  # noqa: E731
     activation = Act.RELU if with_bias else None
-    tiled = run_both_ways(lambda **where: MatmulBiasActivationTiledCuda(activation, storage, **where), "matmul_tiled.cu", [a, b, bias], call)
+    tiled = run_both_ways(
+        lambda **where: MatmulBiasActivationTiledCuda(activation, storage, **where), "matmul_tiled.cu", [a, b, bias], call
+    )
     direct = run_both_ways(lambda **where: MatmulBiasActivationCuda(activation, storage, **where), "matmul.cu", [a, b, bias], call)
     np.testing.assert_array_equal(tiled.kernel[0], direct.kernel[0])
     assert_twin_matches(tiled, **tolerance(storage))
