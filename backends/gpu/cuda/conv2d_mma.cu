@@ -10,7 +10,8 @@
 // Launch (conv2d.py: conv2d_tiled_launch_config, tile 64 x 64): blocks of 256 threads (8 warps),
 // grid.x = tiles of 64 output pixels, grid.y = groups * tiles of 64 output channels. Per step of
 // 16 values of k the block stages the A tile (64 x 16 halves) and the B tile (16 x 64 halves) in
-// __shared__ memory as their binary16 bits, synchronises, and each warp multiplies its 16 pixels
+// __shared__ memory as their binary16 bits (pairs of halves read as one half2 load where they are
+// contiguous and aligned: an even number of channels per group), synchronises, and each warp multiplies its 16 pixels
 // (warp % 4) by its 32 channels (warp / 4): four m16n8k16 products into float32 accumulators, the
 // fragments loaded as the PTX ISA lays them out ("Matrix Fragments for mma.m16n8k16 with
 // floating point type"). Then the bias, the clamp and the fused epilogue (epilogue.cuh) in float32,
@@ -41,6 +42,18 @@
 
 #include "storage.cuh"   // load_as_float / store_from_float for float and float16 bit patterns
 #include "epilogue.cuh"  // the fused residual ADD / PRELU / RELU after the bias and clamp
+
+// Two consecutive halves read as one 32-bit (half2) load from a 4-byte aligned address; the
+// lower-indexed element lands in the low 16 bits (little-endian), as in an mma register.
+__device__ __forceinline__ unsigned int load_half2_bits(const unsigned short* p) {
+#ifdef CUDA_HOST_SHIM
+    unsigned int bits;
+    std::memcpy(&bits, p, sizeof bits);  // no type punning through a pointer in C++
+    return bits;
+#else
+    return *reinterpret_cast<const unsigned int*>(p);
+#endif
+}
 
 // Two halves (binary16 bits) in one 32-bit register: the lower-indexed element in the low half.
 __device__ __forceinline__ unsigned int pack_halves(unsigned short low, unsigned short high) {
@@ -108,10 +121,14 @@ __device__ __forceinline__ void conv2d_mma_nhwc(
     float act_min, float act_max,
     const Epilogue epilogue)
 {
-    constexpr int A_ROWS = MMA_THREADS / MMA_TILE_K;  // 16 pixels staged per pass
-    constexpr int A_LOADS = MMA_TILE / A_ROWS;        // 4
-    constexpr int B_ROWS = MMA_THREADS / MMA_TILE;    // 4 k rows staged per pass
-    constexpr int B_LOADS = MMA_TILE_K / B_ROWS;      // 4
+    // Staging: each thread stages pairs of halves (k, k + 1) of A and (n, n + 1) of B, read as
+    // one 32-bit half2 load where the pair is contiguous and 4-byte aligned, else as two halves.
+    constexpr int A_PAIRS = MMA_TILE_K / 2;                      // 8 pairs of k per pixel
+    constexpr int A_ROWS = MMA_THREADS / A_PAIRS;                // 32 pixels staged per pass
+    constexpr int A_LOADS = MMA_TILE / A_ROWS;                   // 2
+    constexpr int B_PAIRS = MMA_TILE / 2;                        // 32 pairs of channels per k row
+    constexpr int B_ROWS = MMA_THREADS / B_PAIRS;                // 8 k rows staged per pass
+    constexpr int B_LOADS = MMA_TILE_K / B_ROWS;                 // 2
     __shared__ unsigned short a_tile[MMA_TILE][MMA_TILE_K + 8];  // [pixel][k] (+8: fewer bank conflicts)
     __shared__ unsigned short b_tile[MMA_TILE_K][MMA_TILE + 8];  // [k][channel]
 
@@ -125,13 +142,17 @@ __device__ __forceinline__ void conv2d_mma_nhwc(
     const int depth = filter_h * filter_w * group_in;
     const unsigned short* group_input = input + g * group_in;
     const unsigned short* group_filter = filter + (long long)g * depth * group_out;
+    // Pairs of channels (k even: i even, i + 1 in the same tap) are contiguous and aligned when
+    // every offset is even: an even group_in (so in_channels too) and an aligned input.
+    const bool a_half2 = group_in % 2 == 0 && ((unsigned long long)input & 3) == 0;
+    const bool b_half2 = group_out % 2 == 0 && ((unsigned long long)filter & 3) == 0;
 
-    const int a_k = t % MMA_TILE_K;
+    const int a_pair = t % A_PAIRS;
     long long a_image[A_LOADS];
     int a_y[A_LOADS], a_x[A_LOADS];
     bool a_valid[A_LOADS];
     for (int j = 0; j < A_LOADS; ++j) {
-        const long long m = m0 + t / MMA_TILE_K + j * A_ROWS;
+        const long long m = m0 + t / A_PAIRS + j * A_ROWS;
         a_valid[j] = m < pixels;
         const long long pixel = a_valid[j] ? m : 0;
         const int ox = (int)(pixel % out_w);
@@ -141,6 +162,7 @@ __device__ __forceinline__ void conv2d_mma_nhwc(
         a_y[j] = oy * stride_h - pad_top;
         a_x[j] = ox * stride_w - pad_left;
     }
+    const int b_pair = t % B_PAIRS;
 
     const int warp = t / 32, lane = t % 32;
     const int lane_group = lane / 4, lane_t = lane % 4;
@@ -151,8 +173,10 @@ __device__ __forceinline__ void conv2d_mma_nhwc(
         for (int i = 0; i < 4; ++i) acc[j][i] = 0.0f;
 
     for (int k0 = 0; k0 < depth; k0 += MMA_TILE_K) {
-        {
-            const int k = k0 + a_k;
+        // Stage A: values k and k + 1 of each of this thread's pixels (0 outside the input).
+        for (int half = 0; half < 2; ++half) {
+            if (half == 1 && a_half2) break;  // the pair came in one load
+            const int k = k0 + 2 * a_pair + half;
             const bool k_inside = k < depth;
             int ky = 0, kx = 0, i = 0;
             if (k_inside) {
@@ -162,20 +186,35 @@ __device__ __forceinline__ void conv2d_mma_nhwc(
                 ky = tap / filter_w;
             }
             for (int j = 0; j < A_LOADS; ++j) {
-                unsigned short bits = 0;  // +0.0
+                unsigned int bits = 0;  // +0.0 (and +0.0)
                 const int iy = a_y[j] + ky * dilation_h;
                 const int ix = a_x[j] + kx * dilation_w;
                 if (k_inside && a_valid[j] && iy >= 0 && iy < in_h && ix >= 0 && ix < in_w) {
-                    bits = group_input[a_image[j] + ((long long)iy * in_w + ix) * in_channels + i];
+                    const unsigned short* at = group_input + a_image[j] + ((long long)iy * in_w + ix) * in_channels + i;
+                    bits = a_half2 ? load_half2_bits(at) : *at;
                 }
-                a_tile[t / MMA_TILE_K + j * A_ROWS][a_k] = bits;
+                unsigned short* row = a_tile[t / A_PAIRS + j * A_ROWS];
+                row[2 * a_pair + half] = (unsigned short)(bits & 0xffffu);
+                if (a_half2) row[2 * a_pair + 1] = (unsigned short)(bits >> 16);
             }
         }
+        // Stage B: channels n and n + 1 of rows k0 .. k0 + 15 of the group's [K, O] filter.
         for (int j = 0; j < B_LOADS; ++j) {
-            const int row = t / MMA_TILE + j * B_ROWS;
+            const int row = t / B_PAIRS + j * B_ROWS;
             const int k = k0 + row;
-            const int n = n0 + t % MMA_TILE;
-            b_tile[row][t % MMA_TILE] = (k < depth && n < group_out) ? group_filter[(long long)k * group_out + n] : (unsigned short)0;
+            const int n = n0 + 2 * b_pair;
+            const unsigned short* at = group_filter + (long long)k * group_out + n;
+            unsigned short low = 0, high = 0;
+            if (k < depth && b_half2 && n < group_out) {  // n even, group_out even: n + 1 < group_out too
+                const unsigned int bits = load_half2_bits(at);
+                low = (unsigned short)(bits & 0xffffu);
+                high = (unsigned short)(bits >> 16);
+            } else if (k < depth) {
+                low = n < group_out ? at[0] : (unsigned short)0;
+                high = n + 1 < group_out ? at[1] : (unsigned short)0;
+            }
+            b_tile[row][2 * b_pair] = low;
+            b_tile[row][2 * b_pair + 1] = high;
         }
         __syncthreads();
         unsigned int a[4];
