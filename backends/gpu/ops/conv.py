@@ -314,8 +314,10 @@ class DepthwiseConv2D(_WeightsOp):
         self.prepare_bias(self.storage)
 
     def make_kernel(self) -> Any:
-        """``depthwise_conv2d.cu``'s plain kernel, or its fused entry point once
-        ``fusion.py`` folded nodes into this one."""
+        """The launcher of the variant the shapes call for (``depthwise_variant``: the
+        shared-memory tiles of ``depthwise_conv2d_tiled.cu``, or ``depthwise_conv2d.cu``'s
+        direct kernel, its fused entry point once ``fusion.py`` folded nodes into this one),
+        recorded in ``self.variant``."""
         from backends.gpu.cuda.sources import DepthwiseConv2DCuda, DepthwiseGeometry
         from backends.gpu.cuda.windows import DepthwiseConv2DFusedCuda, DepthwiseConv2DTiledCuda, depthwise_variant
 
