@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import sys
 from typing import Sequence
 
 from backends.gpu.ops.base import GpuOp, TypeReason
@@ -34,15 +35,25 @@ def claimed_versions(cls: type[GpuOp], op: int | str) -> frozenset[int]:
     return frozenset(range(1, claim + 1)) if isinstance(claim, int) else frozenset(claim)
 
 
+def _definition_order(cls: type) -> tuple[str, int, str]:
+    """(module, the class's position in its module, name): a module's classes in the order
+    it defines them (a class not defined at module level comes after them, by name)."""
+    names = list(vars(sys.modules[cls.__module__]))
+    position = names.index(cls.__name__) if cls.__name__ in names else len(names)
+    return cls.__module__, position, cls.__qualname__
+
+
 def gpu_op_classes() -> dict[int | str, tuple[type[GpuOp], ...]]:
-    """op -> the GpuOp classes that implement it, in a fixed order (module, then class name).
+    """op -> the GpuOp classes that implement it, in a fixed order: by module, then in the
+    order the module defines them (each module defines an op's float class before its
+    quantized one, and the delegate tries them in that order).
     Builtin ops are keyed by their code (``ops``), custom ops by their name (a class
     claims those with ``custom_ops = {"Convolution2DTransposeBias": 1}``)."""
     for module in pkgutil.iter_modules(__path__):
         if module.name != "base":
             importlib.import_module(f"{__name__}.{module.name}")
     table: dict[int | str, list[type[GpuOp]]] = {}
-    for cls in sorted(_subclasses(GpuOp), key=lambda c: (c.__module__, c.__qualname__)):
+    for cls in sorted(_subclasses(GpuOp), key=_definition_order):
         for op in (*cls.__dict__.get("ops", {}), *cls.__dict__.get("custom_ops", {})):
             table.setdefault(op, []).append(cls)
     return {op: tuple(classes) for op, classes in table.items()}

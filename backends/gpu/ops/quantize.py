@@ -1,39 +1,4 @@
-"""QUANTIZE (float32 -> int8/uint8, and int8/uint8 -> int8/uint8 requantization) and
-DEQUANTIZE (runtime int8/uint8 -> float) on the GPU, bit-exact with TFLite's reference
-kernels.
-
-Semantics, parameters and arithmetic are the CPU kernels' (``backends/cpu/kernels/
-quantize.py`` and ``dequantize.py``), configured for the node by their own ``configure``:
-
-- QUANTIZE of a float32 input: ``q = clamp(int32(roundf(x / scale)) + zero_point)`` with
-  ``x / scale`` in float32, per tensor or per channel (``quantize_quotient``: halves away
-  from zero, a quotient outside int32 or NaN becomes INT32_MIN, the zero point wraps in
-  int32, as LiteRT's x86 build);
-- QUANTIZE of an int8/uint8 input (``reference_ops::Requantize``): the CPU kernel's
-  256-entry table of ``clamp(M(x - z_in, m) + z_out)``, uploaded once and read with
-  ``take`` at the input's code (its bits as uint8);
-- DEQUANTIZE: ``scale * (q - zero_point)`` in float32, rounded once
-  (``dequantize_affine``), per tensor or per channel, stored in float32 where the
-  partition keeps the output in float32 (every use takes it exactly: a download, a
-  QUANTIZE) and otherwise in the delegate's storage dtype (float16 with
-  ``precision="float16"``).
-
-How: one launch each of ``cuda/int8_elementwise.cu`` (``quantize_*``, ``dequantize_*``, and
-``lookup_b8`` for the 8-bit requantization's table). QUANTIZE reads a float32 or float16
-input as it comes, so ``precision="float16"`` never rounds the float32 input of a quantized
-model to half first: the partition keeps it in float32 (``exact_float32_inputs``).
-
-Versions claimed:
-
-- QUANTIZE 1 (float32 -> int8/uint8 per tensor; int8/uint8 -> int8/uint8) and 3 (a
-  per-channel int8/uint8 output). v2 (int16 output) and the int16/int32 requantizations
-  (also v1) are not claimed: their nodes are refused naming the type. v4/v5 are int4/uint4.
-- DEQUANTIZE 1 (uint8, per tensor or per channel) and 2 (int8) of runtime tensors; a
-  constant int8/uint8 input is left to the CPU, which folds the node at prepare (its
-  output is then a constant like any other). The constant float16 DEQUANTIZE (v1-v3) is
-  ``dequantize.py``'s. Not claimed: int16 (v3), v4 (never stamped), int8 per channel
-  (v5: converted models have no runtime per-channel tensors; the per-channel uint8 path
-  above is the same arithmetic), and the packed types (v6+).
+"""TODO quantize
 """
 
 from __future__ import annotations
@@ -44,16 +9,19 @@ import numpy as np
 
 from backends.cpu.kernels.dequantize import Dequantize as CpuDequantize
 from backends.cpu.kernels.quantize import Quantize as CpuQuantize
-from backends.gpu.cuda.int8_elementwise import DequantizeCuda, LookupCuda, QuantizeCuda, channel_parameters
 from backends.cpu.quantization import is_quantized
-from backends.gpu.ops.base import MAX_RANK, GpuOp, TypeReason
-from backends.gpu.ops.elementwise_quantized import configured_cpu_kernel, cpu_kernel_reason, node_tensors
+from backends.gpu.cuda.int8_elementwise import DequantizeCuda, LookupCuda, QuantizeCuda, channel_parameters
+from backends.gpu.ops.base import GpuOp, MAX_RANK, TypeReason
+from backends.gpu.ops.elementwise import FloatOp
+from backends.gpu.ops.quantized_base import configured_cpu_kernel, cpu_kernel_reason, node_tensors
 from delegate_sdk.node import Node
 from delegate_sdk.tensor import RuntimeTensor
 from schema.enums import BuiltinOperator, TensorType, builtin_operator_name
 
 B = BuiltinOperator
 T = TensorType
+
+
 INT8_TYPES = (T.INT8, T.UINT8)
 
 
@@ -115,6 +83,31 @@ class Quantize(GpuOp):
         if self.table is not None:
             return [self.launcher(args[0], self.table)]
         return [self.launcher(args[0], self.scales, self.zero_points)]
+
+
+class Dequantize(FloatOp):
+    """DEQUANTIZE versions 1-3 for a constant FLOAT16 input (other input types rejected)."""
+
+    ops = {BuiltinOperator.DEQUANTIZE: 3}
+
+    @classmethod
+    def input_type(cls, position: int) -> int:
+        return TensorType.FLOAT16
+
+    @classmethod
+    def node_reason(cls, node, op, version, tensors):
+        if len(node.inputs) != 1 or node.inputs[0] < 0:
+            return f"expected 1 input, got {len(node.inputs)}"
+        if not tensors[node.inputs[0]].is_constant:
+            return "the input must be a constant float16 tensor (the GPU dequantizes weights once, at prepare)"
+        return None
+
+    def prepare(self) -> None:
+        self.value = self.upload(np.asarray(self.inputs[0].data, dtype=np.float16).astype(np.float32))
+        self.prepared_inputs.add(0)
+
+    def run(self, args):
+        return [self.value]
 
 
 class QuantizedDequantize(GpuOp):
