@@ -1,4 +1,51 @@
-"""TODO activations
+"""Activations on the GPU: LOGISTIC TANH RELU RELU6 LEAKY_RELU HARD_SWISH PRELU GELU ELU
+RELU_N1_TO_1 RELU_0_TO_1 on float32, and LOGISTIC TANH HARD_SWISH LEAKY_RELU on int8 /
+uint8 (bit-exact with TFLite's reference kernels).
+
+Float semantics are the CPU kernels' (``backends/cpu/kernels/activations.py``,
+``relu.py``), i.e. TFLite's float kernels, computed in the same order of float32
+operations:
+
+    LOGISTIC      1 / (1 + exp(-x))
+    LEAKY_RELU    x > 0 ? x : alpha * x
+    PRELU         x >= 0 ? x : alpha * x    (alpha broadcast to x's shape: TFLite
+                                            requires that it broadcasts *to* x)
+    HARD_SWISH    x * min(6, max(0, x + 3)) / 6
+    GELU          0.5 * x * erfc(-x / sqrt(2))                               (exact)
+                  0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))  (approximate)
+    ELU           x < 0 ? expm1(x) : x
+    RELU_N1_TO_1  min(max(x, -1), 1)
+    RELU_0_TO_1   min(max(x, 0), 1)                (NaN passes through the clamps)
+
+How (float): one launch per node, the hand-written kernels of ``cuda/elementwise.cu``
+(``cuda/elementwise.py``: ``ElementwiseUnaryCuda``, the RELUs as a clamp;
+``ElementwiseBinaryCuda`` for PRELU), their numpy twins in host emulation: load the
+storage dtype (float32 or float16), compute in float32, store. A constant PRELU alpha is
+uploaded once at prepare, in the storage dtype. The exact GELU's erfc is the CPU
+kernel's Chebyshev fit (``ERFC_COEFFICIENTS``, fractional error < 1.2e-7), evaluated
+with the same steps, each rounded (no fused multiply-add). Where the GPU may differ in
+the last bits: ``expf``, ``expm1f`` and ``tanhf`` are CUDA's (within 1-2 ulp of
+glibc's), far inside the 1e-5 relative tolerance; the clamps are exact.
+
+Quantized (``backends/cpu/kernels/activations_quantized.py``): each of LOGISTIC, TANH,
+HARD_SWISH, LEAKY_RELU maps one raw input value to one raw output value, so the CPU
+kernel tabulates the whole function at prepare over the 256 input values, with TFLite's
+own arithmetic: ``LUTPopulate`` of the C library's ``expf``/``tanhf`` for LOGISTIC and
+TANH, the 16-bit fixed point of ``reference_ops::HardSwish``, the two
+``MultiplyByQuantizedMultiplier`` of LEAKY_RELU. The GPU op configures that kernel's own
+class for the node (``configure``: the checks, the multipliers and the table, no effect
+on the tensors), uploads the table once, and each run is one launch of
+``cuda/int8_elementwise.cu``'s ``lookup_b8`` at the input's bits.
+
+Versions claimed:
+
+- LOGISTIC, TANH, RELU, RELU6, LEAKY_RELU, HARD_SWISH, PRELU 1 (float32); GELU, ELU,
+  RELU_N1_TO_1, RELU_0_TO_1 1 (float32). GELU v2 is int8/uint8 (quantized); ELU,
+  RELU_N1_TO_1 and RELU_0_TO_1 v1 also cover quantized int8/uint8 tensors in TFLite,
+  which these float classes refuse by type.
+- Quantized: LOGISTIC and TANH v1 (uint8) and v2 (int8); HARD_SWISH v1 and LEAKY_RELU
+  v1 (uint8 and int8). Not claimed: int16 (LOGISTIC/TANH v3, LEAKY_RELU v2). As on the
+  CPU, the arithmetic follows the tensor types, not the stamped version.
 """
 
 from __future__ import annotations

@@ -1,4 +1,16 @@
-"""TODO cast
+"""CAST on the GPU, between float32, int32, int8, uint8 and bool.
+
+Semantics are the CPU kernel's (``backends/cpu/kernels/cast.py``), i.e. TFLite's: float
+-> integer saturates (NaN -> the type's max, below -> min, above -> max, otherwise
+truncation toward zero; ``cast.saturation_bounds`` gives the bounds); -> bool is
+``x != 0``; integer -> integer wraps; bool/integer -> float32 rounds to nearest.
+int8/uint8 are raw values (their quantization is ignored, as TFLite does).
+
+How: CuPy/numpy calls on device arrays.
+
+Versions claimed: 1 (float32, int32, uint8, bool) and 3 (int8); not 2 (uint32), 4
+(uint16), 5 (float64/float16), 6-8 (int4, bfloat16, int2/uint4). int64/int16/complex64
+v1 nodes are refused by type.
 """
 
 from __future__ import annotations

@@ -1,4 +1,34 @@
-"""TODO comparison
+"""Comparisons and selection on the GPU: LESS LESS_EQUAL GREATER GREATER_EQUAL EQUAL
+NOT_EQUAL (float32, int32, bool, and quantized int8/uint8), SELECT SELECT_V2, LOGICAL_AND
+LOGICAL_OR LOGICAL_NOT.
+
+Semantics are the CPU kernels' (``backends/cpu/kernels/comparison.py``,
+``compare_quantized.py``, ``binary_quantized.py``), i.e. TFLite's reference kernels:
+
+- Comparisons of float32, int32 (and bool for EQUAL/NOT_EQUAL) compare the values as
+  they are (float16 storage compares the stored values). Quantized uint8/int8 inputs are
+  rescaled to a common scale first, as TFLite's ``ComparisonWithScaling``: the GPU op
+  configures the CPU kernel's own class (``compare_quantized.QuantizedComparison``:
+  TFLite's Prepare-time multipliers and shifts, its refusals) and tabulates its
+  array-namespace ``compute`` over every pair of 8-bit values at prepare; each run is
+  one launch of ``pair_lookup_b8``; bit-exact.
+- SELECT: x and y of one shape; the condition of that shape, a scalar, or 1-D with one
+  entry per row of x. SELECT_V2 broadcasts condition, x and y together. When every
+  tensor holds one element the output keeps its declared shape. Values are copied bit
+  for bit; quantized values are refused, as the CPU kernel refuses them.
+- LOGICAL_AND, LOGICAL_OR broadcast (numpy's rules, up to rank 4); LOGICAL_NOT.
+
+How: the float/int32/bool comparisons, SELECT and the logical ops are CuPy/numpy calls
+on device arrays.
+
+Versions claimed (``schema/versioning/op_version.py``):
+
+- LESS, LESS_EQUAL, GREATER, GREATER_EQUAL, EQUAL, NOT_EQUAL 1 (float32, int32, bool
+  for the equalities, quantized uint8) and 2 (quantized int8); not int16 (LESS and
+  GREATER_EQUAL v3, NOT_EQUAL v4, EQUAL v5) nor strings (EQUAL/NOT_EQUAL v3).
+- SELECT 1 and SELECT_V2 1 (float32, int32, int8, uint8, bool values); not SELECT 3
+  (rank 5) or 4 / SELECT_V2 2 (uint32).
+- LOGICAL_AND, LOGICAL_OR, LOGICAL_NOT 1 (bool; the ops have one version).
 """
 
 from __future__ import annotations

@@ -1,4 +1,41 @@
-"""TODO concat_split
+"""Joining and splitting on the GPU: CONCATENATION (float32, int8/uint8), PACK, UNPACK,
+SPLIT, SPLIT_V, bit-exact (values are moved, never computed; except CONCATENATION's
+fused clamp and uint8 rescaling).
+
+Semantics are the CPU kernels' (``backends/cpu/kernels/concat_split.py``,
+``concat_quantized.py``), i.e. TFLite's reference kernels:
+
+- CONCATENATION joins along ``axis`` (negative counts from the end). Float32: then the
+  fused activation as a clamp (RELU, RELU6, RELU_N1_TO_1; NONE and TANH move the values
+  unchanged, as the CPU kernel). int8 inputs must have the output's scale and zero point
+  (TFLite's Prepare requires it); uint8 inputs whose (scale, zero point) differ are
+  rescaled as the reference's ``ConcatenationWithScaling`` does, through the CPU
+  kernel's own 256-entry tables (``concat_quantized.rescale_tables``: TFLite's float32
+  steps, evaluated once per value at prepare), read in the concatenation's launch.
+  TFLite rejects a fused activation on these 8-bit types, and so does this class.
+- PACK stacks its inputs along a new axis; every input must have the output's
+  quantization (TFLite's rule).
+- UNPACK: ``num`` pieces along ``axis``, each of one rank less.
+- SPLIT / SPLIT_V: the pieces are ``concat_split.split_sizes`` / ``split_v_sizes`` /
+  ``split_slices``, computed once at prepare from the constant axis and sizes.
+
+How: float32 CONCATENATION is one launch of ``cuda/layout.cu``'s concatenation kernel,
+8-bit CONCATENATION one of ``cuda/int8_layout.cu``'s; both take up to 8 input pointers by
+value (more inputs: one launch per 8; no ``xp.concatenate``, whose pointer table for
+more than 8 arrays a CUDA graph cannot capture). In host emulation each launch runs its
+kernel's numpy twin. PACK is one slice assignment per input into a preallocated output
+(no ``xp.stack``, for the same reason); UNPACK, SPLIT and SPLIT_V one slice (and a copy)
+per output.
+
+Versions claimed (``schema/versioning/op_version.py``):
+
+- CONCATENATION 1 (float32, uint8) and 2 (int8); int16 (v3), uint32 (v4), int4 (v5) are
+  not claimed.
+- PACK 1 (float32, uint8) and 2 (int8); not 3 (int16), 4 (uint32); int32/int64 v1 nodes
+  are refused by type.
+- UNPACK 1 (float32, int32) and 2 (int8, uint8); not 3 (bool), 4 (int16), 5 (float16).
+- SPLIT 1 (float32, uint8) and 2 (int8); not 3 (int32), 4 (int16).
+- SPLIT_V 1 (float32, uint8) and 2 (int8); int16/int32/int64 v1 nodes are refused by type.
 """
 
 from __future__ import annotations

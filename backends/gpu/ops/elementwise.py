@@ -1,4 +1,58 @@
-"""TODO elementwise
+"""Element-wise arithmetic on the GPU: ADD SUB MUL DIV (float32 and int8/uint8), MAXIMUM
+MINIMUM, SQUARED_DIFFERENCE, POW.
+
+Also the pieces the GPU op modules share: :class:`FloatOp` (the float32 tensor check
+with readable reasons, and the per-op hook ``node_reason``), :class:`TypedOp` (the same
+over the types a class lists: the comparisons, SELECT, the logical ops, CAST), and the
+fused activations (``fused_activation``, ``clamp_bounds``, ``clamp``...).
+
+Semantics are the CPU kernels' (``backends/cpu/kernels/binary.py``,
+``binary_quantized.py``), i.e. TFLite's kernels:
+
+- ADD/SUB/MUL/DIV of float32 end with ``min(max(r, lo), hi)``
+  (``CalculateActivationRange``): RELU [0, FLT_MAX], RELU6 [0, 6], RELU_N1_TO_1
+  [-1, 1], NONE and TANH [-FLT_MAX, FLT_MAX] (a fused TANH is *not* applied by these
+  kernels; +-inf saturates to +-FLT_MAX). SIGN_BIT is rejected. x / 0 gives +-inf (then
+  +-FLT_MAX), 0 / 0 NaN.
+- ADD, SUB, MUL of int8 / uint8, bit-exact: the GPU op configures the CPU kernel's own
+  class for the node (``configure``: TFLite's Prepare-time checks, multipliers, shifts,
+  zero points and the fused activation's quantized clamp, with no effect on the
+  tensors), and each run is one launch of ``cuda/int8_elementwise.cu``'s
+  ``quantized_binary`` (``M`` is MultiplyByQuantizedMultiplier, from
+  ``fixed_point.cuh``, tested equal to ``backends.cpu.quantization``):
+  ADD / SUB ``clamp(M(M((q1 - z1) << 20, m1) +- M((q2 - z2) << 20, m2), mo) + zo)``;
+  MUL ``clamp(M((q1 - z1) * (q2 - z2), m) + zo)``. Numpy broadcasting up to rank 4 in
+  the launch; a constant operand is uploaded once, as it is. Host emulation runs the
+  kernel's numpy twin (the CPU arithmetic) as that one launch.
+- MAXIMUM is ``x > y ? x : y`` and MINIMUM ``x < y ? x : y`` (a NaN x gives y), on raw
+  values for every type (TFLite compares int8/uint8 raw, whatever their quantization).
+  Pure selection: bit-exact, also in float16 storage.
+- SQUARED_DIFFERENCE ``d = x - y; d * d`` and POW ``pow(x, y)`` in float32 (POW uses
+  CUDA's ``powf`` on a device, within a few ulp of glibc's).
+
+Broadcasting is numpy's, up to rank 4 (the delegate's rank limit).
+
+How (float): one launch per node, the hand-written kernels of ``cuda/elementwise.cu``
+(``cuda/elementwise.py``: ``ElementwiseBinaryCuda`` for ADD SUB MUL DIV, with the clamp
+fused, and for MAXIMUM/MINIMUM, SQUARED_DIFFERENCE and POW, no clamp). They load the
+storage dtype (float32 or float16), compute in float32 and store the storage dtype; in
+host emulation their numpy twins run, one launch each. MAXIMUM/MINIMUM of int8/uint8 is
+one launch of ``pair_lookup_b8`` over the 65536 pairs; of int32, CuPy/numpy calls.
+
+Versions claimed (``schema/versioning/op_version.py``):
+
+- ADD, SUB, MUL, DIV 1 (float32): each op's later versions are quantized
+  (int8/int16/int64/float16-tensor) versions, or broadcasting above rank 4 (SUB v3,
+  DIV v2), which the rank limit of the delegate excludes.
+- ADD and SUB v1 (uint8) and v2 (int8); MUL v1 (uint8), v2 (int8) and v3 (uint8/int8
+  whose ``s1 * s2 / s_out >= 1``: a left shift in the multiplier, which the kernel
+  applies as the compiled TFLite does). Not claimed: int16 (ADD v3, SUB v5, MUL v4),
+  int64, float16, and SUB v3 (broadcasting above rank 4). As on the CPU, the arithmetic
+  follows the tensor types, not the stamped version.
+- MAXIMUM, MINIMUM 1 (float32, int32, uint8) and 2 (int8); not 3 (broadcasting above
+  rank 4), 4 (int16). int64 v1 nodes are refused by type.
+- SQUARED_DIFFERENCE 1 and POW 1 (float32; int32 v1 nodes are refused by type); not
+  SQUARED_DIFFERENCE 2 (int8, requantized).
 """
 
 from __future__ import annotations

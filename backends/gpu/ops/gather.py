@@ -1,4 +1,25 @@
-"""TODO gather
+"""Index-driven copies on the GPU: GATHER (float32, int8, uint8, int32) and ONE_HOT.
+
+Semantics are the CPU kernels' (``backends/cpu/kernels/gather.py``, ``one_hot.py``), i.e.
+TFLite's reference kernels:
+
+- GATHER: ``input[:axis] x indices x input[axis+1:]`` (``batch_dims`` 0). Constant
+  indices are checked at prepare (an index out of range is refused, as TFLite refuses it)
+  and uploaded once; runtime int32/int64 indices are read on the device, clamped to the
+  axis (TFLite and the CPU kernel raise an error for an index out of range; a device
+  cannot, inside a CUDA graph: such an index reads the nearest row instead). Values are
+  moved bit for bit.
+- ONE_HOT: ``on`` where ``indices == d`` along the new axis, else ``off`` (an index out
+  of ``[0, depth)`` gives a row of ``off``).
+
+How: ``take`` with index arrays laid out at prepare, or slice assignment into a
+preallocated output; every output is a new array (never a view of an input).
+
+Versions claimed (``schema/versioning/op_version.py``):
+
+- GATHER 1 (float32, uint8, int32) and 2 (int8); not 3 (bool), 4 (int16), 5
+  (batch_dims), 6 (int16 indices).
+- ONE_HOT 1 (int32/int64 indices, constant depth, constant float32 on/off values).
 """
 
 from __future__ import annotations

@@ -1,4 +1,12 @@
-"""TODO moving_base
+"""The base of the GPU ops that move values without arithmetic (:class:`MovingOp`, over
+float32, int8 and uint8; :class:`LayoutOp`, also over int32), and the reasons those ops
+share (constant integer inputs, equal quantization, axes, inputs). The ops themselves
+are in ``reshape.py``, ``concat_split.py``, ``pad.py``, ``slicing.py``,
+``transpose.py``, ``space_depth.py``, ``gather.py``, ``tile.py`` (and ``reduce.py``'s
+integer REDUCE_MAX / REDUCE_MIN).
+
+Moved values are bit-exact: float32 is held in the storage dtype, int8 and uint8 as they
+are (per-tensor quantized or not quantized).
 """
 
 from __future__ import annotations

@@ -1,4 +1,30 @@
-"""TODO pad
+"""Padding on the GPU: PAD and PADV2 (constant fill; float32, int8, uint8) and MIRROR_PAD
+(float32, int8, uint8, int32), bit-exact (values are moved, never computed).
+
+Semantics are the CPU kernels' (``backends/cpu/kernels/pad.py``):
+
+- PAD (v1 float32/uint8, v2 int8) and PADV2 (the same versions): constant paddings; the
+  fill value is PADV2's value input, or else the output's zero point for quantized
+  tensors and 0 otherwise (``pad.default_pad_value``, the CPU kernel's own). PADV2's
+  value must share the output's quantization (TFLite's rule). A constant value is read
+  at prepare; a runtime one is read on the device.
+- MIRROR_PAD: REFLECT (edge not repeated) or SYMMETRIC (edge repeated) by constant
+  paddings, each at most the axis size (minus 1 for REFLECT), as TFLite requires.
+
+How: float32 PAD (``Pad``) is one launch of ``cuda/layout.cu``'s pad kernel, which writes
+every output element (the value, or the input's); so is a float32 PADV2 with a constant
+value. PAD / PADV2 of 8-bit tensors with a known fill are one launch of
+``cuda/int8_layout.cu``. A PADV2 whose value is a runtime tensor fills a new array and
+assigns the input into it (two operations). MIRROR_PAD: the source index of every output
+position of each axis is computed on the host at prepare; run is one launch of
+``cuda/layout.cu``'s gather along every axis (any element type). In host emulation each
+launch runs its kernel's numpy twin.
+
+Versions claimed (``schema/versioning/op_version.py``):
+
+- PAD 1 (float32, uint8) and 2 (int8); PADV2 1 (float32, uint8) and 2 (int8). Versions
+  3+ (int16, rank 5, bool) are not claimed.
+- MIRROR_PAD 1 (float32, uint8, int32) and 2 (int8); not 3 (int16).
 """
 
 from __future__ import annotations

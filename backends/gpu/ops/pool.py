@@ -1,4 +1,27 @@
-"""TODO pool
+"""AVERAGE_POOL_2D and MAX_POOL_2D on the GPU: float32, and int8 / uint8 (bit-exact with
+TFLite's reference kernels).
+
+Semantics are the CPU kernels' (``backends/cpu/kernels/pool2d.py``,
+``pool2d_quantized.py``), i.e. TFLite's reference kernels. Each window is clipped to the
+input and only the inside elements count:
+
+- float32: the average divides by that count (not the filter size); the max skips NaN
+  (``std::max`` with the running value first: ``m < v ? v : m`` from -inf); then the
+  fused activation as a clamp (TANH not applied) with TFLite's activation range, which is
+  [-FLT_MAX, FLT_MAX] even with no activation (+-inf saturates; a max window of only NaN
+  / -inf gives lowest). How: one launch of ``cuda/pool2d.cu`` (one thread per output,
+  the window's taps in a loop, the clamp fused); host emulation runs its numpy twin
+  (``cuda/windows.py``) as that one launch.
+- int8 / uint8: the output has the input's scale and zero point (TFLite's Prepare checks
+  it: the CPU kernel's ``quantization_mismatch``), so the pools work on raw values.
+  AVERAGE: ``acc = sum(window)`` in int32, ``out = sign(acc) * ((|acc| + count/2) //
+  count)`` (the CPU kernel's ``rounded_average``); MAX: ``out = max(window)``; then the
+  fused activation's quantized clamp (``CalculateActivationRangeQuantized``: TANH clamps
+  nothing). How: one launch of ``cuda/int8_windows.cu`` (a thread per output, the
+  window's taps in a loop, the average's rounding and the clamp fused); host emulation
+  runs its numpy twin (``cuda/int8_windows.py``) as that one launch.
+
+Versions claimed: 1 (float32, uint8) and 2 (int8); v3 (int16) is not claimed.
 """
 
 from __future__ import annotations

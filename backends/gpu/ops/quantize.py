@@ -1,4 +1,51 @@
-"""TODO quantize
+"""QUANTIZE (float32 -> int8/uint8, and int8/uint8 -> int8/uint8 requantization) and
+DEQUANTIZE (runtime int8/uint8 -> float, and constant float16 -> float32) on the GPU,
+bit-exact with TFLite's reference kernels.
+
+Semantics, parameters and arithmetic are the CPU kernels' (``backends/cpu/kernels/
+quantize.py`` and ``dequantize.py``), configured for the node by their own ``configure``:
+
+- QUANTIZE of a float32 input: ``q = clamp(int32(roundf(x / scale)) + zero_point)`` with
+  ``x / scale`` in float32, per tensor or per channel (``quantize_quotient``: halves away
+  from zero, a quotient outside int32 or NaN becomes INT32_MIN, the zero point wraps in
+  int32, as LiteRT's x86 build);
+- QUANTIZE of an int8/uint8 input (``reference_ops::Requantize``): the CPU kernel's
+  256-entry table of ``clamp(M(x - z_in, m) + z_out)``, uploaded once and read with
+  ``take`` at the input's code (its bits as uint8);
+- DEQUANTIZE of a runtime int8/uint8 tensor: ``scale * (q - zero_point)`` in float32,
+  rounded once (``dequantize_affine``), per tensor or per channel, stored in float32
+  where the partition keeps the output in float32 (every use takes it exactly: a
+  download, a QUANTIZE) and otherwise in the delegate's storage dtype (float16 with
+  ``precision="float16"``);
+- DEQUANTIZE of a constant float16 tensor (models stored with float16 weights carry
+  ``DEQUANTIZE(constant float16) -> float32`` nodes): widening float16 to float32 is
+  exact; done once at prepare, the result uploaded once (in the storage dtype: with
+  float16 storage that is the float16 value itself, still exact) and ``run`` hands out
+  that array.
+
+How: one launch each of ``cuda/int8_elementwise.cu`` (``quantize_*``, ``dequantize_*``, and
+``lookup_b8`` for the 8-bit requantization's table). QUANTIZE reads a float32 or float16
+input as it comes, so ``precision="float16"`` never rounds the float32 input of a quantized
+model to half first: the partition keeps it in float32 (``exact_float32_inputs``).
+
+Versions claimed:
+
+- QUANTIZE 1 (float32 -> int8/uint8 per tensor; int8/uint8 -> int8/uint8) and 3 (a
+  per-channel int8/uint8 output). v2 (int16 output) and the int16/int32 requantizations
+  (also v1) are not claimed: their nodes are refused naming the type. v4/v5 are int4/uint4.
+- DEQUANTIZE 1 (uint8, per tensor or per channel) and 2 (int8) of runtime tensors; a
+  constant int8/uint8 input is left to the CPU, which folds the node at prepare (its
+  output is then a constant like any other). Not claimed: int16 (v3), v4 (never
+  stamped), int8 per channel (v5: converted models have no runtime per-channel tensors;
+  the per-channel uint8 path above is the same arithmetic), and the packed types (v6+).
+- DEQUANTIZE of constant float16: v1-v3 (``Dequantize``), the one exception to "every
+  version up to the claim is implemented". For DEQUANTIZE the version says only which
+  input type the node has (v1 uint8, v2 int8, v3 int16/float16), and TFLite runs all of
+  them with one kernel that looks at the type; real float16 models are stamped v2 by
+  older converters (MediaPipe's face detector: 74 float16 DEQUANTIZE nodes at v2) and v3
+  by current ones (``op_version.py``). So this class takes v1-v3 and decides by type:
+  uint8/int8/int16 inputs are rejected per node with a reason naming the type; v4+
+  (per-channel int8, int4, int2, uint4) are not claimed.
 """
 
 from __future__ import annotations

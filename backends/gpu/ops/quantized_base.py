@@ -1,4 +1,16 @@
-"""TODO quantized_base
+"""What the GPU delegate's quantized (int8 / uint8) ops share: :class:`QuantizedOp`, and
+:func:`configured_cpu_kernel` / :func:`cpu_kernel_reason`, through which an op uses the
+CPU kernel's own class for its Prepare-time parameters and refusals.
+
+They are bit-exact with TFLite's reference kernels, and they get there the way the CPU
+kernels do: the Prepare-time parameters (multipliers and shifts, zero points, the fused
+activation's quantized clamp, lookup tables) come from the CPU kernels' own helpers. At
+run time each node is one hand-written CUDA kernel (``cuda/int8_*.cu``, ``conv*_int8.cu``...)
+whose integer arithmetic is ``cuda/fixed_point.cuh``, tested equal bit for bit to
+``backends.cpu.quantization`` (the array-namespace version the CPU uses; host emulation
+runs the kernels' numpy twins, written with it). Integer tensors are stored as they are;
+the ``float16`` precision option changes float activations only, never a quantized
+model's float inputs and outputs (``GpuOp.exact_float32_inputs``).
 """
 
 from __future__ import annotations

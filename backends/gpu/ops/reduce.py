@@ -1,4 +1,56 @@
-"""TODO reduce
+"""Reductions on the GPU: MEAN, SUM, REDUCE_PROD, REDUCE_MAX, REDUCE_MIN over a constant
+axis list (float32; MEAN and SUM also int8 / uint8, REDUCE_MAX / REDUCE_MIN also int8,
+uint8, int32), and CUMSUM along a constant axis (float32).
+
+Semantics are the CPU kernels' (``backends/cpu/kernels/reduce.py``,
+``reduce_quantized.py``, ``cumsum.py``), i.e. TFLite's reference kernels:
+
+- axes: negative ones wrap, repeated ones count once, an empty list reduces nothing (the
+  input is copied), a scalar input is copied; ``keep_dims`` keeps the reduced axes with
+  extent 1. The axis tensor must be constant (the output shape depends on it).
+- MEAN of float32: a float32 sum over the axes divided by the number of reduced
+  elements; an empty input gives NaN. How: one launch of ``cuda/pool2d.cu``'s mean kernel
+  (one thread per output, the reduced elements summed in a loop); an empty input is one
+  fill.
+- SUM and REDUCE_PROD of float32 accumulate in float32 (in another order than TFLite's
+  one-by-one loop: float32 rounding only). An empty input gives 0 (SUM) or 1 (PROD).
+- REDUCE_MAX / REDUCE_MIN of float32 compare as TFLite's ``in > current`` starting from
+  the lowest (highest) finite value: NaN is skipped, and a slot of only NaN or -inf
+  (+inf) gives -FLT_MAX (FLT_MAX). When every axis is reduced TFLite starts from the
+  first element instead: -inf survives, and a NaN first element is the result. An
+  empty input gives -FLT_MAX (FLT_MAX). How: NaN replaced by -inf (+inf), one max (min),
+  then the clamp to the finite range, or the first element's NaN put back.
+- REDUCE_MAX / REDUCE_MIN of int8, uint8 and int32 compare raw values (exact); int8 and
+  uint8 need the output to have the input's scale and zero point (TFLite checks it). An
+  empty input gives the type's lowest (highest) value.
+- MEAN and SUM of int8 / uint8 (``reference_ops::QuantizedMeanOrSum``), bit-exact with
+  our CPU path (TFLite's reference arithmetic; LiteRT 2.3's reference SUM runs its uint8
+  code on int8 data, a bug of that build that the CPU kernel documents and does not
+  reproduce: int8 SUM equals the CPU path, uint8 SUM and MEAN equal BUILTIN_REF too).
+  For each output element with ``n`` reduced input elements::
+
+      acc = sum(q)                                 (int32, wrapping like TFLite's temp_sum)
+      (m, e) = QuantizeMultiplier(double(s_in) / double(s_out)), 1/n folded in (MEAN only)
+      out = clamp(MultiplyByQuantizedMultiplier(int32(acc - z_in * n), m, e) + z_out)
+
+  with the type's range as the clamp (no fused activation). The multiplier
+  (``mean_sum_multiplier``), its fold (``folded_multiplier``) and the requantization
+  (``requantize_sums``) are the CPU kernel's own functions. An empty input gives 0. How:
+  one launch of ``cuda/int8_windows.cu``'s quantized mean (a thread per output, the sum
+  and the requantization fused); host emulation runs its twin as that one launch.
+- CUMSUM: running float32 sums along the axis, ``exclusive`` (the first is 0, each sum
+  leaves out its own element) and ``reverse`` (from the end of the axis).
+
+Float results are stored in the storage dtype (float16 storage: -FLT_MAX becomes -inf).
+
+Versions claimed (``schema/versioning/op_version.py``):
+
+- MEAN 1 (float32, uint8) and 2 (int8); v3 (int16) is not claimed.
+- SUM 1 (float32, uint8) and 2 (int8).
+- REDUCE_PROD 1 (float32); v2 is int8/int16.
+- REDUCE_MAX, REDUCE_MIN 1 (float32, uint8, int32) and 2 (int8); not 3 (int16).
+- CUMSUM 1 (float32; int32/int64 CUMSUM, also v1, are refused by type): the op's only
+  version.
 """
 
 from __future__ import annotations

@@ -1,4 +1,13 @@
-"""TODO reshape
+"""RESHAPE on the GPU: float32, and int8 / uint8 whose input and output quantization are
+equal.
+
+Semantics are the CPU kernel's (``backends/cpu/kernels/reshape.py``): the output's
+static shape (set by the CPU kernel's prepare from the constant shape tensor or the
+params); a shape tensor known only at run time is rejected.
+
+How: no launch, a view of the input (see ``Reshape``).
+
+Versions claimed: 1, the op's only version.
 """
 
 from __future__ import annotations

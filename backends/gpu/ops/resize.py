@@ -1,4 +1,16 @@
-"""TODO resize
+"""RESIZE_BILINEAR and RESIZE_NEAREST_NEIGHBOR on the GPU (float32).
+
+Semantics are the CPU kernel's (``backends/cpu/kernels/resize.py``): the source indices
+and weights are computed on the host at prepare with the CPU kernel's own float32
+functions (TFLite's exact index arithmetic) and uploaded once; then one launch of
+``cuda/resize.cu``: bilinear mixes the four neighbours in TFLite's order of operations,
+``a*(1-dy)*(1-dx) + b*dy*(1-dx) + c*(1-dy)*dx + d*dy*dx``, nearest gathers. In host
+emulation the launch runs its kernel's numpy twin (``cuda/windows.py``).
+
+Versions claimed:
+
+- RESIZE_BILINEAR 1 and 3 (align_corners; v3 adds half_pixel_centers). v2 is int8.
+- RESIZE_NEAREST_NEIGHBOR 1 and 3 (v3: align_corners / half_pixel_centers). v2 is int8.
 """
 
 from __future__ import annotations

@@ -1,4 +1,23 @@
-"""TODO slicing
+"""Slicing on the GPU: SLICE (float32, int8, uint8, int32) and STRIDED_SLICE (float32, int8,
+uint8), bit-exact (values are moved, never computed).
+
+Semantics are the CPU kernels' (``backends/cpu/kernels/slice.py``), and so is the host
+arithmetic:
+
+- SLICE: ``size`` elements from ``begin`` along each axis (size -1: to the end); begin
+  and size constant (the output shape depends on them).
+- STRIDED_SLICE: the index (masks, ellipsis, new axes, shrink, ``offset``) is
+  ``slice.strided_slice_plan``, computed once at prepare from constant begin/end/strides.
+
+How: one slice (and a copy) per node: every output is a new array (never a view of an
+input).
+
+Versions claimed (``schema/versioning/op_version.py``):
+
+- SLICE 1 (float32, uint8, int32) and 2 (int8); not 3 (string), 4 (int16), 5 (rank 5),
+  6 (uint32).
+- STRIDED_SLICE 1 (float32, uint8), 2 (int8), 6 (ellipsis / new-axis masks) and 8
+  (``offset``); not 3 (bool), 4 (rank 5), 5 (string), 7 (uint32).
 """
 
 from __future__ import annotations

@@ -1,4 +1,34 @@
-"""TODO softmax
+"""SOFTMAX on the GPU, along the last axis, with beta: float32, and int8 / uint8 inputs
+(bit-exact with TFLite's reference kernel).
+
+Float32, as the CPU kernel (``backends/cpu/kernels/softmax.py``, TFLite's reference), per
+row: ``e = exp((x - max(x)) * beta); y = e / sum(e)``, in float32.
+
+int8 / uint8: semantics, tables and arithmetic are the CPU kernel's
+(``backends/cpu/kernels/softmax_quantized.py``, gemmlowp fixed point). Per row of the
+last axis, with ``d = q - max(row)`` in [-255, 0]:
+
+    e(d)   = exp(beta * s_in * d) in Q0.31    (the CPU kernel's table, 0 below diff_min)
+    sum    = sum over the row of e(d) in Q12.19 (its second table)
+    (r, n) = GetReciprocal(sum)                (``row_reciprocals``)
+    out    = min(RDBPOT(SRDHM(r, e(d)), n + 31 - bits(out)) + min(out), max(out))
+
+The GPU op configures the CPU kernel's own class for the node (``configure``: TFLite's
+Prepare checks, the multiplier, diff_min, both tables), uploads the tables once (int32),
+and each run is one launch of ``cuda/int8_windows.cu``'s softmax (a thread per row: the
+maximum, the sum, ``GetReciprocal`` in gemmlowp's fixed point, the outputs); host
+emulation runs its numpy twin (the CPU kernel's ``row_reciprocals`` and
+``backends.cpu.quantization``) as that one launch.
+
+Where TFLite aborts (a row whose sum of exps reaches 2^28 in Q12.19, i.e. 512 values
+or more near the row's maximum: the output exponent leaves [0, 31]), the CPU kernel
+raises; the GPU cannot stop on a value without reading it back, so there the shift is
+held at 31 + 31 and the row's outputs are defined but meaningless. Rows shorter than 512
+never get there.
+
+Versions claimed: v1 (float32; uint8 input, uint8 or int16 output) and v2 (int8 input,
+int8 or int16 output), the output types TFLite's ``SoftmaxPrepare`` accepts. Not
+claimed: v3 (int16 input).
 """
 
 from __future__ import annotations

@@ -1,4 +1,23 @@
-"""TODO space_depth
+"""Moving values between space, depth and batch on the GPU: DEPTH_TO_SPACE, SPACE_TO_DEPTH
+(float32, int8, uint8, int32), SPACE_TO_BATCH_ND, BATCH_TO_SPACE_ND (float32, int8,
+uint8), bit-exact (values are moved, never computed).
+
+Semantics are the CPU kernels' (``backends/cpu/kernels/space_depth.py``), i.e. TFLite's
+reference kernels:
+
+- DEPTH_TO_SPACE: ``out[n, h*b+i, w*b+j, c] = in[n, h, w, (i*b+j)*C' + c]`` (NHWC);
+  SPACE_TO_DEPTH its inverse; the block size from the params. How: ``reshape``,
+  ``transpose`` and a copy (a new array, never a view of the input).
+- SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND: constant block_shape and paddings / crops;
+  SPACE_TO_BATCH_ND pads with 0, or the output's zero point for 8-bit tensors (the CPU
+  kernel's rule, TFLite's memset). How: one launch of ``cuda/space_batch.cu`` (its numpy
+  twin in host emulation).
+
+Versions claimed (``schema/versioning/op_version.py``):
+
+- DEPTH_TO_SPACE, SPACE_TO_DEPTH 1 (float32, uint8, int32) and 2 (int8).
+- SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND 1 (float32 / uint8, 4-D), 2 (int8), 3 (3-D
+  inputs); not 4 (int16), nor int32 / int64 tensors (also v1).
 """
 
 from __future__ import annotations

@@ -1,4 +1,11 @@
-"""TODO tile
+"""TILE on the GPU (float32, int8, uint8, int32), bit-exact (values are moved, never
+computed).
+
+Semantics are the CPU kernel's (``backends/cpu/kernels/tile_broadcast.py``):
+``multiples[i]`` copies along each axis (constant multiples). The output is a new array
+(never a view of the input).
+
+Versions claimed: 1 (float32, uint8, int32) and 3 (int8); not 2 (string).
 """
 
 from __future__ import annotations

@@ -1,4 +1,14 @@
-"""TODO transpose
+"""TRANSPOSE on the GPU (float32, int8, uint8, int32), bit-exact (values are moved, never
+computed).
+
+Semantics are the CPU kernel's (``backends/cpu/kernels/transpose.py``):
+``output.shape[i] = input.shape[perm[i]]``, constant int32 perm, rank <= 4 (an int64 perm
+is refused: LiteRT's reference kernel reads it as int32 values).
+
+How: ``transpose`` and a copy: the output is a new array (never a view of the input).
+
+Versions claimed: 1 (float32, uint8, int32, rank <= 4) and 2 (int8); not 3 (bool), 4
+(rank 5) or later.
 """
 
 from __future__ import annotations
