@@ -65,7 +65,7 @@ from backends.cpu.common import broadcast_shape, calculate_activation_range
 from backends.cpu.kernels.binary_quantized import QuantizedAddSub, QuantizedMul, pair_table
 from backends.gpu.cuda.elementwise import ElementwiseBinaryCuda
 from backends.gpu.cuda.int8_elementwise import PairLookupCuda, QuantizedBinaryCuda, QuantizedBinaryParams
-from backends.gpu.ops.base import GpuOp, MAX_RANK, TypeReason
+from backends.gpu.ops.base import MAX_RANK, GpuOp, TypeReason
 from backends.gpu.ops.quantized_base import (
     QuantizedOp,
     configured_cpu_kernel,

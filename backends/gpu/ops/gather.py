@@ -28,7 +28,7 @@ from typing import Sequence
 
 import numpy as np
 
-from backends.gpu.ops.base import GpuOp, MAX_RANK
+from backends.gpu.ops.base import MAX_RANK, GpuOp
 from backends.gpu.ops.moving_base import (
     INDEX_TYPES,
     LayoutOp,

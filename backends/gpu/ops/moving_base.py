@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 
 from backends.cpu.kernels.reshape import quantization_params
-from backends.gpu.ops.base import GpuOp, MAX_RANK, TypeReason
+from backends.gpu.ops.base import MAX_RANK, GpuOp, TypeReason
 from delegate_sdk.node import Node
 from delegate_sdk.tensor import RuntimeTensor
 from schema.enums import TensorType, builtin_operator_name
@@ -110,6 +110,8 @@ class MovingOp(GpuOp):
 
 
 def constant_shape_int_reason(tensor, what: str, types=(T.INT32, T.INT64)) -> str | None:
+    """A reason when ``tensor`` is not a constant integer tensor of ``types`` (an input the
+    output shape depends on: PAD's paddings, RESIZE's size)."""
     if tensor is None:
         return f"the {what} input is missing"
     if tensor.type not in types:

@@ -22,7 +22,7 @@ import numpy as np
 
 from backends.cpu.kernel import CpuKernel
 from backends.cpu.quantization import Requantizer, is_quantized
-from backends.gpu.ops.base import GpuOp, MAX_RANK, TypeReason
+from backends.gpu.ops.base import MAX_RANK, GpuOp, TypeReason
 from delegate_sdk.node import Node
 from delegate_sdk.tensor import RuntimeTensor
 from schema.enums import TensorType, builtin_operator_name
