@@ -38,10 +38,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from backends.gpu.ops.activations_more import RELU_RANGES, ReluRange
+from backends.gpu.ops.activations import ACTIVATION_KERNEL_OPS, RELU_RANGES, Activation, Prelu, ReluRange
 from backends.gpu.ops.conv import Conv2D, DepthwiseConv2D
-from backends.gpu.ops.elementwise import ACTIVATION_KERNEL_OPS, Activation, Binary, Prelu, saturating_bounds
-from backends.gpu.ops.layout import Pad
+from backends.gpu.ops.elementwise import Binary, saturating_bounds
+from backends.gpu.ops.pad import Pad
 from delegate_sdk.node import Node
 from schema.enums import BuiltinOperator as B
 
