@@ -33,6 +33,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from backends.gpu.device import Device, DeviceCounters, DeviceMemoryError, open_device
+from backends.gpu.fusion import fuse_steps
 from backends.gpu.ops import gpu_custom_support_table, gpu_op_classes, gpu_support_table, select_op_class
 from backends.gpu.ops.base import GpuOp
 from backends.gpu.ops.variables import DeviceVariable, DeviceVariables
@@ -331,6 +332,9 @@ class PartitionStats:
     device_ms: float | None  # the last invoke's ops, between two CUDA events
     graph: str  # "replaying", "not captured yet", "off", or why capture failed
     graph_nodes: int
+    #: What each launch of the partition runs: its nodes (several when fusion.py folded them
+    #: into one kernel) and, for an op with kernel variants, the variant prepare chose.
+    kernels: tuple[str, ...] = ()
 
 
 class _Environment:
@@ -404,6 +408,8 @@ class GpuPartitionKernel(DelegateKernel):
                         if tensors[t].is_constant and t not in self.constants:
                             self.constants[t] = self._upload_constant(tensors[t])
                 self.steps.append((op, inner, reads, label))
+            if not self.delegate.expose_intermediates:  # fold conv -> ADD -> RELU/PRELU, PAD -> conv (fusion.py)
+                self.steps = fuse_steps(self.steps, tensors, keep=set(node.outputs))
             handoffs = self.delegate.handoffs
             self.handed_in = {
                 t: handoffs[(id(context), t)] for t in node.inputs if (id(context), t) in handoffs and self._read_on_device(t)
@@ -649,4 +655,5 @@ class GpuPartitionKernel(DelegateKernel):
         return PartitionStats(
             partition, tuple(self.params.nodes_to_replace), self.last_invoke, self.total, self.invokes,
             self.device_ms, graph, self.graph_nodes,
+            tuple(label + (f" [{op.variant}]" if getattr(op, "variant", None) else "") for op, _, _, label in self.steps),
         )

@@ -16,7 +16,7 @@ import pytest
 from backends.cpu.kernel import UnsupportedKernelError
 from backends.cpu.kernels.slice import strided_slice_plan
 from backends.gpu import GpuDelegate
-from backends.gpu.ops.reduce_more import require_reduced_shape
+from backends.gpu.ops.reduce import require_reduced_shape
 from delegate_sdk.context import KernelError
 from delegate_sdk.delegate import DelegatePrepareError
 from interpreter import Interpreter

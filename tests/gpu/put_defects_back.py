@@ -126,9 +126,9 @@ DEFECTS: dict[str, tuple[str, str, str, list[str]]] = {
         DEVICE_TESTS,
     ),
     "concatenate-with-cupy": (
-        "backends/gpu/ops/layout.py",
-        "        return [self.launcher(args)]\n\n\nclass Reshape",
-        "        return [self.xp.concatenate(args, axis=int(self.params.axis))]\n\n\nclass Reshape",
+        "backends/gpu/ops/concat_split.py",
+        "        return [self.launcher(args)]\n\n\nclass QuantizedConcatenation",
+        "        return [self.xp.concatenate(args, axis=int(self.params.axis))]\n\n\nclass QuantizedConcatenation",
         DEVICE_TESTS,
     ),
     "require-gpu-skips": (

@@ -1,6 +1,6 @@
 """Elementwise math, comparisons, selection, logical ops, activations and CAST on the GPU
-(backends/gpu/ops/elementwise_more.py, activations_more.py) against LiteRT's reference
-kernels (BUILTIN_REF; its default kernels for ELU and CEIL, which BUILTIN_REF lacks).
+(backends/gpu/ops/elementwise.py, comparison.py, unary.py, cast.py, activations.py)
+against LiteRT's reference kernels (BUILTIN_REF; its default kernels for ELU and CEIL, which BUILTIN_REF lacks).
 
 Every case runs through ``GpuDelegate(device="host")`` and through the emulated CUDA
 device (the device branch, CuPy's rules), over four invokes with new inputs (the graph is

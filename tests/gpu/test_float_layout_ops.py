@@ -1,5 +1,6 @@
-"""Data movement and reductions on the GPU (backends/gpu/ops/layout_more.py,
-reduce_more.py) against LiteRT's reference kernels (BUILTIN_REF): SLICE, UNPACK,
+"""Data movement and reductions on the GPU (backends/gpu/ops/slicing.py, concat_split.py,
+transpose.py, space_depth.py, gather.py, tile.py, pad.py, reduce.py) against LiteRT's
+reference kernels (BUILTIN_REF): SLICE, UNPACK,
 TRANSPOSE, DEPTH_TO_SPACE, SPACE_TO_DEPTH, GATHER, TILE, MIRROR_PAD on float32, int8,
 uint8 and int32 (bit for bit); SUM, REDUCE_PROD, REDUCE_MAX, REDUCE_MIN, CUMSUM on
 float32 (within 1e-5 relative; REDUCE_MAX/MIN of int8, uint8, int32 bit for bit); and

@@ -154,7 +154,7 @@ def test_softmax_twin_matches_the_kernel_and_the_cpu(dtype, out_dtype, shape, be
 
 def _configured_softmax(x, zero, scale, beta, out_dtype, out_q):
     """The CPU kernel configured for a one-node model with these parameters."""
-    from backends.gpu.ops.elementwise_quantized import configured_cpu_kernel
+    from backends.gpu.ops.quantized_base import configured_cpu_kernel
 
     builder = ModelBuilder()
     graph = builder.subgraph()
@@ -200,6 +200,6 @@ def test_quantized_sum_equals_the_cpu_path_and_builtin_ref_for_uint8(shape, axes
     interpreter = assert_matches_cpu(model, lambda: delegate, invokes=3)
     assert all(p.delegated for p in interpreter.node_placements())
     assert delegate.last_invoke().graph_nodes + delegate.last_invoke().kernel_launches == 1
-    if dtype == np.uint8:  # LiteRT 2.3's int8 SUM runs uint8 code (reduce_quantized.py's docstring)
+    if dtype == np.uint8:  # LiteRT 2.3's int8 SUM runs uint8 code (reduce.py's docstring)
         x = random_inputs(model, seed=2)
         np.testing.assert_array_equal(run_interpreter(interpreter, x)[0], run_litert(model, x)[0])

@@ -21,7 +21,7 @@ from backends.gpu.cuda.layout import (
     concatenation_groups,
     gather_tables,
 )
-from backends.gpu.ops.layout_more import mirror_sources
+from backends.gpu.ops.pad import mirror_sources
 from interpreter import Interpreter
 from kernel_twin import assert_twin_matches, run_both_ways
 from schema.builder import ModelBuilder

@@ -107,8 +107,12 @@ def test_each_cuda_source_is_compiled_once_per_device(cuda_device):
     device = cuda_device()
     delegate = GpuDelegate(device=device)
     invoke(interpreter_for(FACE, delegate), 0)
-    # 21 convs, 16 depthwise, adds and relus, max pools, pads and concatenations: each source once
-    assert sorted(device._modules) == ["conv2d.cu", "depthwise_conv2d.cu", "elementwise.cu", "layout.cu", "pool2d.cu"]
+    # 21 convs (direct and tiled), 16 depthwise (direct and tiled), adds and relus (fused into
+    # them), max pools, pads and concatenations: each source once
+    assert sorted(device._modules) == [
+        "conv2d.cu", "conv2d_tiled.cu", "depthwise_conv2d.cu", "depthwise_conv2d_tiled.cu", "elementwise.cu",
+        "layout.cu", "pool2d.cu",
+    ]
 
 
 INT8_MODELS = sorted(MODELS.glob("converter/*_int8.tflite")) + sorted(MODELS.glob("real/*int8*.tflite"))

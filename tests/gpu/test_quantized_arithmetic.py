@@ -1,7 +1,7 @@
 """The GPU delegate's quantized arithmetic and lookup-table ops, bit-exact with LiteRT's
-reference kernels (BUILTIN_REF): ADD, SUB, MUL (elementwise_quantized.py), QUANTIZE and
+reference kernels (BUILTIN_REF): ADD, SUB, MUL (elementwise.py), QUANTIZE and
 DEQUANTIZE (quantize.py), LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU
-(activations_quantized.py), SOFTMAX (softmax_quantized.py).
+(activations.py), SOFTMAX (softmax.py).
 
 Every case runs one-node models through ``GpuDelegate(device="host")`` (host emulation)
 and ``GpuDelegate(device=emulated_cuda_device())`` (the device branch on the emulated

@@ -1,4 +1,5 @@
-"""Data movement on the GPU (backends/gpu/ops/layout_quantized.py, slicing.py), bit for bit
+"""Data movement on the GPU (backends/gpu/ops/reshape.py, pad.py,
+concat_split.py, space_depth.py, slicing.py), bit for bit
 with LiteRT's reference kernels (BUILTIN_REF): RESHAPE of int8/uint8, PAD / PADV2,
 CONCATENATION of int8/uint8 (uint8 inputs rescaled), STRIDED_SLICE, SPLIT, SPLIT_V, PACK
 on float32, int8 and uint8.

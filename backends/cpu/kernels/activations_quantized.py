@@ -32,7 +32,7 @@ byte pairs, two elements per lookup).
 ELU is missing from LiteRT's reference resolver; its int8 kernel (the LUT above) is the
 one of the default resolver.
 
-The GPU delegate's quantized activations (``backends/gpu/ops/activations_quantized.py``)
+The GPU delegate's quantized activations (``backends/gpu/ops/activations.py``)
 upload the very table ``configure`` builds here, and look it up on the device.
 """
 

@@ -40,7 +40,7 @@ are computed directly in int64.
 One copy of the arithmetic for both backends: ``configure`` (the checks and TFLite's
 Prepare-time parameters, with no effect on the tensors) and ``compute`` (the per-element
 integer arithmetic, written against the array namespace of its arguments) are what the
-GPU delegate's quantized ADD/SUB/MUL call too (``backends/gpu/ops/elementwise_quantized.py``:
+GPU delegate's quantized ADD/SUB/MUL call too (``backends/gpu/ops/elementwise.py``:
 ``compute`` on device arrays).
 """
 

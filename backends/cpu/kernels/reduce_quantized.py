@@ -69,7 +69,7 @@ def _params(tensor) -> tuple[float, int]:
     return float(np.float32(q.scale[0])), int(q.zero_point[0]) if q.zero_point.size else 0
 
 
-# -- the integer arithmetic of MEAN/SUM, shared with the GPU delegate (backends/gpu/ops/reduce_quantized.py)
+# -- the integer arithmetic of MEAN/SUM, shared with the GPU delegate (backends/gpu/ops/reduce.py)
 
 
 def mean_sum_multiplier(input_tensor, output_tensor) -> tuple[int, int]:

@@ -32,7 +32,7 @@ Python ints and bytes instead, through a function bound once per allocation
 (``_bind_bytes``): ``bytes.translate`` turns the raw input into table indices, and the
 output bytes are written into the arena at once.
 
-The GPU delegate's quantized SOFTMAX (``backends/gpu/ops/softmax_quantized.py``) takes
+The GPU delegate's quantized SOFTMAX (``backends/gpu/ops/softmax.py``) takes
 this kernel's Prepare (``configure``: the checks and the tables) and its per-row
 reciprocal (:func:`row_reciprocals`, written against the array namespace), and does the
 same gathers, row sums and final rescaling on device arrays.

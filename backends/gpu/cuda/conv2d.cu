@@ -35,7 +35,12 @@
 // no im2col buffer and no padded copy, which is what the small MediaPipe-sized layers (a
 // few thousand pixels, 16-256 channels) need: their time is launch overhead, not FLOPs.
 // It parallelises like the im2col + matmul.cu pair it replaces (same threads per output,
-// same per-thread order), minus that pair's extra launches and memory traffic.
+// same per-thread order), minus that pair's extra launches and memory traffic. Larger layers
+// run conv2d_tiled.cu instead (an implicit GEMM over shared-memory tiles, the same sums in the
+// same order), or in float16 storage conv2d_mma.cu (tensor cores); conv2d.py: conv2d_variant.
+//
+// conv2d_fused_f32/_f16: the same kernel with the nodes backends/gpu/fusion.py folds into it
+// (epilogue.cuh: a residual ADD, PRELU, RELU; a PAD in front is only pad_top / pad_left).
 //
 // Storage: float32 (conv2d_f32) or float16 (conv2d_f16: input, filter, bias and output
 // hold binary16 bit patterns; every product and sum is float32, and the product of two
@@ -50,6 +55,7 @@
 
 // ---- storage types ---------------------------------------------------------------------------
 #include "storage.cuh"  // load_as_float / store_from_float for float and float16 bit patterns
+#include "epilogue.cuh"  // the fused residual ADD / PRELU / RELU after the bias and clamp
 
 // ---- the kernel body ----------------------------------------------------------------------
 
@@ -65,7 +71,8 @@ __device__ __forceinline__ void conv2d_nhwc(
     int stride_h, int stride_w,
     int dilation_h, int dilation_w,
     int pad_top, int pad_left,
-    float act_min, float act_max)
+    float act_min, float act_max,
+    const Epilogue epilogue)
 {
     const long long pixels = (long long)batches * out_h * out_w;
     const long long pixel_groups = (pixels + CONV2D_PIXELS - 1) / CONV2D_PIXELS;
@@ -130,7 +137,8 @@ __device__ __forceinline__ void conv2d_nhwc(
         float value = bias != nullptr ? acc[r] + b : acc[r];
         value = value < act_min ? act_min : value;
         value = value > act_max ? act_max : value;
-        store_from_float(output + (first_pixel + r) * out_channels + oc, value);
+        const long long pixel = first_pixel + r;
+        store_from_float(output + pixel * out_channels + oc, apply_epilogue<Storage>(epilogue, value, pixel, oc));
     }
 }
 
@@ -147,7 +155,7 @@ extern "C" __global__ void conv2d_f32(
 {
     conv2d_nhwc<float>(
         input, filter, bias, output, batches, in_h, in_w, in_channels, out_h, out_w, out_channels, groups,
-        filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, act_min, act_max);
+        filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, act_min, act_max, no_epilogue());
 }
 
 // float16 storage (the delegate's float16 precision option): input, filter, bias and output
@@ -161,5 +169,41 @@ extern "C" __global__ void conv2d_f16(
 {
     conv2d_nhwc<unsigned short>(
         input, filter, bias, output, batches, in_h, in_w, in_channels, out_h, out_w, out_channels, groups,
-        filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, act_min, act_max);
+        filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, act_min, act_max, no_epilogue());
+}
+
+// ---- fused entry points (backends/gpu/fusion.py) ----------------------------------------------
+// The same convolution with the epilogue of epilogue.cuh: a residual ADD (its PAD of channels
+// folded in), PRELU, RELU. A PAD of the input's rows and columns folded in front of the
+// convolution needs no code: it is pad_top / pad_left and in_h / in_w (the host adds the PAD's
+// zeros to the convolution's own padding, conv2d.py: Conv2DGeometry.of(pre_padding=...)).
+
+extern "C" __global__ void conv2d_fused_f32(
+    const float* __restrict__ input, const float* __restrict__ filter, const float* __restrict__ bias,
+    float* __restrict__ output,
+    int batches, int in_h, int in_w, int in_channels, int out_h, int out_w, int out_channels, int groups,
+    int filter_h, int filter_w, int stride_h, int stride_w, int dilation_h, int dilation_w,
+    int pad_top, int pad_left, float act_min, float act_max,
+    const float* __restrict__ residual, int residual_channels, float add_min, float add_max,
+    const float* __restrict__ alpha, float post_min, float post_max)
+{
+    conv2d_nhwc<float>(
+        input, filter, bias, output, batches, in_h, in_w, in_channels, out_h, out_w, out_channels, groups,
+        filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, act_min, act_max,
+        make_epilogue(residual, residual_channels, add_min, add_max, alpha, post_min, post_max));
+}
+
+extern "C" __global__ void conv2d_fused_f16(
+    const unsigned short* __restrict__ input, const unsigned short* __restrict__ filter,
+    const unsigned short* __restrict__ bias, unsigned short* __restrict__ output,
+    int batches, int in_h, int in_w, int in_channels, int out_h, int out_w, int out_channels, int groups,
+    int filter_h, int filter_w, int stride_h, int stride_w, int dilation_h, int dilation_w,
+    int pad_top, int pad_left, float act_min, float act_max,
+    const unsigned short* __restrict__ residual, int residual_channels, float add_min, float add_max,
+    const unsigned short* __restrict__ alpha, float post_min, float post_max)
+{
+    conv2d_nhwc<unsigned short>(
+        input, filter, bias, output, batches, in_h, in_w, in_channels, out_h, out_w, out_channels, groups,
+        filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, act_min, act_max,
+        make_epilogue(residual, residual_channels, add_min, add_max, alpha, post_min, post_max));
 }

@@ -12,6 +12,7 @@ of the float sums (numpy/BLAS order against the kernels' sequential fused multip
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -38,6 +39,71 @@ CONV2D_PIXELS = 4
 
 _NULL = np.uint64(0)  # an absent pointer argument, passed by value: 8 zero bytes
 
+#: A clamp that clamps nothing (NaN passes too).
+NO_CLAMP = (-math.inf, math.inf)
+
+
+# -- the fused epilogue (epilogue.cuh) ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    """What a convolution kernel does after its own bias and clamp, for the nodes that
+    ``backends/gpu/fusion.py`` folds into it (``epilogue.cuh``), in this order:
+
+    - ``residual_channels`` > 0: ADD of a residual ``[N, OH, OW, residual_channels]``
+      (fewer channels than the output: a zero PAD of its last channels folded in), then the
+      ADD's own clamp ``add_bounds``;
+    - ``prelu``: PRELU with a per-channel alpha ``[out_channels]``;
+    - ``post_bounds``: a RELU-family clamp (``NO_CLAMP``: none).
+    """
+
+    residual_channels: int = 0
+    add_bounds: tuple[float, float] = NO_CLAMP
+    prelu: bool = False
+    post_bounds: tuple[float, float] = NO_CLAMP
+
+    def scalar_args(self, residual: Any, alpha: Any, null: Any) -> tuple:
+        """The epilogue's parameters of a ``*_fused_*`` kernel, in order."""
+        return (
+            null if residual is None else residual, np.int32(self.residual_channels),
+            np.float32(self.add_bounds[0]), np.float32(self.add_bounds[1]),
+            null if alpha is None else alpha, np.float32(self.post_bounds[0]), np.float32(self.post_bounds[1]),
+        )
+
+    def check(self, residual: Any, alpha: Any, out_shape: Sequence[int], storage: np.dtype) -> None:
+        """ValueError unless ``residual`` / ``alpha`` are what this epilogue reads."""
+        if (residual is not None) != (self.residual_channels > 0) or (alpha is not None) != self.prelu:
+            raise ValueError("the residual and alpha arrays must match the epilogue")
+        if residual is not None:
+            expected = (*out_shape[:3], self.residual_channels)
+            if tuple(residual.shape) != expected or residual.dtype != storage:
+                raise ValueError(f"residual must be a {storage} array of shape {list(expected)}, got {list(residual.shape)}")
+            if self.residual_channels > out_shape[3]:
+                raise ValueError(f"the residual has {self.residual_channels} channels, more than the output's {out_shape[3]}")
+        if alpha is not None and (alpha.size != out_shape[3] or alpha.dtype != storage):
+            raise ValueError(f"alpha must be {out_shape[3]} {storage} values, got {alpha.size} {alpha.dtype}")
+
+
+def epilogue_twin(values: np.ndarray, residual: np.ndarray | None, alpha: np.ndarray | None, epilogue: Epilogue | None) -> np.ndarray:
+    """``apply_epilogue`` of ``epilogue.cuh`` in numpy on float32 ``values`` ``[N, OH, OW, C]``
+    (after the convolution's bias and clamp): each step the unfused op's float32 arithmetic.
+    May write into ``values``."""
+    if epilogue is None:
+        return values
+    f32 = np.float32
+    if residual is not None:
+        rc = epilogue.residual_channels
+        values[..., :rc] += residual.astype(f32, copy=False)
+        values[..., rc:] += f32(0)  # the PAD's zeros: -0.0 + 0.0 = +0.0 as in the unfused ADD
+        values = np.clip(values, f32(epilogue.add_bounds[0]), f32(epilogue.add_bounds[1]), out=values)
+    if alpha is not None:
+        values = np.where(values >= 0, values, values * alpha.astype(f32, copy=False).reshape(-1))
+    low, high = epilogue.post_bounds
+    if (low, high) != NO_CLAMP:
+        values = np.clip(values, f32(low), f32(high), out=values)
+    return values
+
 
 # -- CONV_2D ------------------------------------------------------------------------------------
 
@@ -59,9 +125,11 @@ class Conv2DGeometry:
         stride: int | Sequence[int],
         dilation: int | Sequence[int],
         padding: int | str,
+        pre_padding: Sequence[int] = (0, 0, 0, 0),
     ) -> "Conv2DGeometry":
         """From an NHWC input shape and the kernel's filter shape ``[groups, KH, KW, I, O]``
-        (``conv2d_filter_layout``)."""
+        (``conv2d_filter_layout``). ``pre_padding`` (top, bottom, left, right): the zeros of
+        a PAD folded in front of the convolution (``fused_window``)."""
         if len(input_shape) != 4 or len(filter_shape) != 5:
             raise ValueError(
                 f"input must be [N, H, W, C] and filter [groups, KH, KW, I, O], got {list(input_shape)} "
@@ -73,7 +141,7 @@ class Conv2DGeometry:
             raise ValueError(
                 f"the input's {channels} channels must be the filter's {groups} groups of {group_in} channels"
             )
-        window = WindowGeometry.of(input_shape, (kh, kw), _padding(padding), _pair(stride, "stride"), _pair(dilation, "dilation"))
+        window = fused_window(input_shape, (kh, kw), padding, stride, dilation, pre_padding)
         return cls(window, groups * group_out, groups)
 
     @property
@@ -100,6 +168,27 @@ class Conv2DGeometry:
         )
 
 
+def fused_window(
+    input_shape: Sequence[int], filter_hw: Sequence[int], padding: int | str, stride: Any, dilation: Any,
+    pre_padding: Sequence[int] = (0, 0, 0, 0),
+) -> WindowGeometry:
+    """The window of a convolution over ``input_shape`` padded first with ``pre_padding``
+    zeros (top, bottom, left, right: a PAD folded into the kernel): TFLite's geometry over
+    the padded shape, its rows and columns of zeros moved into the convolution's own
+    padding. The kernels skip taps in the padding, which equals reading the PAD's zeros
+    for a finite filter (``fusion.py`` folds a PAD only then)."""
+    top, bottom, left, right = (int(p) for p in pre_padding)
+    batch, in_h, in_w, channels = (int(d) for d in input_shape)
+    padded = (batch, in_h + top + bottom, in_w + left + right, channels)
+    window = WindowGeometry.of(padded, tuple(filter_hw), _padding(padding), _pair(stride, "stride"), _pair(dilation, "dilation"))
+    if not (top or bottom or left or right):
+        return window
+    return dataclasses.replace(
+        window, in_h=in_h, in_w=in_w, pad_top=window.pad_top + top, pad_bottom=window.pad_bottom + bottom,
+        pad_left=window.pad_left + left, pad_right=window.pad_right + right,
+    )
+
+
 def conv2d_filter_layout(filters: np.ndarray, groups: int) -> np.ndarray:
     """TFLite's OHWI filter ``[groups * O, KH, KW, I]`` as ``conv2d.cu`` reads it:
     ``[groups, KH, KW, I, O]`` (C-contiguous), so that consecutive output channels of a
@@ -112,9 +201,10 @@ def conv2d_filter_layout(filters: np.ndarray, groups: int) -> np.ndarray:
     return np.ascontiguousarray(per_group.transpose(0, 2, 3, 4, 1))
 
 
-def conv2d_kernel_name(storage: Any) -> str:
-    """The kernel for a storage dtype: ``conv2d_f32`` or ``conv2d_f16``."""
-    return _storage_kernel("conv2d", storage)
+def conv2d_kernel_name(storage: Any, fused: bool = False) -> str:
+    """The kernel for a storage dtype: ``conv2d_f32`` or ``conv2d_f16`` (``conv2d_fused_*``
+    with an epilogue)."""
+    return _storage_kernel("conv2d_fused" if fused else "conv2d", storage)
 
 
 def conv2d_launch_config(geometry: Conv2DGeometry) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
@@ -122,6 +212,65 @@ def conv2d_launch_config(geometry: Conv2DGeometry) -> tuple[tuple[int, int, int]
     (group of CONV2D_PIXELS output pixels, output channel)."""
     pixels = math.prod(geometry.window.output_shape)
     return elementwise_launch_config(-(-pixels // CONV2D_PIXELS) * geometry.out_channels)
+
+
+# -- the tiled variant (conv2d_tiled.cu) and the choice between the two -----------------------------
+
+#: The tiled kernels of ``conv2d_tiled.cu``: variant name -> (TILE_M output pixels, TILE_N
+#: output channels) per block of 256 threads.
+CONV2D_TILES: dict[str, tuple[int, int]] = {"tiled 64x64": (64, 64), "tiled 128x32": (128, 32), "mma 64x64": (64, 64)}
+CONV2D_VARIANTS = ("direct", *CONV2D_TILES)
+#: The tensor-core variant (``conv2d_mma.cu``, float16 storage, mma.sync m16n8k16): sm_80 and newer.
+MMA_MIN_COMPUTE_CAPABILITY = 80
+#: Below this many outputs a layer stays on the direct kernel: a few blocks either way, and
+#: the tiles' staging and synchronisation cost more than they save.
+TINY_OUTPUTS = 1 << 14
+
+
+def conv2d_variant(
+    geometry: "Conv2DGeometry", finite_filter: bool = True, storage: Any = np.float32, compute_capability: int = 0
+) -> str:
+    """The kernel for a convolution, from its shapes (at prepare): ``"direct"``
+    (``conv2d.cu``) for a tiny layer, for a filter holding inf or NaN (the tiles would add
+    0 * inf for a tap outside the input, which the direct kernel skips) and for a grid the
+    tiles cannot launch; else, in float16 storage on sm_80 or newer, ``"mma 64x64"`` (tensor
+    cores, ``conv2d_mma.cu``); else ``"tiled 128x32"`` for at most 32 output channels per
+    group (MediaPipe's thin layers: more pixels per block), ``"tiled 64x64"`` otherwise."""
+    outputs = math.prod(geometry.out_shape)
+    if not finite_filter or outputs < TINY_OUTPUTS:
+        return "direct"
+    if np.dtype(storage) == np.float16 and compute_capability >= MMA_MIN_COMPUTE_CAPABILITY:
+        variant = "mma 64x64"
+    else:
+        variant = "tiled 128x32" if geometry.group_out <= 32 else "tiled 64x64"
+    try:
+        conv2d_tiled_launch_config(geometry, variant)
+    except ValueError:
+        return "direct"
+    return variant
+
+
+def conv2d_tiled_kernel_name(variant: str, storage: Any) -> str:
+    """``conv2d_tiled_64x64_f32`` ... (``conv2d_mma_64x64_f16``) for a tiled variant and a
+    storage dtype."""
+    tile_m, tile_n = CONV2D_TILES[variant]
+    kind = variant.split()[0]
+    if kind == "mma" and np.dtype(storage) != np.float16:
+        raise TypeError("the tensor-core variant stores float16")
+    return _storage_kernel(f"conv2d_{kind}_{tile_m}x{tile_n}", storage)
+
+
+def conv2d_tiled_launch_config(geometry: "Conv2DGeometry", variant: str) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """``(grid, block)`` of a tiled kernel: blocks of 256 threads, x over the tiles of
+    TILE_M output pixels, y over the groups' tiles of TILE_N output channels."""
+    tile_m, tile_n = CONV2D_TILES[variant]
+    pixels = math.prod(geometry.window.output_shape)
+    grid = (-(-pixels // tile_m), geometry.groups * -(-geometry.group_out // tile_n), 1)
+    if min(grid) <= 0:
+        raise ValueError("nothing to launch for an empty output")
+    if grid[0] > 2**31 - 1 or grid[1] > _MAX_GRID_YZ:
+        raise ValueError(f"the {variant} tiles of a {list(geometry.out_shape)} output need a grid of {grid}")
+    return grid, (256, 1, 1)
 
 
 def conv2d_args(x: Any, w: Any, b: Any, out: Any, geometry: Conv2DGeometry, bounds: tuple[float, float], null: Any) -> tuple:
@@ -161,21 +310,37 @@ class Conv2DCuda(_Launcher):
         activation: int = ActivationFunctionType.NONE,
         storage: Any = np.float32,
         *,
+        epilogue: Epilogue | None = None,
+        pre_padding: Sequence[int] = (0, 0, 0, 0),
+        variant: str = "direct",
         xp: Any = None,
         module: Any = None,
         host_device: Any = None,
     ) -> None:
+        if variant not in CONV2D_VARIANTS:
+            raise ValueError(f"variant must be one of {list(CONV2D_VARIANTS)}, got {variant!r}")
+        if variant_source(variant) != self.source:
+            raise ValueError(f"the {variant} variant runs {variant_source(variant)}, not {self.source}")
+        self.variant = variant
         self.stride = _pair(stride, "stride")
         self.dilation = _pair(dilation, "dilation")
         self.padding = _padding(padding)
         self.bounds = activation_range(activation)
         self.storage = np.dtype(storage)
-        self.kernel_name = conv2d_kernel_name(self.storage)
+        self.epilogue = epilogue
+        self.pre_padding = tuple(int(p) for p in pre_padding)
+        if variant == "direct":
+            self.kernel_name = conv2d_kernel_name(self.storage, fused=epilogue is not None)
+        else:  # the tiled kernels always take an epilogue (a no-op one for none)
+            self.epilogue = epilogue if epilogue is not None else Epilogue()
+            self.kernel_name = conv2d_tiled_kernel_name(variant, self.storage)
         super().__init__(xp, module, host_device)
 
-    def __call__(self, x: Any, w: Any, b: Any = None, out: Any = None) -> Any:
+    def __call__(self, x: Any, w: Any, b: Any = None, out: Any = None, *, residual: Any = None, alpha: Any = None) -> Any:
+        """``x`` NHWC, ``w`` laid out by ``conv2d_filter_layout``, ``b`` or None; with an
+        epilogue, its ``residual`` and ``alpha`` (``Epilogue``)."""
         xp = self.xp
-        geometry = Conv2DGeometry.of(x.shape, w.shape, self.stride, self.dilation, self.padding)
+        geometry = Conv2DGeometry.of(x.shape, w.shape, self.stride, self.dilation, self.padding, self.pre_padding)
         for array in (x, w) if b is None else (x, w, b):
             if array.dtype != self.storage:
                 raise TypeError(f"expected {self.storage} arrays, got {array.dtype}")
@@ -184,13 +349,64 @@ class Conv2DCuda(_Launcher):
         x, w = _contiguous(xp, x), _contiguous(xp, w)
         b = None if b is None else _contiguous(xp, b).reshape(-1)
         out = _check_out(xp, out, geometry.out_shape, self.storage)
+        epilogue = self.epilogue
+        if epilogue is None:
+            if residual is not None or alpha is not None:
+                raise ValueError("a residual or alpha needs an epilogue")
+        else:
+            epilogue.check(residual, alpha, geometry.out_shape, self.storage)
+            residual = None if residual is None else _contiguous(xp, residual)
+            alpha = None if alpha is None else _contiguous(xp, alpha).reshape(-1)
         if out.size == 0:
             return out
-        grid, block = conv2d_launch_config(geometry)
+        if self.variant == "direct":
+            grid, block = conv2d_launch_config(geometry)
+        else:
+            grid, block = conv2d_tiled_launch_config(geometry, self.variant)
         args = conv2d_args(x, w, b, out, geometry, self.bounds, null=_NULL)
         twin = functools.partial(conv2d_twin, geometry=geometry, bounds=self.bounds)
-        self.launch(self.kernel_name, grid, block, args, twin, (x, w, b), (out,))
+        inputs: tuple = (x, w, b)
+        if epilogue is not None:
+            args += epilogue.scalar_args(residual, alpha, null=_NULL)
+            twin = functools.partial(conv2d_fused_twin, geometry=geometry, bounds=self.bounds, epilogue=epilogue)
+            inputs = (x, w, b, residual, alpha)
+        self.launch(self.kernel_name, grid, block, args, twin, inputs, (out,))
         return out
+
+
+def variant_source(variant: str) -> str:
+    """The ``.cu`` file of a CONV_2D variant."""
+    return "conv2d.cu" if variant == "direct" else "conv2d_mma.cu" if variant.startswith("mma") else "conv2d_tiled.cu"
+
+
+def conv2d_launcher(variant: str) -> type["Conv2DCuda"]:
+    """The launcher class of a CONV_2D variant."""
+    return {"conv2d.cu": Conv2DCuda, "conv2d_tiled.cu": Conv2DTiledCuda, "conv2d_mma.cu": Conv2DMmaCuda}[variant_source(variant)]
+
+
+class Conv2DTiledCuda(Conv2DCuda):
+    """CONV_2D in one launch of ``conv2d_tiled.cu`` (an implicit GEMM over shared-memory
+    tiles): ``Conv2DCuda``'s arguments and results, ``variant`` one of ``CONV2D_TILES``.
+    For a finite filter only (``conv2d_variant``). Its twin is the direct kernel's (the
+    same sums, in the same order, up to the sign of a zero)."""
+
+    source = "conv2d_tiled.cu"
+
+    def __init__(self, *args: Any, variant: str = "tiled 64x64", **kwargs: Any) -> None:
+        super().__init__(*args, variant=variant, **kwargs)
+
+
+class Conv2DMmaCuda(Conv2DCuda):
+    """CONV_2D in float16 storage on tensor cores: ``conv2d_mma.cu`` (``conv2d_tiled.cu``'s
+    tiles, products by mma.sync m16n8k16 with float32 accumulation), sm_80 or newer, a
+    finite filter. ``Conv2DCuda``'s arguments and results; its twin is the direct
+    kernel's (half inputs, float32 sums: the tensor core's order of each step's 16
+    products differs, within float16's bound)."""
+
+    source = "conv2d_mma.cu"
+
+    def __init__(self, *args: Any, variant: str = "mma 64x64", **kwargs: Any) -> None:
+        super().__init__(*args, variant=variant, **kwargs)
 
 
 def conv2d_twin(
@@ -203,6 +419,19 @@ def conv2d_twin(
     if b is not None:
         acc += b.astype(np.float32, copy=False).reshape(-1)
     _clamp_into(out, acc, *bounds)
+
+
+def conv2d_fused_twin(
+    x: np.ndarray, w: np.ndarray, b: np.ndarray | None, residual: np.ndarray | None, alpha: np.ndarray | None,
+    out: np.ndarray, *, geometry: Conv2DGeometry, bounds: tuple[float, float], epilogue: Epilogue,
+) -> None:
+    """``conv2d_fused_f32/_f16`` in numpy: ``conv2d_twin``'s float32 values, then the
+    epilogue (``epilogue_twin``), stored in ``out``'s dtype."""
+    acc = _window_sums(x.astype(np.float32, copy=False), w.astype(np.float32, copy=False), geometry)
+    if b is not None:
+        acc += b.astype(np.float32, copy=False).reshape(-1)
+    acc = np.clip(acc, np.float32(bounds[0]), np.float32(bounds[1]), out=acc)
+    out[...] = epilogue_twin(acc, residual, alpha, epilogue)
 
 
 def _window_sums(x: np.ndarray, w: np.ndarray, geometry: Conv2DGeometry) -> np.ndarray:
@@ -330,8 +559,6 @@ def matmul_bias_act_args(a: Any, b: Any, bias: Any, c: Any, shape: MatmulShape, 
     return (a, b, null if bias is None else bias, c, *shape.scalar_args(), np.float32(act_min), np.float32(act_max))
 
 
-#: The clamp of a product with no activation: none at all (inf passes, NaN passes).
-NO_CLAMP = (-math.inf, math.inf)
 
 
 class MatmulBiasActivationCuda(_Launcher):
@@ -379,11 +606,84 @@ class MatmulBiasActivationCuda(_Launcher):
         out = _check_out(xp, out, out_shape, self.storage)
         if out.size == 0:
             return out
-        grid, block = matmul_bias_act_launch_config(shape.batch, shape.m, shape.n)
+        grid, block = self.launch_config(shape)
         args = matmul_bias_act_args(a, b, bias, out, shape, self.bounds, null=_NULL)
         twin = functools.partial(matmul_bias_act_twin, adjoint_a=adjoint_a, adjoint_b=adjoint_b, bounds=self.bounds)
         self.launch(self.kernel_name, grid, block, args, twin, (a, b, bias), (out,))
         return out
+
+
+    def launch_config(self, shape: MatmulShape) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        return matmul_bias_act_launch_config(shape.batch, shape.m, shape.n)
+
+
+# -- the tiled product (matmul_tiled.cu) and the choice between the two -------------------------------
+
+#: Rows and columns of the output per block of ``matmul_tiled.cu``.
+MATMUL_TILE = 64
+MATMUL_VARIANTS = ("direct", "tiled 64x64", "mma 64x64")
+
+
+def matmul_tiled_launch_config(batch: int, m: int, n: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """``(grid, block)`` of ``matmul_bias_act_tiled_*``: x over tiles of 64 columns, y over
+    tiles of 64 rows, z over the batch; 256 threads."""
+    grid = (-(-n // MATMUL_TILE), -(-m // MATMUL_TILE), batch)
+    if min(grid) <= 0:
+        raise ValueError(f"nothing to launch for a [{batch}, {m}, {n}] product")
+    if grid[1] > _MAX_GRID_YZ or grid[2] > _MAX_GRID_YZ:
+        raise ValueError(f"a [{batch}, {m}, {n}] product needs a grid of {grid}, more than CUDA allows")
+    return grid, (256, 1, 1)
+
+
+def matmul_variant(batch: int, m: int, n: int, storage: Any = np.float32, compute_capability: int = 0) -> str:
+    """The product's kernel, from its shape (at prepare): for at least 16 rows and 16
+    columns and 16384 outputs ``"tiled 64x64"`` (``matmul_tiled.cu``), or in float16 storage
+    on sm_80+ ``"mma 64x64"`` (tensor cores, ``matmul_mma.cu``); else ``"direct"``
+    (``matmul.cu``: a FULLY_CONNECTED of one row reads each weight once anyway)."""
+    if m < 16 or n < 16 or batch * m * n < TINY_OUTPUTS:
+        return "direct"
+    try:
+        matmul_tiled_launch_config(batch, m, n)
+    except ValueError:
+        return "direct"
+    if np.dtype(storage) == np.float16 and compute_capability >= MMA_MIN_COMPUTE_CAPABILITY:
+        return "mma 64x64"
+    return "tiled 64x64"
+
+
+class MatmulBiasActivationTiledCuda(MatmulBiasActivationCuda):
+    """``MatmulBiasActivationCuda`` run by ``matmul_tiled.cu`` (shared-memory tiles of 64 x 64
+    outputs, a 4 x 4 register block per thread): the same arguments, results (the same sums
+    in the same order) and twin."""
+
+    source = "matmul_tiled.cu"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.kernel_name = _storage_kernel("matmul_bias_act_tiled", self.storage)
+
+    def launch_config(self, shape: MatmulShape) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        return matmul_tiled_launch_config(shape.batch, shape.m, shape.n)
+
+
+class MatmulBiasActivationMmaCuda(MatmulBiasActivationTiledCuda):
+    """``MatmulBiasActivationCuda`` in float16 storage on tensor cores (``matmul_mma.cu``:
+    mma.sync m16n8k16, float32 accumulation; sm_80+): the same arguments, results within
+    float16's bound (each step's 16 products added in the tensor core's order), the same twin."""
+
+    source = "matmul_mma.cu"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.storage != np.float16:
+            raise TypeError("the tensor-core product stores float16")
+        self.kernel_name = "matmul_bias_act_mma_f16"
+
+
+def matmul_launcher(variant: str) -> type[MatmulBiasActivationCuda]:
+    """The launcher class of a ``matmul_variant``."""
+    return {"direct": MatmulBiasActivationCuda, "tiled 64x64": MatmulBiasActivationTiledCuda,
+            "mma 64x64": MatmulBiasActivationMmaCuda}[variant]
 
 
 def matmul_bias_act_twin(

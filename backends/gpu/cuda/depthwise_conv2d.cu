@@ -28,6 +28,7 @@
 // converted with the PTX cvt instructions; the host shim converts with _Float16.
 
 #include "storage.cuh"  // load_as_float / store_from_float for float and float16 bit patterns
+#include "epilogue.cuh"  // the fused residual ADD / PRELU / RELU after the bias and clamp
 
 // ---- the kernel body ----------------------------------------------------------------------
 
@@ -43,7 +44,8 @@ __device__ __forceinline__ void depthwise_conv2d_nhwc(
     int stride_h, int stride_w,
     int dilation_h, int dilation_w,
     int pad_top, int pad_left,
-    float act_min, float act_max)
+    float act_min, float act_max,
+    const Epilogue epilogue)
 {
     const int out_channels = in_channels * multiplier;
     const long long total = (long long)batches * out_h * out_w * out_channels;
@@ -85,7 +87,7 @@ __device__ __forceinline__ void depthwise_conv2d_nhwc(
     if (bias != nullptr) acc += load_as_float(bias + oc);
     acc = acc < act_min ? act_min : acc;
     acc = acc > act_max ? act_max : acc;
-    store_from_float(output + index, acc);
+    store_from_float(output + index, apply_epilogue<Storage>(epilogue, acc, index / out_channels, oc));
 }
 
 // ---- entry points ---------------------------------------------------------------------------
@@ -101,7 +103,7 @@ extern "C" __global__ void depthwise_conv2d_f32(
 {
     depthwise_conv2d_nhwc<float>(
         input, filter, bias, output, batches, in_h, in_w, in_channels, out_h, out_w, multiplier,
-        filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, act_min, act_max);
+        filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, act_min, act_max, no_epilogue());
 }
 
 // float16 storage (the delegate's float16 precision option): all of input, filter, bias
@@ -115,5 +117,39 @@ extern "C" __global__ void depthwise_conv2d_f16(
 {
     depthwise_conv2d_nhwc<unsigned short>(
         input, filter, bias, output, batches, in_h, in_w, in_channels, out_h, out_w, multiplier,
-        filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, act_min, act_max);
+        filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, act_min, act_max, no_epilogue());
+}
+
+// ---- fused entry points (backends/gpu/fusion.py) ----------------------------------------------
+// The same kernel with the epilogue of epilogue.cuh (residual ADD, its PAD of channels folded
+// in, PRELU, RELU); a PAD of rows and columns folded in front is pad_top / pad_left.
+
+extern "C" __global__ void depthwise_conv2d_fused_f32(
+    const float* __restrict__ input, const float* __restrict__ filter, const float* __restrict__ bias,
+    float* __restrict__ output,
+    int batches, int in_h, int in_w, int in_channels, int out_h, int out_w, int multiplier,
+    int filter_h, int filter_w, int stride_h, int stride_w, int dilation_h, int dilation_w,
+    int pad_top, int pad_left, float act_min, float act_max,
+    const float* __restrict__ residual, int residual_channels, float add_min, float add_max,
+    const float* __restrict__ alpha, float post_min, float post_max)
+{
+    const Epilogue e = make_epilogue(residual, residual_channels, add_min, add_max, alpha, post_min, post_max);
+    depthwise_conv2d_nhwc<float>(
+        input, filter, bias, output, batches, in_h, in_w, in_channels, out_h, out_w, multiplier,
+        filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, act_min, act_max, e);
+}
+
+extern "C" __global__ void depthwise_conv2d_fused_f16(
+    const unsigned short* __restrict__ input, const unsigned short* __restrict__ filter,
+    const unsigned short* __restrict__ bias, unsigned short* __restrict__ output,
+    int batches, int in_h, int in_w, int in_channels, int out_h, int out_w, int multiplier,
+    int filter_h, int filter_w, int stride_h, int stride_w, int dilation_h, int dilation_w,
+    int pad_top, int pad_left, float act_min, float act_max,
+    const unsigned short* __restrict__ residual, int residual_channels, float add_min, float add_max,
+    const unsigned short* __restrict__ alpha, float post_min, float post_max)
+{
+    const Epilogue e = make_epilogue(residual, residual_channels, add_min, add_max, alpha, post_min, post_max);
+    depthwise_conv2d_nhwc<unsigned short>(
+        input, filter, bias, output, batches, in_h, in_w, in_channels, out_h, out_w, multiplier,
+        filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, act_min, act_max, e);
 }

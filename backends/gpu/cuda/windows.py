@@ -1,6 +1,7 @@
 """Launchers and numpy twins of the window kernels: ``pool2d.cu`` (AVERAGE_POOL_2D,
-MAX_POOL_2D, and MEAN: a pool over whole axes) and ``resize.cu`` (RESIZE_BILINEAR,
-RESIZE_NEAREST_NEIGHBOR).
+MAX_POOL_2D, and MEAN: a pool over whole axes), ``resize.cu`` (RESIZE_BILINEAR,
+RESIZE_NEAREST_NEIGHBOR) and ``depthwise_conv2d.cu``'s fused entry points (DEPTHWISE_CONV_2D
+with a PAD folded in front and a residual ADD / PRELU / RELU after it).
 
 Each launcher (a ``sources._Launcher``) computes the grid and the arguments of one launch
 and calls ``launch``: on a device the ``.cu`` kernel runs, in host emulation its twin (the
@@ -11,7 +12,9 @@ what the kernels compute, in the same float32 operations and order:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -20,12 +23,14 @@ import numpy as np
 from backends.cpu.common import compute_padding
 from backends.cpu.kernels.resize import bilinear_float_coordinates, nearest_indices
 from backends.gpu.cuda.sources import (
+    DepthwiseGeometry,
     _Launcher,
     _clamp_into,
     _pair,
     _padding,
     _storage_kernel,
     activation_range,
+    depthwise_launch_config,
     elementwise_launch_config,
 )
 from schema.enums import ActivationFunctionType, Padding
@@ -399,3 +404,188 @@ def resize_nearest_twin(x: np.ndarray, rows: np.ndarray, cols: np.ndarray, out: 
     """``resize_nearest_*`` in numpy: one gather of rows, then of columns."""
     out[...] = x[:, rows][:, :, cols]
 
+
+
+# -- DEPTHWISE_CONV_2D with a fused prologue / epilogue (depthwise_conv2d.cu: *_fused_*) -------------
+
+
+def depthwise_geometry(
+    input_shape: Sequence[int], filter_shape: Sequence[int], stride: Any, dilation: Any, padding: int | str,
+    pre_padding: Sequence[int] = (0, 0, 0, 0),
+) -> DepthwiseGeometry:
+    """``DepthwiseGeometry.of`` over ``input_shape`` padded first with ``pre_padding`` zeros
+    (top, bottom, left, right: a PAD folded in front), its zeros moved into the kernel's
+    own padding (as ``conv2d.fused_window``)."""
+    top, bottom, left, right = (int(p) for p in pre_padding)
+    batch, in_h, in_w, channels = (int(d) for d in input_shape)
+    padded = (batch, in_h + top + bottom, in_w + left + right, channels)
+    geometry = DepthwiseGeometry.of(padded, filter_shape, stride, dilation, padding)
+    if not (top or bottom or left or right):
+        return geometry
+    return dataclasses.replace(geometry, in_h=in_h, in_w=in_w, pad_top=geometry.pad_top + top, pad_left=geometry.pad_left + left)
+
+
+class DepthwiseConv2DFusedCuda(_Launcher):
+    """DEPTHWISE_CONV_2D (versions 1-2) with what ``backends/gpu/fusion.py`` folds into it:
+    a PAD of rows and columns in front (``pre_padding``: top, bottom, left, right) and an
+    ``Epilogue`` (residual ADD, PRELU, RELU) after the bias and clamp, in one launch of
+    ``depthwise_conv2d_fused_f32/_f16``. NHWC, TFLite's ``[1, KH, KW, C*M]`` filter, stored
+    as ``storage``, computed in float32. ``xp``, ``module`` and ``host_device`` as in
+    ``sources._Launcher``."""
+
+    source = "depthwise_conv2d.cu"
+
+    def __init__(
+        self,
+        stride: int | Sequence[int] = 1,
+        dilation: int | Sequence[int] = 1,
+        padding: int | str = Padding.SAME,
+        activation: int = ActivationFunctionType.NONE,
+        storage: Any = np.float32,
+        *,
+        epilogue: Any = None,
+        pre_padding: Sequence[int] = (0, 0, 0, 0),
+        xp: Any = None,
+        module: Any = None,
+        host_device: Any = None,
+    ) -> None:
+        from backends.gpu.cuda.conv2d import Epilogue
+
+        self.stride = _pair(stride, "stride")
+        self.dilation = _pair(dilation, "dilation")
+        self.padding = _padding(padding)
+        self.bounds = activation_range(activation)
+        self.storage = np.dtype(storage)
+        self.epilogue = epilogue if epilogue is not None else Epilogue()
+        self.pre_padding = tuple(int(p) for p in pre_padding)
+        self.kernel_name = _storage_kernel("depthwise_conv2d_fused", self.storage)
+        super().__init__(xp, module, host_device)
+
+    def __call__(self, x: Any, w: Any, b: Any = None, out: Any = None, *, residual: Any = None, alpha: Any = None) -> Any:
+        xp = self.xp
+        geometry = depthwise_geometry(x.shape, w.shape, self.stride, self.dilation, self.padding, self.pre_padding)
+        _check_storage(self.storage, *(a for a in (x, w, b) if a is not None))
+        if b is not None and b.size != geometry.out_channels:
+            raise ValueError(f"bias has {b.size} elements, expected {geometry.out_channels}")
+        self.epilogue.check(residual, alpha, geometry.out_shape, self.storage)
+        x, w = _contiguous(xp, x), _contiguous(xp, w)
+        b = None if b is None else _contiguous(xp, b).reshape(-1)
+        residual = None if residual is None else _contiguous(xp, residual)
+        alpha = None if alpha is None else _contiguous(xp, alpha).reshape(-1)
+        out = _output(xp, out, geometry.out_shape, self.storage)
+        if out.size == 0:
+            return out
+        null = np.uint64(0)
+        grid, block = self.launch_config(geometry)
+        act_min, act_max = self.bounds
+        args = (
+            x, w, null if b is None else b, out, *geometry.scalar_args(), np.float32(act_min), np.float32(act_max),
+            *self.epilogue.scalar_args(residual, alpha, null),
+        )
+        twin = functools.partial(depthwise_conv2d_fused_twin, geometry=geometry, bounds=self.bounds, epilogue=self.epilogue)
+        self.launch(self.kernel_name, grid, block, args, twin, (x, w, b, residual, alpha), (out,))
+        return out
+
+    def launch_config(self, geometry: DepthwiseGeometry) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        return depthwise_launch_config(geometry.out_shape)
+
+
+#: ``depthwise_conv2d_tiled.cu``: output pixels per block side, output channels per block, the
+#: largest input patch (rows and columns) a block stages.
+DW_TILE = 8
+DW_CHANNELS = 16
+DW_PATCH = 20
+#: Below this many outputs a layer stays on the direct kernel.
+DEPTHWISE_TINY_OUTPUTS = 1 << 14
+DEPTHWISE_VARIANTS = ("direct", "tiled 8x8x16")
+
+
+def depthwise_patch(geometry: DepthwiseGeometry) -> tuple[int, int]:
+    """The input rows and columns a tile of DW_TILE x DW_TILE outputs reads."""
+    g = geometry
+    return ((DW_TILE - 1) * g.stride_h + (g.filter_h - 1) * g.dilation_h + 1,
+            (DW_TILE - 1) * g.stride_w + (g.filter_w - 1) * g.dilation_w + 1)
+
+
+def depthwise_variant(geometry: DepthwiseGeometry) -> str:
+    """The kernel for a depthwise convolution, from its shapes (at prepare): ``"tiled
+    8x8x16"`` (``depthwise_conv2d_tiled.cu``) when the input patch of a tile fits its
+    shared memory (DW_PATCH rows and columns: 3x3 and 5x5 filters at strides 1 and 2) and
+    the layer is not tiny, else ``"direct"``."""
+    if math.prod(geometry.out_shape) < DEPTHWISE_TINY_OUTPUTS or max(depthwise_patch(geometry)) > DW_PATCH:
+        return "direct"
+    try:
+        depthwise_tiled_launch_config(geometry)
+    except ValueError:
+        return "direct"
+    return "tiled 8x8x16"
+
+
+def depthwise_tiled_launch_config(geometry: DepthwiseGeometry) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """``(grid, block)`` of ``depthwise_conv2d_tiled_*``: x over the output tiles of one
+    image, y over groups of DW_CHANNELS output channels, z over the images; 256 threads."""
+    g = geometry
+    tiles = -(-g.out_h // DW_TILE) * -(-g.out_w // DW_TILE)
+    grid = (tiles, -(-g.out_channels // DW_CHANNELS), g.batches)
+    if min(grid) <= 0:
+        raise ValueError("nothing to launch for an empty output")
+    if max(depthwise_patch(g)) > DW_PATCH:
+        raise ValueError(f"a tile's input patch {depthwise_patch(g)} is larger than {DW_PATCH}x{DW_PATCH}")
+    if grid[0] > 2**31 - 1 or grid[1] > 65535 or grid[2] > 65535:
+        raise ValueError(f"a {list(g.out_shape)} output needs a grid of {grid}")
+    return grid, (256, 1, 1)
+
+
+class DepthwiseConv2DTiledCuda(DepthwiseConv2DFusedCuda):
+    """``DepthwiseConv2DFusedCuda`` run by ``depthwise_conv2d_tiled.cu`` (the input patch of
+    each tile of outputs staged in shared memory once): the same arguments and results
+    (the direct kernel's sums, in its order), the same twin. For the shapes
+    ``depthwise_variant`` gives it."""
+
+    source = "depthwise_conv2d_tiled.cu"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.kernel_name = _storage_kernel("depthwise_conv2d_tiled", self.storage)
+
+    def launch_config(self, geometry: DepthwiseGeometry) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        return depthwise_tiled_launch_config(geometry)
+
+
+def depthwise_sums(x: np.ndarray, w: np.ndarray, geometry: DepthwiseGeometry) -> np.ndarray:
+    """``sum_{ky, kx} in * filter`` of every output, float32 ``[N, OH, OW, C*M]``: each tap
+    in the kernel's order (ky, then kx), skipped where it falls outside the input, added
+    to the block of outputs where it falls inside (vectorized over that block)."""
+    from backends.cpu.kernels._window import _clipped_axis
+
+    g = geometry
+    x, w = x.astype(F32, copy=False), w.astype(F32, copy=False)[0]
+    if g.multiplier > 1:
+        x = np.repeat(x, g.multiplier, axis=3)  # input channel c feeds outputs c*M .. c*M + M-1
+    acc = np.zeros(g.out_shape, F32)
+    for ky in range(g.filter_h):
+        rows = _clipped_axis(ky * g.dilation_h - g.pad_top, g.stride_h, g.out_h, g.in_h)
+        if rows is None:
+            continue
+        for kx in range(g.filter_w):
+            cols = _clipped_axis(kx * g.dilation_w - g.pad_left, g.stride_w, g.out_w, g.in_w)
+            if cols is None:
+                continue
+            (out_rows, in_rows), (out_cols, in_cols) = rows, cols
+            acc[:, out_rows, out_cols] += x[:, in_rows, in_cols] * w[ky, kx]
+    return acc
+
+
+def depthwise_conv2d_fused_twin(
+    x: np.ndarray, w: np.ndarray, b: np.ndarray | None, residual: np.ndarray | None, alpha: np.ndarray | None,
+    out: np.ndarray, *, geometry: DepthwiseGeometry, bounds: tuple[float, float], epilogue: Any,
+) -> None:
+    """``depthwise_conv2d_fused_*`` in numpy: the sums, the bias and clamp, the epilogue
+    (``conv2d.epilogue_twin``), stored in ``out``'s dtype."""
+    from backends.gpu.cuda.conv2d import epilogue_twin
+
+    acc = depthwise_sums(x, w, geometry)
+    if b is not None:
+        acc += b.astype(F32, copy=False)
+    acc = np.clip(acc, F32(bounds[0]), F32(bounds[1]), out=acc)
+    out[...] = epilogue_twin(acc, residual, alpha, epilogue)

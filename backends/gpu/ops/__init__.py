@@ -9,12 +9,38 @@ first class that claims its version and accepts it (:func:`select_op_class`); th
 union of the claims is the delegate's support table. Custom ops (MediaPipe's
 ``Convolution2DTransposeBias``) are claimed by name in ``custom_ops``, and make the
 delegate's custom support table.
+
+Layout: one module per op family, its float and quantized (int8/uint8) classes side by
+side, the float one first (the order the delegate tries them in), as
+``backends/cpu/kernels`` does:
+
+- bases: ``base.py`` (``GpuOp``, ``TypeReason``), ``quantized_base.py`` (``QuantizedOp``
+  and the use of a CPU kernel's own configuration), ``moving_base.py`` (``MovingOp``,
+  ``LayoutOp``: the ops that move values without arithmetic); ``elementwise.py`` also
+  holds ``FloatOp``, ``TypedOp`` and the fused-activation helpers;
+- element-wise: ``elementwise.py`` (ADD SUB MUL DIV MAXIMUM MINIMUM SQUARED_DIFFERENCE
+  POW), ``comparison.py`` (LESS ... NOT_EQUAL, SELECT, LOGICAL_*), ``unary.py`` (ABS EXP
+  LOG ...), ``cast.py``, ``activations.py`` (LOGISTIC TANH RELU* LEAKY_RELU HARD_SWISH
+  PRELU GELU ELU);
+- data movement: ``reshape.py``, ``concat_split.py`` (CONCATENATION PACK UNPACK SPLIT
+  SPLIT_V), ``pad.py`` (PAD PADV2 MIRROR_PAD), ``slicing.py`` (SLICE STRIDED_SLICE),
+  ``transpose.py``, ``space_depth.py`` (DEPTH_TO_SPACE SPACE_TO_DEPTH SPACE_TO_BATCH_ND
+  BATCH_TO_SPACE_ND), ``gather.py`` (GATHER ONE_HOT), ``tile.py``, ``resize.py``;
+- windows and rows: ``pool.py`` (AVERAGE_POOL_2D MAX_POOL_2D), ``reduce.py`` (MEAN SUM
+  REDUCE_PROD REDUCE_MAX REDUCE_MIN CUMSUM), ``softmax.py``;
+- ``quantize.py`` (QUANTIZE, DEQUANTIZE), ``variables.py`` (VAR_HANDLE READ_VARIABLE
+  ASSIGN_VARIABLE);
+- convolutions and products (still one module per form): ``conv.py`` (float CONV_2D
+  DEPTHWISE_CONV_2D FULLY_CONNECTED), ``conv_quantized.py``, ``depthwise_quantized.py``,
+  ``fully_connected_quantized.py``, ``transpose_conv.py``, ``mediapipe_custom.py``
+  (``Convolution2DTransposeBias``), ``matmul_ops.py`` (BATCH_MATMUL).
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+import sys
 from typing import Sequence
 
 from backends.gpu.ops.base import GpuOp, TypeReason
@@ -34,15 +60,25 @@ def claimed_versions(cls: type[GpuOp], op: int | str) -> frozenset[int]:
     return frozenset(range(1, claim + 1)) if isinstance(claim, int) else frozenset(claim)
 
 
+def _definition_order(cls: type) -> tuple[str, int, str]:
+    """(module, the class's position in its module, name): a module's classes in the order
+    it defines them (a class not defined at module level comes after them, by name)."""
+    names = list(vars(sys.modules[cls.__module__]))
+    position = names.index(cls.__name__) if cls.__name__ in names else len(names)
+    return cls.__module__, position, cls.__qualname__
+
+
 def gpu_op_classes() -> dict[int | str, tuple[type[GpuOp], ...]]:
-    """op -> the GpuOp classes that implement it, in a fixed order (module, then class name).
+    """op -> the GpuOp classes that implement it, in a fixed order: by module, then in the
+    order the module defines them (each module defines an op's float class before its
+    quantized one, and the delegate tries them in that order).
     Builtin ops are keyed by their code (``ops``), custom ops by their name (a class
     claims those with ``custom_ops = {"Convolution2DTransposeBias": 1}``)."""
     for module in pkgutil.iter_modules(__path__):
         if module.name != "base":
             importlib.import_module(f"{__name__}.{module.name}")
     table: dict[int | str, list[type[GpuOp]]] = {}
-    for cls in sorted(_subclasses(GpuOp), key=lambda c: (c.__module__, c.__qualname__)):
+    for cls in sorted(_subclasses(GpuOp), key=_definition_order):
         for op in (*cls.__dict__.get("ops", {}), *cls.__dict__.get("custom_ops", {})):
             table.setdefault(op, []).append(cls)
     return {op: tuple(classes) for op, classes in table.items()}

@@ -9,15 +9,22 @@ conv/depthwise, rejected by FC as TFLite does).
 
 How: one launch of a hand-written kernel per node, bias and activation fused; in host
 emulation the kernel's numpy twin, as one launch too (``backends/gpu/cuda/conv2d.py``).
+Prepare picks the kernel variant from the shapes and records it in ``self.variant`` (the
+partition stats list it); ``backends/gpu/fusion.py`` may fold a PAD in front of a
+convolution and a residual ADD / RELU / PRELU after it (``fuse``: the kernels' epilogue).
 
-- CONV_2D: the direct NHWC convolution ``cuda/conv2d.cu`` (each thread a few output
-  pixels of one output channel, the sum over (ky, kx, i) in TFLite's order), the filter
-  laid out once at prepare as ``[groups, KH, KW, I, O/groups]`` so that a warp's
-  consecutive output channels read consecutive weights; no im2col, no padded copy.
-- DEPTHWISE_CONV_2D: the direct kernel ``cuda/depthwise_conv2d.cu``, on TFLite's filter
-  layout.
+- CONV_2D: for tiny layers (and a filter holding inf or NaN) the direct NHWC convolution
+  ``cuda/conv2d.cu`` (each thread a few output pixels of one output channel, the sum over
+  (ky, kx, i) in TFLite's order); otherwise the implicit GEMM over shared-memory tiles
+  ``cuda/conv2d_tiled.cu`` (the same sums in the same order), or in float16 storage on
+  sm_80+ its tensor-core form ``cuda/conv2d_mma.cu``. The filter is laid out once at
+  prepare as ``[groups, KH, KW, I, O/groups]``; no im2col, no padded copy.
+- DEPTHWISE_CONV_2D: the direct kernel ``cuda/depthwise_conv2d.cu``, or for larger layers
+  ``cuda/depthwise_conv2d_tiled.cu`` (each block's input patch staged in shared memory), on
+  TFLite's filter layout.
 - FULLY_CONNECTED: ``cuda/matmul.cu``'s ``matmul_bias_act`` (the product with the bias
-  and the clamp fused) with the weights transposed once at prepare.
+  and the clamp fused), or ``cuda/matmul_tiled.cu`` for a product of many rows, with the
+  weights transposed once at prepare.
 - float16 storage: the kernels read and write halves and compute in float32; the weights
   and bias are uploaded as halves (no float32 copies). As TFLite's reference kernels, the
   clamp is ``ActivationFunctionWithMinMax`` over the activation's range: NONE (and TANH,
@@ -41,7 +48,7 @@ other classes take: ``conv_quantized.py``, ``depthwise_quantized.py``,
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -132,6 +139,31 @@ class _WeightsOp(FloatOp):
     """Shared: the weights laid out at prepare and the optional bias (input 2, uploaded
     once when constant, in the storage dtype the fused kernels read)."""
 
+    #: What ``backends/gpu/fusion.py`` folded into this convolution (``fuse``): a PAD's
+    #: zeros in front (top, bottom, left, right), an epilogue after (``cuda.conv2d.Epilogue``),
+    #: its PRELU alpha (a device array) and the input position of its residual.
+    pre_padding: tuple[int, int, int, int] = (0, 0, 0, 0)
+    epilogue: Any = None
+    alpha: Any = None
+    residual_position: int | None = None
+
+    def fuse(self, pre_padding: Sequence[int], epilogue: Any, alpha: np.ndarray | None, residual_position: int | None) -> None:
+        """Run with the nodes ``fusion.py`` folded in: ``pre_padding`` zeros in front (the
+        filter is finite: skipping a tap equals reading a zero), then ``epilogue`` (its
+        residual at input ``residual_position`` of the fused node, ``alpha`` uploaded here)."""
+        self.pre_padding = tuple(int(p) for p in pre_padding)
+        self.epilogue = epilogue
+        self.alpha = None if alpha is None else self.upload(np.asarray(alpha, np.float32).reshape(-1))
+        self.residual_position = residual_position
+        self.kernel = self.make_kernel()
+
+    def epilogue_arrays(self, args) -> dict[str, Any]:
+        """The residual and alpha the fused kernel reads (none without an epilogue)."""
+        if self.epilogue is None:
+            return {}
+        residual = None if self.residual_position is None else args[self.residual_position]
+        return {"residual": residual, "alpha": self.alpha}
+
     def prepare_bias(self, dtype: Any = None) -> None:
         """Upload a constant bias once (in ``dtype``, default the storage dtype)."""
         bias = self.inputs[2] if len(self.inputs) > 2 else None
@@ -189,22 +221,47 @@ class Conv2D(_WeightsOp):
         # activation epilogue: one launch per node. Its filter layout, laid out once here:
         # OHWI -> [groups, KH, KW, I, O/groups]. In host emulation its numpy twin runs, as
         # one launch.
-        from backends.gpu.cuda.conv2d import Conv2DCuda, conv2d_filter_layout
+        from backends.gpu.cuda.conv2d import conv2d_filter_layout
 
-        self.kernel = Conv2DCuda(
-            stride=(params.stride_h, params.stride_w),
-            dilation=(params.dilation_h_factor, params.dilation_w_factor),
-            padding=params.padding,
-            activation=params.fused_activation_function,
-            storage=self.storage,
-            **self.device.launcher_arguments("conv2d.cu"),
-        )
+        self.kernel = self.make_kernel()
         self.filter = self.upload(conv2d_filter_layout(np.asarray(filters.data, np.float32), self.groups))
         self.prepared_inputs.add(1)
         self.prepare_bias()
 
+    def make_kernel(self) -> Any:
+        """The launcher of the variant the shapes call for (``conv2d_variant``: the direct
+        kernel of ``conv2d.cu`` for tiny layers, else a tiled one of ``conv2d_tiled.cu``),
+        recorded in ``self.variant`` (the partition's stats list it)."""
+        from backends.gpu.cuda.conv2d import Conv2DGeometry, conv2d_launcher, conv2d_variant
+
+        params = self.params
+        filters = np.asarray(self.inputs[1].data, np.float32)
+        out_channels, kh, kw, group_in = filters.shape
+        stride = (params.stride_h, params.stride_w)
+        dilation = (params.dilation_h_factor, params.dilation_w_factor)
+        geometry = Conv2DGeometry.of(
+            self.inputs[0].shape, (self.groups, kh, kw, group_in, out_channels // self.groups), stride, dilation, params.padding
+        )
+        self.variant = conv2d_variant(
+            geometry, finite_filter=bool(np.isfinite(filters).all()), storage=self.storage,
+            compute_capability=int(self.device.cuda_device.compute_capability),
+        )
+        options = {} if self.variant == "direct" else {"variant": self.variant}
+        launcher = conv2d_launcher(self.variant)
+        return launcher(
+            stride=stride,
+            dilation=dilation,
+            padding=params.padding,
+            activation=params.fused_activation_function,
+            storage=self.storage,
+            epilogue=self.epilogue,
+            pre_padding=self.pre_padding,
+            **options,
+            **self.device.launcher_arguments(launcher.source),
+        )
+
     def run(self, args):
-        return [self.kernel(args[0], self.filter, self.bias_value(args))]
+        return [self.kernel(args[0], self.filter, self.bias_value(args), **self.epilogue_arrays(args))]
 
 
 # --------------------------------------------------------------------------------------
@@ -252,22 +309,42 @@ class DepthwiseConv2D(_WeightsOp):
         # The hand-written direct NHWC kernel (cuda/depthwise_conv2d.cu) with its fused bias
         # + activation epilogue; it reads TFLite's filter layout and the storage dtype. In
         # host emulation its numpy twin runs, as one launch.
-        from backends.gpu.cuda.sources import DepthwiseConv2DCuda
+        self.kernel = self.make_kernel()
+        self.filter = self.upload(np.asarray(filters.data))  # TFLite's [1, KH, KW, C*M]
+        self.prepare_bias(self.storage)
 
-        self.kernel = DepthwiseConv2DCuda(
+    def make_kernel(self) -> Any:
+        """The launcher of the variant the shapes call for (``depthwise_variant``: the
+        shared-memory tiles of ``depthwise_conv2d_tiled.cu``, or ``depthwise_conv2d.cu``'s
+        direct kernel, its fused entry point once ``fusion.py`` folded nodes into this one),
+        recorded in ``self.variant``."""
+        from backends.gpu.cuda.sources import DepthwiseConv2DCuda, DepthwiseGeometry
+        from backends.gpu.cuda.windows import DepthwiseConv2DFusedCuda, DepthwiseConv2DTiledCuda, depthwise_variant
+
+        params = self.params
+        stride = (params.stride_h, params.stride_w)
+        dilation = (params.dilation_h_factor, params.dilation_w_factor)
+        self.variant = depthwise_variant(
+            DepthwiseGeometry.of(self.inputs[0].shape, self.inputs[1].shape, stride, dilation, params.padding)
+        )
+        fused = self.epilogue is not None or any(self.pre_padding)
+        options = {"epilogue": self.epilogue, "pre_padding": self.pre_padding} if fused or self.variant != "direct" else {}
+        if self.variant != "direct":
+            launcher = DepthwiseConv2DTiledCuda
+        else:
+            launcher = DepthwiseConv2DFusedCuda if fused else DepthwiseConv2DCuda
+        return launcher(
             stride=(params.stride_h, params.stride_w),
             dilation=(params.dilation_h_factor, params.dilation_w_factor),
             padding=params.padding,
             activation=params.fused_activation_function,
             storage=self.storage,
-            **self.device.launcher_arguments("depthwise_conv2d.cu"),
+            **options,
+            **self.device.launcher_arguments(launcher.source),
         )
-        self.filter = self.upload(np.asarray(filters.data))  # TFLite's [1, KH, KW, C*M]
-        self.prepare_bias(self.storage)
 
     def run(self, args):
-        bias = self.bias if self.bias is not None else (args[2] if self.has_bias else None)
-        return [self.kernel(args[0], self.filter, bias)]
+        return [self.kernel(args[0], self.filter, self.bias_value(args), **self.epilogue_arrays(args))]
 
 
 # --------------------------------------------------------------------------------------
@@ -334,11 +411,13 @@ class FullyConnected(_WeightsOp):
         self.out_shape = tuple(self.outputs[0].shape)
         # One launch: matmul.cu's product with the bias and the clamp fused
         # (matmul_bias_act_f32/_f16), reading and writing the storage dtype.
-        from backends.gpu.cuda.conv2d import MatmulBiasActivationCuda
+        from backends.gpu.cuda.conv2d import matmul_launcher, matmul_variant
 
-        self.product = MatmulBiasActivationCuda(
-            fused_activation(self.params), self.storage, **self.device.launcher_arguments("matmul.cu")
+        self.variant = matmul_variant(
+            1, self.inputs[0].num_elements // self.depth, self.units, self.storage, int(self.device.cuda_device.compute_capability)
         )
+        launcher = matmul_launcher(self.variant)
+        self.product = launcher(fused_activation(self.params), self.storage, **self.device.launcher_arguments(launcher.source))
 
     def matmul(self, x: Any, bias: Any) -> Any:
         """``clamp(x @ weights + bias)`` in one launch, ``[rows, units]`` in the storage dtype."""

@@ -1,31 +1,58 @@
-"""Elementwise ops on the GPU: ADD SUB MUL DIV (broadcasting, fused activation) and the
-activations LOGISTIC TANH RELU RELU6 LEAKY_RELU PRELU HARD_SWISH.
+"""Element-wise arithmetic on the GPU: ADD SUB MUL DIV (float32 and int8/uint8), MAXIMUM
+MINIMUM, SQUARED_DIFFERENCE, POW.
 
-Also the pieces every GPU op module shares: :class:`FloatOp` (the float32 tensor check
-with readable reasons, and the per-op hook ``node_reason``) and the fused activations.
+Also the pieces the GPU op modules share: :class:`FloatOp` (the float32 tensor check
+with readable reasons, and the per-op hook ``node_reason``), :class:`TypedOp` (the same
+over the types a class lists: the comparisons, SELECT, the logical ops, CAST), and the
+fused activations (``fused_activation``, ``clamp_bounds``, ``clamp``...).
 
-Semantics are the CPU kernels' (``backends/cpu/kernels/binary.py``, ``activations.py``,
-``relu.py``), i.e. TFLite's float kernels:
+Semantics are the CPU kernels' (``backends/cpu/kernels/binary.py``,
+``binary_quantized.py``), i.e. TFLite's kernels:
 
-- ADD/SUB/MUL/DIV end with ``min(max(r, lo), hi)`` (``CalculateActivationRange``): RELU
-  [0, FLT_MAX], RELU6 [0, 6], RELU_N1_TO_1 [-1, 1], NONE and TANH [-FLT_MAX, FLT_MAX]
-  (a fused TANH is *not* applied by these kernels; +-inf saturates to +-FLT_MAX).
-  SIGN_BIT is rejected. x / 0 gives +-inf (then +-FLT_MAX), 0 / 0 NaN.
-- LEAKY_RELU ``x > 0 ? x : alpha * x``; PRELU ``x >= 0 ? x : alpha * x`` with alpha
-  broadcast to x's shape (TFLite requires that it broadcasts *to* x); HARD_SWISH
-  ``x * min(6, max(0, x + 3)) / 6``; LOGISTIC ``1 / (1 + exp(-x))``.
+- ADD/SUB/MUL/DIV of float32 end with ``min(max(r, lo), hi)``
+  (``CalculateActivationRange``): RELU [0, FLT_MAX], RELU6 [0, 6], RELU_N1_TO_1
+  [-1, 1], NONE and TANH [-FLT_MAX, FLT_MAX] (a fused TANH is *not* applied by these
+  kernels; +-inf saturates to +-FLT_MAX). SIGN_BIT is rejected. x / 0 gives +-inf (then
+  +-FLT_MAX), 0 / 0 NaN.
+- ADD, SUB, MUL of int8 / uint8, bit-exact: the GPU op configures the CPU kernel's own
+  class for the node (``configure``: TFLite's Prepare-time checks, multipliers, shifts,
+  zero points and the fused activation's quantized clamp, with no effect on the
+  tensors), and each run is one launch of ``cuda/int8_elementwise.cu``'s
+  ``quantized_binary`` (``M`` is MultiplyByQuantizedMultiplier, from
+  ``fixed_point.cuh``, tested equal to ``backends.cpu.quantization``):
+  ADD / SUB ``clamp(M(M((q1 - z1) << 20, m1) +- M((q2 - z2) << 20, m2), mo) + zo)``;
+  MUL ``clamp(M((q1 - z1) * (q2 - z2), m) + zo)``. Numpy broadcasting up to rank 4 in
+  the launch; a constant operand is uploaded once, as it is. Host emulation runs the
+  kernel's numpy twin (the CPU arithmetic) as that one launch.
+- MAXIMUM is ``x > y ? x : y`` and MINIMUM ``x < y ? x : y`` (a NaN x gives y), on raw
+  values for every type (TFLite compares int8/uint8 raw, whatever their quantization).
+  Pure selection: bit-exact, also in float16 storage.
+- SQUARED_DIFFERENCE ``d = x - y; d * d`` and POW ``pow(x, y)`` in float32 (POW uses
+  CUDA's ``powf`` on a device, within a few ulp of glibc's).
 
-How: one launch per node, the hand-written kernels of ``cuda/elementwise.cu``
+Broadcasting is numpy's, up to rank 4 (the delegate's rank limit).
+
+How (float): one launch per node, the hand-written kernels of ``cuda/elementwise.cu``
 (``cuda/elementwise.py``: ``ElementwiseBinaryCuda`` for ADD SUB MUL DIV, with the clamp
-fused, and PRELU; ``ElementwiseUnaryCuda`` for the activations, the RELUs as a clamp). They
-load the storage dtype (float32 or float16), compute in float32 and store the storage
-dtype; in host emulation their numpy twins run, one launch each. A constant PRELU alpha is
-uploaded once at prepare, in the storage dtype. LOGISTIC and TANH use CUDA's expf/tanhf on
-a device (within a few ulp of the CPU's); everything else is exact IEEE arithmetic.
+fused, and for MAXIMUM/MINIMUM, SQUARED_DIFFERENCE and POW, no clamp). They load the
+storage dtype (float32 or float16), compute in float32 and store the storage dtype; in
+host emulation their numpy twins run, one launch each. MAXIMUM/MINIMUM of int8/uint8 is
+one launch of ``pair_lookup_b8`` over the 65536 pairs; of int32, CuPy/numpy calls.
 
-Every version claimed here is version 1: each of these ops' later versions is a
-quantized (int8/int16/int64/float16-tensor) version, or broadcasting above rank 4
-(SUB v3, DIV v2), which the rank limit of the delegate excludes.
+Versions claimed (``schema/versioning/op_version.py``):
+
+- ADD, SUB, MUL, DIV 1 (float32): each op's later versions are quantized
+  (int8/int16/int64/float16-tensor) versions, or broadcasting above rank 4 (SUB v3,
+  DIV v2), which the rank limit of the delegate excludes.
+- ADD and SUB v1 (uint8) and v2 (int8); MUL v1 (uint8), v2 (int8) and v3 (uint8/int8
+  whose ``s1 * s2 / s_out >= 1``: a left shift in the multiplier, which the kernel
+  applies as the compiled TFLite does). Not claimed: int16 (ADD v3, SUB v5, MUL v4),
+  int64, float16, and SUB v3 (broadcasting above rank 4). As on the CPU, the arithmetic
+  follows the tensor types, not the stamped version.
+- MAXIMUM, MINIMUM 1 (float32, int32, uint8) and 2 (int8); not 3 (broadcasting above
+  rank 4), 4 (int16). int64 v1 nodes are refused by type.
+- SQUARED_DIFFERENCE 1 and POW 1 (float32; int32 v1 nodes are refused by type); not
+  SQUARED_DIFFERENCE 2 (int8, requantized).
 """
 
 from __future__ import annotations
@@ -35,14 +62,24 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 
 from backends.cpu.common import broadcast_shape, calculate_activation_range
-from backends.gpu.cuda.elementwise import ElementwiseBinaryCuda, ElementwiseUnaryCuda
+from backends.cpu.kernels.binary_quantized import QuantizedAddSub, QuantizedMul, pair_table
+from backends.gpu.cuda.elementwise import ElementwiseBinaryCuda
+from backends.gpu.cuda.int8_elementwise import PairLookupCuda, QuantizedBinaryCuda, QuantizedBinaryParams
 from backends.gpu.ops.base import MAX_RANK, GpuOp, TypeReason
+from backends.gpu.ops.quantized_base import (
+    QuantizedOp,
+    configured_cpu_kernel,
+    cpu_kernel_reason,
+    node_tensors,
+    per_tensor,
+)
 from delegate_sdk.node import Node
 from delegate_sdk.tensor import RuntimeTensor
 from schema.enums import ActivationFunctionType, BuiltinOperator, TensorType, builtin_operator_name
 
 Act = ActivationFunctionType
 B = BuiltinOperator
+T = TensorType
 
 
 #: Fused activations the GPU ops take (SIGN_BIT is rejected).
@@ -154,9 +191,82 @@ class FloatOp(GpuOp):
         return array.astype(self.storage, copy=False)
 
 
-# --------------------------------------------------------------------------------------
-# ADD SUB MUL DIV
-# --------------------------------------------------------------------------------------
+def type_names(types: Sequence[int]) -> str:
+    return "/".join(TensorType(t).name for t in types)
+
+
+def tensor_reason(role: str, tensor: RuntimeTensor, types: Sequence[int], op: int) -> str | None:
+    """Why ``tensor`` cannot be one of the op's data tensors: its type, rank, or a shape
+    known only at run time. None when it can."""
+    if tensor.type not in types:
+        return (
+            f"{role} {tensor.name!r} is {tensor.type_name}; the GPU delegate runs "
+            f"{builtin_operator_name(op)} on {type_names(types)} tensors"
+        )
+    if len(tensor.shape) > MAX_RANK:
+        return f"{role} {tensor.name!r} has rank {len(tensor.shape)}; at most {MAX_RANK} is supported"
+    if tensor.is_dynamic:
+        return f"{role} {tensor.name!r} has a shape known only at run time (dynamic tensor)"
+    return None
+
+
+def inputs_reason(node: Node, count: int, what: str) -> str | None:
+    """A reason when the node does not have exactly ``count`` present inputs."""
+    if len(node.inputs) != count or (count and min(node.inputs) < 0):
+        return f"expected {count} input{'s' if count != 1 else ''} ({what}), got {len(node.inputs)}"
+    return None
+
+
+def broadcast_reason(*tensors: RuntimeTensor) -> str | None:
+    """A reason when the shapes do not broadcast together, or broadcast above rank 4."""
+    shapes = [tuple(t.shape) for t in tensors]
+    try:
+        shape = broadcast_shape(*shapes)
+    except ValueError as error:
+        return str(error)
+    if len(shape) > MAX_RANK:
+        listed = " with ".join(str(list(s)) for s in shapes)
+        return f"broadcasting {listed} has rank {len(shape)}; at most {MAX_RANK} is supported"
+    return None
+
+
+class TypedOp(GpuOp):
+    """A GPU op whose tensors are checked against the types the class lists.
+
+    ``input_types`` / ``output_types`` are the types the data inputs (every input not in
+    ``index_inputs``) and the outputs may have; with ``same_type`` every data input and
+    output must share one type. Subclasses add their conditions in :meth:`node_reason`.
+    Float tensors are held in the storage dtype, the others as they are.
+    """
+
+    input_types: ClassVar[tuple[int, ...]] = (T.FLOAT32,)
+    output_types: ClassVar[tuple[int, ...]] = (T.FLOAT32,)
+    same_type: ClassVar[bool] = True
+
+    @classmethod
+    def rejection_reason(cls, node: Node, op: int, version: int, tensors: Sequence[RuntimeTensor]) -> str | None:
+        checked = [(f"input {p}", i, cls.input_types) for p, i in enumerate(node.inputs) if p not in cls.index_inputs]
+        checked += [(f"output {p}", i, cls.output_types) for p, i in enumerate(node.outputs)]
+        kinds = set()
+        for role, index, types in checked:
+            if index < 0:
+                continue
+            reason = tensor_reason(role, tensors[index], types, op)
+            if reason:
+                return reason
+            kinds.add(tensors[index].type)
+        if cls.same_type and len(kinds) > 1:
+            return f"{builtin_operator_name(op)} mixes {type_names(sorted(kinds))} tensors; they must share one type"
+        return cls.node_reason(node, op, version, tensors)
+
+    @classmethod
+    def node_reason(cls, node: Node, op: int, version: int, tensors: Sequence[RuntimeTensor]) -> str | None:
+        """Per-op conditions (after the type checks). Default: none."""
+        return None
+
+    def compute(self, array: Any) -> Any:
+        """A float ``array`` in the compute dtype, float32 (no copy when it already is)."""
+        return array.astype(self.compute_dtype, copy=False)
 
 
 class Binary(FloatOp):
@@ -189,71 +299,110 @@ class Binary(FloatOp):
         return [self.kernel(self.store(args[0]), self.store(args[1]))]
 
 
-# --------------------------------------------------------------------------------------
-# Activations
-# --------------------------------------------------------------------------------------
+class QuantizedBinary(QuantizedOp):
+    """ADD v1-v2, SUB v1-v2, MUL v1-v3 on per-tensor int8/uint8: broadcasting up to rank
+    4, the fused activation as the quantized clamp."""
 
-
-#: The ``elementwise.cu`` unary op of each activation, and its clamp (the RELU family).
-ACTIVATION_KERNEL_OPS: dict[int, tuple[str, tuple[float, float] | None]] = {
-    B.LOGISTIC: ("LOGISTIC", None),
-    B.TANH: ("TANH", None),
-    B.RELU: ("CLAMP", (0.0, float("inf"))),
-    B.RELU6: ("CLAMP", (0.0, 6.0)),
-    B.LEAKY_RELU: ("LEAKY_RELU", None),
-    B.HARD_SWISH: ("HARD_SWISH", None),
-}
-
-
-class Activation(FloatOp):
-    """LOGISTIC, TANH, RELU, RELU6, LEAKY_RELU, HARD_SWISH version 1 (float32)."""
-
-    ops = {B.LOGISTIC: 1, B.TANH: 1, B.RELU: 1, B.RELU6: 1, B.LEAKY_RELU: 1, B.HARD_SWISH: 1}
-
-    @classmethod
-    def node_reason(cls, node, op, version, tensors):
-        if len(node.inputs) != 1 or node.inputs[0] < 0:
-            return f"expected 1 input, got {len(node.inputs)}"
-        return None
-
-    def prepare(self) -> None:
-        alpha = float(getattr(self.params, "alpha", 0.0) or 0.0) if self.op == B.LEAKY_RELU else 0.0
-        op, bounds = ACTIVATION_KERNEL_OPS[self.op]
-        self.kernel = ElementwiseUnaryCuda(
-            op, alpha=alpha, bounds=bounds, storage=self.storage, **self.device.launcher_arguments("elementwise.cu")
-        )
-
-    def run(self, args):
-        return [self.kernel(self.store(args[0]))]
-
-
-class Prelu(FloatOp):
-    """PRELU version 1 (float32): ``x >= 0 ? x : alpha * x``, alpha (constant or not)
-    broadcast to x's shape."""
-
-    ops = {B.PRELU: 1}
+    ops = {B.ADD: 2, B.SUB: 2, B.MUL: 3}
+    KERNELS = {B.ADD: QuantizedAddSub, B.SUB: QuantizedAddSub, B.MUL: QuantizedMul}
 
     @classmethod
     def node_reason(cls, node, op, version, tensors):
         if len(node.inputs) != 2 or min(node.inputs) < 0:
-            return f"expected 2 inputs (x, alpha), got {len(node.inputs)}"
-        x, alpha = (tensors[i] for i in node.inputs)
+            return f"expected 2 inputs, got {len(node.inputs)}"
+        x, y = (tensors[i] for i in node.inputs)
+        for tensor in (x, y, tensors[node.outputs[0]]):
+            if not per_tensor(tensor):
+                return f"tensor {tensor.name!r} is quantized per channel; only per-tensor is supported"
         try:
-            shape = broadcast_shape(x.shape, alpha.shape)
+            shape = broadcast_shape(x.shape, y.shape)
         except ValueError as error:
             return str(error)
-        if shape != tuple(x.shape):
-            return f"alpha {list(alpha.shape)} must broadcast to the input's shape {list(x.shape)} (TFLite requires it)"
-        return None
+        if len(shape) > MAX_RANK:
+            return f"broadcasting {list(x.shape)} with {list(y.shape)} has rank {len(shape)}; at most {MAX_RANK} is supported"
+        return fused_activation_reason(node.params) or cpu_kernel_reason(cls.KERNELS[op], node, op, version, tensors)
 
     def prepare(self) -> None:
-        alpha = self.inputs[1]
-        self.alpha = None
-        if alpha.is_constant:
-            self.alpha = self.upload(alpha.data)  # in the storage dtype, as every constant
-            self.prepared_inputs.add(1)
-        self.kernel = ElementwiseBinaryCuda("PRELU", storage=self.storage, **self.device.launcher_arguments("elementwise.cu"))
+        kernel = configured_cpu_kernel(self.KERNELS[self.op], self.node, self.op, self.version, node_tensors(self))
+        dtype = self.outputs[0].dtype
+        params = QuantizedBinaryParams.of(builtin_operator_name(self.op), kernel)
+        self.launcher = QuantizedBinaryCuda(params, dtype, **self.device.launcher_arguments(QuantizedBinaryCuda.source))
+        #: constant operands, uploaded once (None: read from ``args``)
+        self.constants: list[Any] = [None, None]
+        for position, tensor in enumerate(self.inputs):
+            if tensor.is_constant:
+                self.constants[position] = self.upload(np.asarray(tensor.data, dtype), dtype)
+                self.prepared_inputs.add(position)
 
     def run(self, args):
-        alpha = self.alpha if self.alpha is not None else self.store(args[1])
-        return [self.kernel(self.store(args[0]), alpha)]
+        a, b = (constant if constant is not None else args[position] for position, constant in enumerate(self.constants))
+        return [self.launcher(a, b)]
+
+
+class MaximumMinimum(TypedOp):
+    """MAXIMUM, MINIMUM v1 (float32, int32, uint8) and v2 (int8): ``x > y ? x : y``
+    (resp. ``<``) on the values as stored, broadcasting up to rank 4."""
+
+    ops = {B.MAXIMUM: 2, B.MINIMUM: 2}
+    input_types = output_types = (T.FLOAT32, T.INT32, T.INT8, T.UINT8)
+
+    @classmethod
+    def node_reason(cls, node, op, version, tensors):
+        reason = inputs_reason(node, 2, "x, y")
+        if reason:
+            return reason
+        x, y = (tensors[i] for i in node.inputs)
+        return broadcast_reason(x, y)
+
+    def prepare(self) -> None:
+        xp = self.xp
+        self.out_shape = tuple(self.outputs[0].shape)
+        self.kernel = None
+        if self.outputs[0].type == T.FLOAT32:
+            # Float (float32 or float16 storage): one launch of elementwise_binary.
+            self.kernel = ElementwiseBinaryCuda(
+                builtin_operator_name(self.op), storage=self.storage, **self.device.launcher_arguments("elementwise.cu")
+            )
+        self.compare = xp.greater if self.op == B.MAXIMUM else xp.less
+        self.table = None
+        if self.outputs[0].type in (T.INT8, T.UINT8):
+            # 8-bit: one launch of pair_lookup_b8 over the 65536 pairs (issue 23).
+            dtype = self.outputs[0].dtype
+            select = np.maximum if self.op == B.MAXIMUM else np.minimum
+            self.table = self.upload(pair_table(select, dtype, dtype), dtype)
+            self.pairs = PairLookupCuda(**self.device.launcher_arguments(PairLookupCuda.source))
+
+    def run(self, args):
+        x, y = args[0], args[1]
+        # A selection, never arithmetic: exact in any storage dtype; NaN in x gives y.
+        if self.kernel is not None:
+            x, y = x.astype(self.storage, copy=False), y.astype(self.storage, copy=False)
+            return [self.kernel(x, y).reshape(self.out_shape)]
+        if self.table is not None:
+            return [self.pairs(x, y, self.table).reshape(self.out_shape)]
+        return [self.xp.where(self.compare(x, y), x, y).reshape(self.out_shape)]
+
+
+class FloatBinaryMath(FloatOp):
+    """SQUARED_DIFFERENCE v1 and POW v1 on float32, broadcasting up to rank 4."""
+
+    ops = {B.SQUARED_DIFFERENCE: 1, B.POW: 1}
+
+    @classmethod
+    def node_reason(cls, node, op, version, tensors):
+        reason = inputs_reason(node, 2, "x, y")
+        if reason:
+            return reason
+        x, y = (tensors[i] for i in node.inputs)
+        return broadcast_reason(x, y)
+
+    def prepare(self) -> None:
+        self.out_shape = tuple(self.outputs[0].shape)
+        # One launch of elementwise_binary (no clamp: TFLite's kernels have none). POW is
+        # CUDA's powf on a device: within a few ulp of the C library's.
+        self.kernel = ElementwiseBinaryCuda(
+            builtin_operator_name(self.op), storage=self.storage, **self.device.launcher_arguments("elementwise.cu")
+        )
+
+    def run(self, args):
+        return [self.kernel(self.store(args[0]), self.store(args[1])).reshape(self.out_shape)]

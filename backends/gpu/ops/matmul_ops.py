@@ -134,9 +134,15 @@ class BatchMatMul(_Operands, FloatOp):
 
     def prepare(self) -> None:
         self.prepare_operands(np.float32)
-        from backends.gpu.cuda.conv2d import MatmulBiasActivationCuda
+        from backends.gpu.cuda.conv2d import matmul_launcher, matmul_variant
 
-        self.product = MatmulBiasActivationCuda(None, self.storage, **self.device.launcher_arguments("matmul.cu"))
+        rows, columns = (int(d) for d in self.out_shape[-2:])
+        self.variant = matmul_variant(
+            math.prod(int(d) for d in self.out_shape[:-2]), rows, columns, self.storage,
+            int(self.device.cuda_device.compute_capability),
+        )
+        launcher = matmul_launcher(self.variant)
+        self.product = launcher(None, self.storage, **self.device.launcher_arguments(launcher.source))
 
     def run(self, args):
         a, b, adjoint_a, adjoint_b = self.operands(args)

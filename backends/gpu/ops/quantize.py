@@ -1,6 +1,6 @@
 """QUANTIZE (float32 -> int8/uint8, and int8/uint8 -> int8/uint8 requantization) and
-DEQUANTIZE (runtime int8/uint8 -> float) on the GPU, bit-exact with TFLite's reference
-kernels.
+DEQUANTIZE (runtime int8/uint8 -> float, and constant float16 -> float32) on the GPU,
+bit-exact with TFLite's reference kernels.
 
 Semantics, parameters and arithmetic are the CPU kernels' (``backends/cpu/kernels/
 quantize.py`` and ``dequantize.py``), configured for the node by their own ``configure``:
@@ -12,11 +12,16 @@ quantize.py`` and ``dequantize.py``), configured for the node by their own ``con
 - QUANTIZE of an int8/uint8 input (``reference_ops::Requantize``): the CPU kernel's
   256-entry table of ``clamp(M(x - z_in, m) + z_out)``, uploaded once and read with
   ``take`` at the input's code (its bits as uint8);
-- DEQUANTIZE: ``scale * (q - zero_point)`` in float32, rounded once
-  (``dequantize_affine``), per tensor or per channel, stored in float32 where the
-  partition keeps the output in float32 (every use takes it exactly: a download, a
-  QUANTIZE) and otherwise in the delegate's storage dtype (float16 with
-  ``precision="float16"``).
+- DEQUANTIZE of a runtime int8/uint8 tensor: ``scale * (q - zero_point)`` in float32,
+  rounded once (``dequantize_affine``), per tensor or per channel, stored in float32
+  where the partition keeps the output in float32 (every use takes it exactly: a
+  download, a QUANTIZE) and otherwise in the delegate's storage dtype (float16 with
+  ``precision="float16"``);
+- DEQUANTIZE of a constant float16 tensor (models stored with float16 weights carry
+  ``DEQUANTIZE(constant float16) -> float32`` nodes): widening float16 to float32 is
+  exact; done once at prepare, the result uploaded once (in the storage dtype: with
+  float16 storage that is the float16 value itself, still exact) and ``run`` hands out
+  that array.
 
 How: one launch each of ``cuda/int8_elementwise.cu`` (``quantize_*``, ``dequantize_*``, and
 ``lookup_b8`` for the 8-bit requantization's table). QUANTIZE reads a float32 or float16
@@ -30,10 +35,17 @@ Versions claimed:
   (also v1) are not claimed: their nodes are refused naming the type. v4/v5 are int4/uint4.
 - DEQUANTIZE 1 (uint8, per tensor or per channel) and 2 (int8) of runtime tensors; a
   constant int8/uint8 input is left to the CPU, which folds the node at prepare (its
-  output is then a constant like any other). The constant float16 DEQUANTIZE (v1-v3) is
-  ``dequantize.py``'s. Not claimed: int16 (v3), v4 (never stamped), int8 per channel
-  (v5: converted models have no runtime per-channel tensors; the per-channel uint8 path
-  above is the same arithmetic), and the packed types (v6+).
+  output is then a constant like any other). Not claimed: int16 (v3), v4 (never
+  stamped), int8 per channel (v5: converted models have no runtime per-channel tensors;
+  the per-channel uint8 path above is the same arithmetic), and the packed types (v6+).
+- DEQUANTIZE of constant float16: v1-v3 (``Dequantize``), the one exception to "every
+  version up to the claim is implemented". For DEQUANTIZE the version says only which
+  input type the node has (v1 uint8, v2 int8, v3 int16/float16), and TFLite runs all of
+  them with one kernel that looks at the type; real float16 models are stamped v2 by
+  older converters (MediaPipe's face detector: 74 float16 DEQUANTIZE nodes at v2) and v3
+  by current ones (``op_version.py``). So this class takes v1-v3 and decides by type:
+  uint8/int8/int16 inputs are rejected per node with a reason naming the type; v4+
+  (per-channel int8, int4, int2, uint4) are not claimed.
 """
 
 from __future__ import annotations
@@ -44,16 +56,19 @@ import numpy as np
 
 from backends.cpu.kernels.dequantize import Dequantize as CpuDequantize
 from backends.cpu.kernels.quantize import Quantize as CpuQuantize
-from backends.gpu.cuda.int8_elementwise import DequantizeCuda, LookupCuda, QuantizeCuda, channel_parameters
 from backends.cpu.quantization import is_quantized
+from backends.gpu.cuda.int8_elementwise import DequantizeCuda, LookupCuda, QuantizeCuda, channel_parameters
 from backends.gpu.ops.base import MAX_RANK, GpuOp, TypeReason
-from backends.gpu.ops.elementwise_quantized import configured_cpu_kernel, cpu_kernel_reason, node_tensors
+from backends.gpu.ops.elementwise import FloatOp
+from backends.gpu.ops.quantized_base import configured_cpu_kernel, cpu_kernel_reason, node_tensors
 from delegate_sdk.node import Node
 from delegate_sdk.tensor import RuntimeTensor
 from schema.enums import BuiltinOperator, TensorType, builtin_operator_name
 
 B = BuiltinOperator
 T = TensorType
+
+
 INT8_TYPES = (T.INT8, T.UINT8)
 
 
@@ -115,6 +130,31 @@ class Quantize(GpuOp):
         if self.table is not None:
             return [self.launcher(args[0], self.table)]
         return [self.launcher(args[0], self.scales, self.zero_points)]
+
+
+class Dequantize(FloatOp):
+    """DEQUANTIZE versions 1-3 for a constant FLOAT16 input (other input types rejected)."""
+
+    ops = {BuiltinOperator.DEQUANTIZE: 3}
+
+    @classmethod
+    def input_type(cls, position: int) -> int:
+        return TensorType.FLOAT16
+
+    @classmethod
+    def node_reason(cls, node, op, version, tensors):
+        if len(node.inputs) != 1 or node.inputs[0] < 0:
+            return f"expected 1 input, got {len(node.inputs)}"
+        if not tensors[node.inputs[0]].is_constant:
+            return "the input must be a constant float16 tensor (the GPU dequantizes weights once, at prepare)"
+        return None
+
+    def prepare(self) -> None:
+        self.value = self.upload(np.asarray(self.inputs[0].data, dtype=np.float16).astype(np.float32))
+        self.prepared_inputs.add(0)
+
+    def run(self, args):
+        return [self.value]
 
 
 class QuantizedDequantize(GpuOp):

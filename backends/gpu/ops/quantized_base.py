@@ -1,4 +1,6 @@
-"""What the GPU delegate's quantized (int8 / uint8) ops share.
+"""What the GPU delegate's quantized (int8 / uint8) ops share: :class:`QuantizedOp`, and
+:func:`configured_cpu_kernel` / :func:`cpu_kernel_reason`, through which an op uses the
+CPU kernel's own class for its Prepare-time parameters and refusals.
 
 They are bit-exact with TFLite's reference kernels, and they get there the way the CPU
 kernels do: the Prepare-time parameters (multipliers and shifts, zero points, the fused
@@ -13,10 +15,12 @@ model's float inputs and outputs (``GpuOp.exact_float32_inputs``).
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
+from backends.cpu.kernel import CpuKernel
 from backends.cpu.quantization import Requantizer, is_quantized
 from backends.gpu.ops.base import MAX_RANK, GpuOp, TypeReason
 from delegate_sdk.node import Node
@@ -24,6 +28,8 @@ from delegate_sdk.tensor import RuntimeTensor
 from schema.enums import TensorType, builtin_operator_name
 
 T = TensorType
+
+
 INT8_TYPES = (T.INT8, T.UINT8)
 
 
@@ -80,3 +86,30 @@ class QuantizedOp(GpuOp):
     def to_output(self, values: Any, low: int, high: int) -> Any:
         """``clamp(values, low, high)`` stored in the output's integer type."""
         return self.xp.clip(values, low, high).astype(self.outputs[0].dtype)
+
+
+def configured_cpu_kernel(kernel_class: type[CpuKernel], node: Node, op: int, version: int, tensors: Sequence[RuntimeTensor] | dict) -> CpuKernel:
+    """The CPU kernel ``kernel_class`` for this node, its ``configure`` run: TFLite's
+    Prepare-time checks and parameters (and tables), computed by the CPU kernel's own
+    code, with no effect on the tensors. Raises the kernel's ``UnsupportedKernelError``
+    (a ``ValueError``) for a node it refuses."""
+    kernel = kernel_class(SimpleNamespace(tensors=tensors), node, op, version)
+    kernel.configure()
+    return kernel
+
+
+def node_tensors(op: GpuOp) -> dict[int, RuntimeTensor]:
+    """The GPU op's tensors by their index in the subgraph (what a CPU kernel's
+    constructor reads from ``context.tensors``)."""
+    found = {index: tensor for index, tensor in zip(op.node.inputs, op.inputs) if index >= 0}
+    found.update(zip(op.node.outputs, op.outputs))
+    return found
+
+
+def cpu_kernel_reason(kernel_class: type[CpuKernel], node: Node, op: int, version: int, tensors: Sequence[RuntimeTensor]) -> str | None:
+    """Why the CPU kernel's Prepare refuses the node (its message), or None."""
+    try:
+        configured_cpu_kernel(kernel_class, node, op, version, tensors)
+    except ValueError as error:
+        return str(error)
+    return None

@@ -1,34 +1,91 @@
-"""Cutting and stacking on the GPU: STRIDED_SLICE, SPLIT, SPLIT_V, PACK, for float32 (in
-the storage dtype), int8 and uint8 tensors, bit-exact (values are moved, never computed).
+"""Slicing on the GPU: SLICE (float32, int8, uint8, int32) and STRIDED_SLICE (float32, int8,
+uint8), bit-exact (values are moved, never computed).
 
-Semantics are the CPU kernels' (``backends/cpu/kernels/slice.py``, ``concat_split.py``),
-and so is the host arithmetic: the index of a STRIDED_SLICE (masks, ellipsis, new axes,
-shrink, ``offset``) is ``slice.strided_slice_plan``, the pieces of SPLIT / SPLIT_V are
-``concat_split.split_sizes`` / ``split_v_sizes`` / ``split_slices``, all computed once at
-prepare from constant begin/end/strides, axes and sizes; at run time each op is one
-slice (and a copy) per output, or for PACK one slice assignment per input into a
-preallocated output (no ``xp.stack``: CuPy uploads a pointer table for more than 8
-arrays, which a CUDA graph cannot capture).
+Semantics are the CPU kernels' (``backends/cpu/kernels/slice.py``), and so is the host
+arithmetic:
+
+- SLICE: ``size`` elements from ``begin`` along each axis (size -1: to the end); begin
+  and size constant (the output shape depends on them).
+- STRIDED_SLICE: the index (masks, ellipsis, new axes, shrink, ``offset``) is
+  ``slice.strided_slice_plan``, computed once at prepare from constant begin/end/strides.
+
+How: one slice (and a copy) per node: every output is a new array (never a view of an
+input).
 
 Versions claimed (``schema/versioning/op_version.py``):
 
+- SLICE 1 (float32, uint8, int32) and 2 (int8); not 3 (string), 4 (int16), 5 (rank 5),
+  6 (uint32).
 - STRIDED_SLICE 1 (float32, uint8), 2 (int8), 6 (ellipsis / new-axis masks) and 8
   (``offset``); not 3 (bool), 4 (rank 5), 5 (string), 7 (uint32).
-- SPLIT 1 (float32, uint8) and 2 (int8); not 3 (int32), 4 (int16).
-- SPLIT_V 1 (float32, uint8) and 2 (int8); int16/int32/int64 v1 nodes are refused by type.
-- PACK 1 (float32, uint8) and 2 (int8); not 3 (int16), 4 (uint32); int32/int64 v1 nodes
-  are refused by type. Every input must have the output's quantization (TFLite's rule).
 """
 
 from __future__ import annotations
 
-from backends.cpu.kernels.concat_split import split_sizes, split_slices, split_v_sizes
+from typing import Sequence
+
 from backends.cpu.kernels.slice import strided_slice_plan
-from backends.gpu.ops.layout_quantized import MovingOp, constant_int_reason, int_list, quantization_differs
+from backends.gpu.ops.moving_base import (
+    INDEX_TYPES,
+    LayoutOp,
+    MovingOp,
+    constant_int_reason,
+    int_list,
+    named_inputs_reason,
+)
 from schema.enums import BuiltinOperator, TensorType
 
 B = BuiltinOperator
 T = TensorType
+
+
+def slice_plan(shape: Sequence[int], begins: Sequence[int], sizes: Sequence[int]) -> tuple[tuple[slice, ...], list[int]]:
+    """The CPU kernel's SLICE plan: (index, output shape); ValueError when it does not fit."""
+    index, out_shape = [], []
+    for axis, (dim, b, s) in enumerate(zip(shape, begins, sizes)):
+        if b < 0 or b > dim:
+            raise ValueError(f"begin {list(begins)} is out of range for input shape {list(shape)} (axis {axis})")
+        if s == -1:
+            s = dim - b
+        elif s < 0 or b + s > dim:
+            raise ValueError(f"begin {list(begins)} and size {list(sizes)} do not fit input shape {list(shape)}")
+        index.append(slice(b, b + s))
+        out_shape.append(s)
+    return tuple(index), out_shape
+
+
+class Slice(LayoutOp):
+    """SLICE v1 (float32, uint8, int32) and v2 (int8) with constant begin and size."""
+
+    ops = {B.SLICE: 2}
+    index_inputs = (1, 2)
+
+    @classmethod
+    def node_reason(cls, node, op, version, tensors):
+        reason = named_inputs_reason(node, ("input", "begin", "size"))
+        if reason:
+            return reason
+        x, begin, size = (tensors[i] for i in node.inputs)
+        for tensor, role in ((begin, "begin"), (size, "size")):
+            reason = constant_int_reason(tensor, role, INDEX_TYPES)
+            if reason:
+                return reason
+            if tensor.shape != (len(x.shape),):
+                return f"{role} has shape {list(tensor.shape)}; it must be [{len(x.shape)}]"
+        if begin.type != size.type:
+            return f"begin is {begin.type_name} but size is {size.type_name}; they must have one type"
+        try:
+            slice_plan(x.shape, int_list(begin), int_list(size))
+        except ValueError as error:
+            return str(error)
+        return None
+
+    def prepare(self) -> None:
+        x, begin, size = self.inputs
+        self.index, _ = slice_plan(x.shape, int_list(begin), int_list(size))
+
+    def run(self, args):
+        return [args[0][self.index].copy()]  # a copy: a slice is a view of the input
 
 
 class StridedSlice(MovingOp):
@@ -70,117 +127,3 @@ class StridedSlice(MovingOp):
     def run(self, args):
         # copy(): a new contiguous array (a strided view would alias the input's buffer).
         return [args[0].reshape(self.shape)[self.index].copy().reshape(self.out_shape)]
-
-
-class _Split(MovingOp):
-    """Shared by SPLIT and SPLIT_V: pieces of the data input along an axis."""
-
-    data_position: int
-
-    def pieces(self, sizes: list[int], axis: int) -> None:
-        self.slices = split_slices(sizes, axis)
-
-    def run(self, args):
-        x = args[self.data_position]
-        return [x[index].copy() for index in self.slices]
-
-
-class Split(_Split):
-    """SPLIT v1 (float32, uint8) and v2 (int8): ``num_splits`` equal pieces; constant axis."""
-
-    ops = {B.SPLIT: 2}
-    index_inputs = (0,)
-    data_position = 1
-
-    @classmethod
-    def node_reason(cls, node, op, version, tensors):
-        if len(node.inputs) != 2 or min(node.inputs) < 0:
-            return f"expected inputs (axis, input), got {len(node.inputs)} inputs"
-        axis, x = tensors[node.inputs[0]], tensors[node.inputs[1]]
-        reason = constant_int_reason(axis, "axis", (T.INT32,))
-        if reason:
-            return reason
-        if axis.num_elements != 1:
-            return f"the axis must hold one value, it has shape {list(axis.shape)}"
-        if len(node.outputs) != node.params.num_splits:
-            return f"num_splits is {node.params.num_splits} but the node has {len(node.outputs)} outputs"
-        try:
-            split_sizes(x.shape, int_list(axis)[0], node.params.num_splits)
-        except ValueError as error:
-            return str(error)
-        return None
-
-    def prepare(self) -> None:
-        self.pieces(*split_sizes(self.inputs[1].shape, int_list(self.inputs[0])[0], self.params.num_splits))
-
-
-class SplitV(_Split):
-    """SPLIT_V v1 (float32, uint8) and v2 (int8): pieces of constant ``size_splits`` (one -1
-    takes the rest) along a constant axis."""
-
-    ops = {B.SPLIT_V: 2}
-    index_inputs = (1, 2)
-    data_position = 0
-
-    @classmethod
-    def node_reason(cls, node, op, version, tensors):
-        if len(node.inputs) != 3 or min(node.inputs) < 0:
-            return f"expected inputs (input, size_splits, axis), got {len(node.inputs)} inputs"
-        x, sizes, axis = (tensors[i] for i in node.inputs)
-        reason = constant_int_reason(sizes, "size_splits") or constant_int_reason(axis, "axis", (T.INT32,))
-        if reason:
-            return reason
-        if len(sizes.shape) != 1 or sizes.shape[0] != len(node.outputs):
-            return f"size_splits has shape {list(sizes.shape)}; it must be [{len(node.outputs)}]"
-        if axis.num_elements != 1:
-            return f"the axis must hold one value, it has shape {list(axis.shape)}"
-        if len(node.outputs) != node.params.num_splits:
-            return f"num_splits is {node.params.num_splits} but the node has {len(node.outputs)} outputs"
-        try:
-            split_v_sizes(x.shape, int_list(sizes), int_list(axis)[0])
-        except ValueError as error:
-            return str(error)
-        return None
-
-    def prepare(self) -> None:
-        self.pieces(*split_v_sizes(self.inputs[0].shape, int_list(self.inputs[1]), int_list(self.inputs[2])[0]))
-
-
-class Pack(MovingOp):
-    """PACK v1 (float32, uint8) and v2 (int8): ``values_count`` same-shaped tensors stacked
-    along a new axis."""
-
-    ops = {B.PACK: 2}
-
-    @classmethod
-    def node_reason(cls, node, op, version, tensors):
-        if not node.inputs or min(node.inputs) < 0:
-            return "every input must be present"
-        inputs = [tensors[i] for i in node.inputs]
-        out = tensors[node.outputs[0]]
-        if len(inputs) != node.params.values_count:
-            return f"values_count is {node.params.values_count} but the node has {len(inputs)} inputs"
-        if any(t.shape != inputs[0].shape for t in inputs):
-            return f"input shapes {[list(t.shape) for t in inputs]} differ"
-        rank = len(inputs[0].shape) + 1
-        axis = int(node.params.axis)
-        if not -rank <= axis < rank:
-            return f"axis {axis} is out of range for rank {rank}"
-        for t in inputs:
-            reason = quantization_differs(t, out)
-            if reason:
-                return reason
-        return None
-
-    def prepare(self) -> None:
-        rank = len(self.inputs[0].shape) + 1
-        axis = int(self.params.axis) % rank
-        self.places = [(slice(None),) * axis + (i,) for i in range(len(self.inputs))]
-        self.out_shape = tuple(self.outputs[0].shape)
-        self.dtype = self.output_dtype()
-
-    def run(self, args):
-        out = self.xp.empty(self.out_shape, dtype=self.dtype)
-        for place, a in zip(self.places, args):
-            out[place] = a
-        return [out]

@@ -1,5 +1,6 @@
-"""Reductions on the GPU beyond MEAN: SUM, REDUCE_PROD, REDUCE_MAX, REDUCE_MIN over a
-constant axis list, and CUMSUM along a constant axis.
+"""Reductions on the GPU: MEAN, SUM, REDUCE_PROD, REDUCE_MAX, REDUCE_MIN over a constant
+axis list (float32; MEAN and SUM also int8 / uint8, REDUCE_MAX / REDUCE_MIN also int8,
+uint8, int32), and CUMSUM along a constant axis (float32).
 
 Semantics are the CPU kernels' (``backends/cpu/kernels/reduce.py``,
 ``reduce_quantized.py``, ``cumsum.py``), i.e. TFLite's reference kernels:
@@ -7,6 +8,10 @@ Semantics are the CPU kernels' (``backends/cpu/kernels/reduce.py``,
 - axes: negative ones wrap, repeated ones count once, an empty list reduces nothing (the
   input is copied), a scalar input is copied; ``keep_dims`` keeps the reduced axes with
   extent 1. The axis tensor must be constant (the output shape depends on it).
+- MEAN of float32: a float32 sum over the axes divided by the number of reduced
+  elements; an empty input gives NaN. How: one launch of ``cuda/pool2d.cu``'s mean kernel
+  (one thread per output, the reduced elements summed in a loop); an empty input is one
+  fill.
 - SUM and REDUCE_PROD of float32 accumulate in float32 (in another order than TFLite's
   one-by-one loop: float32 rounding only). An empty input gives 0 (SUM) or 1 (PROD).
 - REDUCE_MAX / REDUCE_MIN of float32 compare as TFLite's ``in > current`` starting from
@@ -18,6 +23,21 @@ Semantics are the CPU kernels' (``backends/cpu/kernels/reduce.py``,
 - REDUCE_MAX / REDUCE_MIN of int8, uint8 and int32 compare raw values (exact); int8 and
   uint8 need the output to have the input's scale and zero point (TFLite checks it). An
   empty input gives the type's lowest (highest) value.
+- MEAN and SUM of int8 / uint8 (``reference_ops::QuantizedMeanOrSum``), bit-exact with
+  our CPU path (TFLite's reference arithmetic; LiteRT 2.3's reference SUM runs its uint8
+  code on int8 data, a bug of that build that the CPU kernel documents and does not
+  reproduce: int8 SUM equals the CPU path, uint8 SUM and MEAN equal BUILTIN_REF too).
+  For each output element with ``n`` reduced input elements::
+
+      acc = sum(q)                                 (int32, wrapping like TFLite's temp_sum)
+      (m, e) = QuantizeMultiplier(double(s_in) / double(s_out)), 1/n folded in (MEAN only)
+      out = clamp(MultiplyByQuantizedMultiplier(int32(acc - z_in * n), m, e) + z_out)
+
+  with the type's range as the clamp (no fused activation). The multiplier
+  (``mean_sum_multiplier``), its fold (``folded_multiplier``) and the requantization
+  (``requantize_sums``) are the CPU kernel's own functions. An empty input gives 0. How:
+  one launch of ``cuda/int8_windows.cu``'s quantized mean (a thread per output, the sum
+  and the requantization fused); host emulation runs its twin as that one launch.
 - CUMSUM: running float32 sums along the axis, ``exclusive`` (the first is 0, each sum
   leaves out its own element) and ``reverse`` (from the end of the axis).
 
@@ -25,7 +45,8 @@ Float results are stored in the storage dtype (float16 storage: -FLT_MAX becomes
 
 Versions claimed (``schema/versioning/op_version.py``):
 
-- SUM 1 (float32). uint8 SUM (also v1) requantizes: refused by type; v2 is int8.
+- MEAN 1 (float32, uint8) and 2 (int8); v3 (int16) is not claimed.
+- SUM 1 (float32, uint8) and 2 (int8).
 - REDUCE_PROD 1 (float32); v2 is int8/int16.
 - REDUCE_MAX, REDUCE_MIN 1 (float32, uint8, int32) and 2 (int8); not 3 (int16).
 - CUMSUM 1 (float32; int32/int64 CUMSUM, also v1, are refused by type): the op's only
@@ -37,13 +58,54 @@ from __future__ import annotations
 import numpy as np
 
 from backends.cpu.kernels.reduce import reduced_shape
+from backends.cpu.kernels.reduce_quantized import folded_multiplier, mean_sum_multiplier
+from backends.cpu.quantization import legacy_params
+from backends.gpu.cuda.int8_windows import QuantizedMeanCuda, QuantizedMeanParams
+from backends.gpu.cuda.windows import MeanCuda
 from backends.gpu.ops.elementwise import FloatOp
-from backends.gpu.ops.layout_quantized import INT8_TYPES, MovingOp, quantization_differs
-from backends.gpu.ops.pool import axes_reason, axis_values, resolve_axes
+from backends.gpu.ops.moving_base import INT8_TYPES, MovingOp, quantization_differs
+from backends.gpu.ops.quantized_base import QuantizedOp, per_tensor
 from schema.enums import BuiltinOperator, TensorType
 
 B = BuiltinOperator
 T = TensorType
+
+
+def resolve_axes(values, rank: int) -> tuple[int, ...]:
+    """TFLite's ``ResolveAxis``: wrap negative axes, drop duplicates, keep the order
+    (ValueError for an axis out of range). A scalar reduces nothing."""
+    if rank == 0:
+        return ()
+    resolved: list[int] = []
+    for value in np.asarray(values).reshape(-1).tolist():
+        axis = value + rank if value < 0 else value
+        if not 0 <= axis < rank:
+            raise ValueError(f"axis {value} is out of range for an input of rank {rank}")
+        if axis not in resolved:
+            resolved.append(axis)
+    return tuple(resolved)
+
+
+def axes_reason(node, tensors) -> str | None:
+    """Why the (input, axes) of a reduction cannot run, or None: a constant INT32 axis
+    list (or an empty one) whose axes are in range."""
+    if len(node.inputs) != 2 or min(node.inputs) < 0:
+        return f"expected inputs (input, axes), got {len(node.inputs)} inputs"
+    x, axes = (tensors[i] for i in node.inputs)
+    if axes.type != TensorType.INT32:
+        return f"axes {axes.name!r} is {axes.type_name}; it must be INT32"
+    if axes.num_elements and not axes.is_constant:
+        return "the axes must be a constant tensor (the output shape depends on them)"
+    try:
+        resolve_axes(axis_values(axes), len(x.shape))
+    except ValueError as error:
+        return str(error)
+    return None
+
+
+def axis_values(axes) -> np.ndarray:
+    """The axis list (an empty list is stored without a buffer)."""
+    return np.asarray(axes.data) if axes.num_elements else np.zeros(0, np.int32)
 
 
 def require_reduced_shape(x, out, axes: tuple[int, ...], keep_dims: bool) -> None:
@@ -56,6 +118,30 @@ def require_reduced_shape(x, out, axes: tuple[int, ...], keep_dims: bool) -> Non
             f"output {out.name!r} has shape {list(out.shape)} but reducing {list(x.shape)} over axes "
             f"{list(axes)} gives {list(want)} (another node writes the same tensor?)"
         )
+
+
+class Mean(FloatOp):
+    """MEAN version 1 (float32) over a constant axis list."""
+
+    ops = {B.MEAN: 1}
+    index_inputs = (1,)
+
+    @classmethod
+    def node_reason(cls, node, op, version, tensors):
+        return axes_reason(node, tensors)
+
+    def prepare(self) -> None:
+        x, axes = self.inputs
+        values = axis_values(axes)
+        self.axes = resolve_axes(values, len(x.shape))
+        self.empty = x.num_elements == 0
+        self.out_shape = tuple(self.outputs[0].shape)
+        self.launcher = None if self.empty else MeanCuda(self.axes, self.storage, **self.device.launcher_arguments("pool2d.cu"))
+
+    def run(self, args):
+        if self.empty:
+            return [self.xp.full(self.out_shape, np.nan, dtype=self.storage)]
+        return [self.launcher(args[0], self.out_shape)]
 
 
 class _Reduce:
@@ -149,6 +235,59 @@ class IntegerReduceMaxMin(_Reduce, MovingOp):
             return [x.copy().reshape(self.out_shape)]
         reduce = xp.max if self.is_max else xp.min
         return [reduce(x, axis=self.axes).reshape(self.out_shape)]
+
+
+class QuantizedMean(QuantizedOp):
+    """MEAN and SUM v1 (uint8) and v2 (int8) over a constant axis list."""
+
+    ops = {B.MEAN: 2, B.SUM: 2}  # float32 v1: Mean and FloatReduce above
+    data_inputs = (0,)
+    index_inputs = (1,)
+
+    @classmethod
+    def node_reason(cls, node, op, version, tensors):
+        if len(node.inputs) != 2 or min(node.inputs) < 0:
+            return f"expected inputs (input, axes), got {len(node.inputs)} inputs"
+        x, axes = (tensors[i] for i in node.inputs)
+        out = tensors[node.outputs[0]]
+        if axes.type != T.INT32:
+            return f"axes {axes.name!r} is {axes.type_name}; it must be INT32"
+        if axes.num_elements and not axes.is_constant:
+            return "the axes must be a constant tensor (the output shape depends on them)"
+        try:
+            resolve_axes(axes.data if axes.num_elements else np.zeros(0, np.int32), len(x.shape))
+        except ValueError as error:
+            return str(error)
+        if not per_tensor(x) or not per_tensor(out):
+            return "the input and the output must be quantized per tensor"
+        if legacy_params(out)[0] == 0.0:
+            return f"output {out.name!r} has scale 0"
+        return None
+
+    def prepare(self) -> None:
+        x, axes = self.inputs
+        out = self.outputs[0]
+        values = axes.data if axes.num_elements else np.zeros(0, np.int32)
+        self.axes = resolve_axes(values, len(x.shape))
+        self.keep_dims = bool(getattr(self.params, "keep_dims", False))
+        self.count = int(np.prod([x.shape[a] for a in self.axes], dtype=np.int64))
+        self.empty = x.num_elements == 0
+        self.out_shape = tuple(out.shape)
+        require_reduced_shape(x, out, self.axes, self.keep_dims)
+        z_in, z_out = legacy_params(x)[1], legacy_params(out)[1]
+        multiplier, shift = mean_sum_multiplier(x, out)
+        if not self.empty:
+            self.multiplier, self.shift = folded_multiplier(multiplier, shift, self.count, is_mean=self.op == B.MEAN)
+        self.launcher = None
+        if not self.empty:
+            info = np.iinfo(x.dtype)
+            params = QuantizedMeanParams(z_in * self.count, self.multiplier, self.shift, z_out, (int(info.min), int(info.max)))
+            self.launcher = QuantizedMeanCuda(self.axes, params, x.dtype, **self.device.launcher_arguments(QuantizedMeanCuda.source))
+
+    def run(self, args):
+        if self.empty:
+            return [self.xp.zeros(self.out_shape, dtype=self.outputs[0].dtype)]
+        return [self.launcher(args[0], self.out_shape)]
 
 
 class Cumsum(FloatOp):

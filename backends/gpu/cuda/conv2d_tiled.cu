@@ -1,0 +1,195 @@
+// CONV_2D, versions 1 and 6 (float; v6: grouped), NHWC, as an implicit GEMM with shared-memory
+// tiles: the tiled variant of conv2d.cu, for the layers with enough outputs to fill the GPU
+// (conv2d.py: conv2d_variant picks it at prepare, from the shapes; tiny layers stay direct).
+//
+// Per group g the convolution is the product C[m, n] = sum_k A[m, k] * B[k, n]:
+//   m = output pixel (b, oy, ox)               M = batches * out_h * out_w
+//   n = output channel within the group        N = O
+//   k = (ky * filter_w + kx) * I + i           K = filter_h * filter_w * I   (TFLite's (ky, kx, i) order)
+//   A[m, k] = input[b, oy * stride_h + ky * dilation_h - pad_top, ox * stride_w + kx * dilation_w - pad_left, g * I + i]
+//             (0 where the tap falls outside the input)
+//   B[k, n] = filter[g, ky, kx, i, n]          (conv2d.cu's [groups, KH, KW, I, O] layout: B is [K, O], row-major)
+// A is never materialised ("implicit"): each tile of it is gathered from the input.
+//
+// Launch (conv2d.py: conv2d_tiled_launch_config): blocks of 256 threads; grid.x = ceil(M / TILE_M)
+// pixel tiles, grid.y = groups * ceil(O / TILE_N) channel tiles. Each block computes a
+// TILE_M x TILE_N tile of outputs: per step of TILE_K values of k, its threads stage the A tile
+// (TILE_K x TILE_M, gathered; consecutive threads read consecutive input channels of a pixel)
+// and the B tile (TILE_K x TILE_N, consecutive threads consecutive filter values) into __shared__
+// memory, synchronise, and each thread adds the step's products to its register block of
+// (TILE_M / 16) x (TILE_N / 16) outputs: pixels ty + 16 r, channels tx + 16 c (tx = thread % 16,
+// ty = thread / 16), so that a warp reads two A values (broadcast) and 16 consecutive B values.
+// Each input value staged feeds TILE_N sums, each filter value TILE_M sums.
+//
+// Order of the sums: each output accumulates in one thread, k = 0, 1, ..., K - 1 in order, as
+// float32 fused multiply-adds (no split of K): the order of conv2d.cu's direct kernel and of
+// TFLite's reference loop. A tap outside the input adds fmaf(0, w, acc), which is acc itself for a
+// finite w (but for the sign of a zero acc: -0 + 0 is +0), so the results equal the direct
+// kernel's; conv2d_variant picks this kernel only for a finite filter (0 * inf would be NaN where
+// the direct kernel skips the tap). Then the bias, the clamp and the fused epilogue (epilogue.cuh),
+// as conv2d.cu.
+//
+// Storage: float32 (*_f32) or float16 (*_f16, binary16 bit patterns): tiles hold float32, products
+// and sums are float32. This file must compile with NVRTC (no system headers; storage.cuh and
+// epilogue.cuh are spliced in) and with g++ through host_shim/cuda_host.h, in its cooperative mode
+// (__shared__, __syncthreads).
+
+#if !defined(__CUDACC__) && !defined(CUDA_HOST_SHIM)
+#error "compile this file with NVRTC (or nvcc), or with g++ after including host_shim/cuda_host.h"
+#endif
+
+#define CONV2D_TILE_K 16
+#define CONV2D_TILE_THREADS 256
+
+#include "storage.cuh"   // load_as_float / store_from_float for float and float16 bit patterns
+#include "epilogue.cuh"  // the fused residual ADD / PRELU / RELU after the bias and clamp
+
+template <typename Storage, int TILE_M, int TILE_N>
+__device__ __forceinline__ void conv2d_tiled_nhwc(
+    const Storage* __restrict__ input,
+    const Storage* __restrict__ filter,
+    const Storage* __restrict__ bias,  // may be null
+    Storage* __restrict__ output,
+    int batches, int in_h, int in_w, int in_channels,
+    int out_h, int out_w, int out_channels, int groups,
+    int filter_h, int filter_w,
+    int stride_h, int stride_w,
+    int dilation_h, int dilation_w,
+    int pad_top, int pad_left,
+    float act_min, float act_max,
+    const Epilogue epilogue)
+{
+    constexpr int THREAD_M = TILE_M / 16;                                     // outputs per thread: pixels
+    constexpr int THREAD_N = TILE_N / 16;                                     //   x channels
+    constexpr int A_ROWS = CONV2D_TILE_THREADS / CONV2D_TILE_K;               // pixels staged per pass
+    constexpr int A_LOADS = TILE_M / A_ROWS;                                  // A values a thread stages
+    constexpr int B_ROWS = CONV2D_TILE_THREADS / TILE_N;                      // k rows of B staged per pass
+    constexpr int B_LOADS = CONV2D_TILE_K / B_ROWS;                           // B values a thread stages
+    __shared__ float a_tile[CONV2D_TILE_K][TILE_M + 1];  // A transposed: [k][pixel] (+1: fewer bank conflicts on store)
+    __shared__ float b_tile[CONV2D_TILE_K][TILE_N];
+
+    const int t = threadIdx.x;
+    const int group_in = in_channels / groups;    // I
+    const int group_out = out_channels / groups;  // O
+    const int channel_tiles = (group_out + TILE_N - 1) / TILE_N;
+    const int g = blockIdx.y / channel_tiles;
+    const int n0 = (blockIdx.y % channel_tiles) * TILE_N;
+    const long long m0 = (long long)blockIdx.x * TILE_M;
+    const long long pixels = (long long)batches * out_h * out_w;
+    const int depth = filter_h * filter_w * group_in;  // K
+    const Storage* group_input = input + g * group_in;
+    const Storage* group_filter = filter + (long long)g * depth * group_out;
+
+    // The pixels this thread stages (A_LOADS of them, A_ROWS apart): image offset and tap (0, 0).
+    const int a_k = t % CONV2D_TILE_K;
+    long long a_image[A_LOADS];
+    int a_y[A_LOADS], a_x[A_LOADS];
+    bool a_valid[A_LOADS];
+    for (int j = 0; j < A_LOADS; ++j) {
+        const long long m = m0 + t / CONV2D_TILE_K + j * A_ROWS;
+        a_valid[j] = m < pixels;
+        const long long pixel = a_valid[j] ? m : 0;
+        const int ox = (int)(pixel % out_w);
+        const long long rest = pixel / out_w;
+        const int oy = (int)(rest % out_h);
+        a_image[j] = (rest / out_h) * in_h * in_w * in_channels;
+        a_y[j] = oy * stride_h - pad_top;
+        a_x[j] = ox * stride_w - pad_left;
+    }
+    const int b_n = t % TILE_N;
+
+    const int tx = t % 16, ty = t / 16;
+    float acc[THREAD_M][THREAD_N];
+    for (int r = 0; r < THREAD_M; ++r)
+        for (int c = 0; c < THREAD_N; ++c) acc[r][c] = 0.0f;
+
+    for (int k0 = 0; k0 < depth; k0 += CONV2D_TILE_K) {
+        // Stage A: value k0 + a_k of each of this thread's pixels (0 outside the input).
+        {
+            const int k = k0 + a_k;
+            const bool k_inside = k < depth;
+            int ky = 0, kx = 0, i = 0;
+            if (k_inside) {
+                i = k % group_in;
+                const int tap = k / group_in;
+                kx = tap % filter_w;
+                ky = tap / filter_w;
+            }
+            for (int j = 0; j < A_LOADS; ++j) {
+                float value = 0.0f;
+                const int iy = a_y[j] + ky * dilation_h;
+                const int ix = a_x[j] + kx * dilation_w;
+                if (k_inside && a_valid[j] && iy >= 0 && iy < in_h && ix >= 0 && ix < in_w) {
+                    value = load_as_float(group_input + a_image[j] + ((long long)iy * in_w + ix) * in_channels + i);
+                }
+                a_tile[a_k][t / CONV2D_TILE_K + j * A_ROWS] = value;
+            }
+        }
+        // Stage B: rows k0 .. k0 + TILE_K of the group's [K, O] filter, columns n0 .. n0 + TILE_N.
+        for (int j = 0; j < B_LOADS; ++j) {
+            const int row = t / TILE_N + j * B_ROWS;
+            const int k = k0 + row;
+            const int n = n0 + b_n;
+            b_tile[row][b_n] = (k < depth && n < group_out) ? load_as_float(group_filter + (long long)k * group_out + n) : 0.0f;
+        }
+        __syncthreads();
+        const int steps = min(CONV2D_TILE_K, depth - k0);  // no products past K: the sum is the direct one
+        for (int kk = 0; kk < steps; ++kk) {
+            float a[THREAD_M], b[THREAD_N];
+            for (int r = 0; r < THREAD_M; ++r) a[r] = a_tile[kk][ty + 16 * r];
+            for (int c = 0; c < THREAD_N; ++c) b[c] = b_tile[kk][tx + 16 * c];
+            for (int r = 0; r < THREAD_M; ++r)
+                for (int c = 0; c < THREAD_N; ++c) acc[r][c] = fmaf(a[r], b[c], acc[r][c]);
+        }
+        __syncthreads();  // the tiles are overwritten by the next step
+    }
+
+    // Epilogue: bias, clamp (TFLite's ActivationFunctionWithMinMax: NaN propagates), fused nodes.
+    for (int r = 0; r < THREAD_M; ++r) {
+        const long long pixel = m0 + ty + 16 * r;
+        if (pixel >= pixels) continue;
+        for (int c = 0; c < THREAD_N; ++c) {
+            const int n = n0 + tx + 16 * c;
+            if (n >= group_out) continue;
+            const int oc = g * group_out + n;
+            float value = bias != nullptr ? acc[r][c] + load_as_float(bias + oc) : acc[r][c];
+            value = value < act_min ? act_min : value;
+            value = value > act_max ? act_max : value;
+            store_from_float(output + pixel * out_channels + oc, apply_epilogue<Storage>(epilogue, value, pixel, oc));
+        }
+    }
+}
+
+// ---- entry points: conv2d_tiled_<TILE_M>x<TILE_N>_<storage> --------------------------------------
+// Arguments: conv2d.cu's conv2d_fused_* (the epilogue's: residual, residual_channels, add_min,
+// add_max, alpha, post_min, post_max; a null residual and alpha and -inf..inf clamps for none).
+
+#define CONV2D_TILED_PARAMS(T)                                                                          \
+    const T* __restrict__ input, const T* __restrict__ filter, const T* __restrict__ bias,              \
+    T* __restrict__ output,                                                                              \
+    int batches, int in_h, int in_w, int in_channels, int out_h, int out_w, int out_channels, int groups, \
+    int filter_h, int filter_w, int stride_h, int stride_w, int dilation_h, int dilation_w,             \
+    int pad_top, int pad_left, float act_min, float act_max,                                            \
+    const T* __restrict__ residual, int residual_channels, float add_min, float add_max,                \
+    const T* __restrict__ alpha, float post_min, float post_max
+
+#define CONV2D_TILED_ARGS                                                                               \
+    input, filter, bias, output, batches, in_h, in_w, in_channels, out_h, out_w, out_channels, groups,  \
+    filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, act_min, act_max, \
+    make_epilogue(residual, residual_channels, add_min, add_max, alpha, post_min, post_max)
+
+extern "C" __global__ void conv2d_tiled_64x64_f32(CONV2D_TILED_PARAMS(float)) {
+    conv2d_tiled_nhwc<float, 64, 64>(CONV2D_TILED_ARGS);
+}
+
+extern "C" __global__ void conv2d_tiled_64x64_f16(CONV2D_TILED_PARAMS(unsigned short)) {
+    conv2d_tiled_nhwc<unsigned short, 64, 64>(CONV2D_TILED_ARGS);
+}
+
+extern "C" __global__ void conv2d_tiled_128x32_f32(CONV2D_TILED_PARAMS(float)) {
+    conv2d_tiled_nhwc<float, 128, 32>(CONV2D_TILED_ARGS);
+}
+
+extern "C" __global__ void conv2d_tiled_128x32_f16(CONV2D_TILED_PARAMS(unsigned short)) {
+    conv2d_tiled_nhwc<unsigned short, 128, 32>(CONV2D_TILED_ARGS);
+}

@@ -1,0 +1,117 @@
+// The matrix product with its output stage (FULLY_CONNECTED, BATCH_MATMUL, TRANSPOSE_CONV's
+// patches) over shared-memory tiles: the tiled variant of matmul.cu's matmul_bias_act_f32/_f16,
+// same arguments, same results (conv2d.py: matmul_variant picks it at prepare, from the shapes;
+// products of few rows or few outputs stay on matmul.cu).
+//
+//   c[z, r, j] = clamp(bias[j] + sum_{i < k} a(z, r, i) * b(z, i, j), act_min, act_max)
+//   a(z, r, i) = a[z * a_batch_stride + r * a_row_stride + i * a_col_stride]   (b likewise)
+//
+// Launch (conv2d.py: matmul_tiled_launch_config): blocks of 256 threads; grid.x = tiles of
+// MM_TILE columns, grid.y = tiles of MM_TILE rows, grid.z = the batch. Per step of MM_TILE_K
+// values of i, a block stages an MM_TILE x MM_TILE_K tile of a and an MM_TILE_K x MM_TILE tile of
+// b in __shared__ memory, synchronises, and each thread adds the products to its register block
+// of 4 x 4 outputs (rows ty + 16 r, columns tx + 16 c). Each output's sum runs in one thread,
+// i = 0 .. k-1 in order, as float32 fused multiply-adds: matmul.cu's order, so its bits.
+// Storage: float32 or float16 (binary16 bit patterns; tiles hold float32). This file must compile
+// with NVRTC and with g++ through host_shim/cuda_host.h in its cooperative mode.
+
+#if !defined(__CUDACC__) && !defined(CUDA_HOST_SHIM)
+#error "compile this file with NVRTC (or nvcc), or with g++ after including host_shim/cuda_host.h"
+#endif
+
+#define MM_TILE 64
+#define MM_TILE_K 16
+#define MM_THREADS 256
+
+#include "storage.cuh"  // load_as_float / store_from_float for float and float16 bit patterns
+
+template <typename Storage>
+__device__ __forceinline__ void matmul_bias_activation_tiled(
+    const Storage* __restrict__ a, const Storage* __restrict__ b, const Storage* __restrict__ bias,
+    Storage* __restrict__ c, int m, int n, int k,
+    long long a_batch_stride, long long a_row_stride, long long a_col_stride,
+    long long b_batch_stride, long long b_row_stride, long long b_col_stride,
+    long long c_batch_stride, float act_min, float act_max)
+{
+    constexpr int PER_THREAD = MM_TILE / 16;                  // 4 x 4 outputs per thread
+    constexpr int A_ROWS = MM_THREADS / MM_TILE_K;            // 16 rows staged per pass
+    constexpr int A_LOADS = MM_TILE / A_ROWS;                 // 4
+    constexpr int B_ROWS = MM_THREADS / MM_TILE;              // 4 k rows staged per pass
+    constexpr int B_LOADS = MM_TILE_K / B_ROWS;               // 4
+    __shared__ float a_tile[MM_TILE_K][MM_TILE + 1];  // a transposed: [i][row]
+    __shared__ float b_tile[MM_TILE_K][MM_TILE];
+
+    const int t = threadIdx.x;
+    const int row0 = blockIdx.y * MM_TILE, column0 = blockIdx.x * MM_TILE;
+    a += blockIdx.z * a_batch_stride;
+    b += blockIdx.z * b_batch_stride;
+    c += blockIdx.z * c_batch_stride;
+    const int tx = t % 16, ty = t / 16;
+    float acc[PER_THREAD][PER_THREAD];
+    for (int r = 0; r < PER_THREAD; ++r)
+        for (int q = 0; q < PER_THREAD; ++q) acc[r][q] = 0.0f;
+
+    for (int k0 = 0; k0 < k; k0 += MM_TILE_K) {
+        for (int j = 0; j < A_LOADS; ++j) {
+            const int i = k0 + t % MM_TILE_K;
+            const int row = row0 + t / MM_TILE_K + j * A_ROWS;
+            a_tile[t % MM_TILE_K][t / MM_TILE_K + j * A_ROWS] =
+                (i < k && row < m) ? load_as_float(a + row * a_row_stride + i * a_col_stride) : 0.0f;
+        }
+        for (int j = 0; j < B_LOADS; ++j) {
+            const int i_local = t / MM_TILE + j * B_ROWS;
+            const int i = k0 + i_local;
+            const int column = column0 + t % MM_TILE;
+            b_tile[i_local][t % MM_TILE] =
+                (i < k && column < n) ? load_as_float(b + i * b_row_stride + column * b_col_stride) : 0.0f;
+        }
+        __syncthreads();
+        const int steps = min(MM_TILE_K, k - k0);  // no products past k: the sum is matmul.cu's
+        for (int kk = 0; kk < steps; ++kk) {
+            float x[PER_THREAD], y[PER_THREAD];
+            for (int r = 0; r < PER_THREAD; ++r) x[r] = a_tile[kk][ty + 16 * r];
+            for (int q = 0; q < PER_THREAD; ++q) y[q] = b_tile[kk][tx + 16 * q];
+            for (int r = 0; r < PER_THREAD; ++r)
+                for (int q = 0; q < PER_THREAD; ++q) acc[r][q] = fmaf(x[r], y[q], acc[r][q]);
+        }
+        __syncthreads();
+    }
+
+    for (int r = 0; r < PER_THREAD; ++r) {
+        const int row = row0 + ty + 16 * r;
+        if (row >= m) continue;
+        for (int q = 0; q < PER_THREAD; ++q) {
+            const int column = column0 + tx + 16 * q;
+            if (column >= n) continue;
+            float result = bias != nullptr ? acc[r][q] + load_as_float(bias + column) : acc[r][q];
+            // TFLite's ActivationFunctionWithMinMax: NaN propagates (fmaxf/fminf would drop it).
+            result = result < act_min ? act_min : result;
+            result = result > act_max ? act_max : result;
+            store_from_float(c + (long long)row * n + column, result);
+        }
+    }
+}
+
+extern "C" __global__ void matmul_bias_act_tiled_f32(
+    const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias,
+    float* __restrict__ c, int m, int n, int k,
+    long long a_batch_stride, long long a_row_stride, long long a_col_stride,
+    long long b_batch_stride, long long b_row_stride, long long b_col_stride,
+    long long c_batch_stride, float act_min, float act_max)
+{
+    matmul_bias_activation_tiled<float>(
+        a, b, bias, c, m, n, k, a_batch_stride, a_row_stride, a_col_stride,
+        b_batch_stride, b_row_stride, b_col_stride, c_batch_stride, act_min, act_max);
+}
+
+extern "C" __global__ void matmul_bias_act_tiled_f16(
+    const unsigned short* __restrict__ a, const unsigned short* __restrict__ b,
+    const unsigned short* __restrict__ bias, unsigned short* __restrict__ c, int m, int n, int k,
+    long long a_batch_stride, long long a_row_stride, long long a_col_stride,
+    long long b_batch_stride, long long b_row_stride, long long b_col_stride,
+    long long c_batch_stride, float act_min, float act_max)
+{
+    matmul_bias_activation_tiled<unsigned short>(
+        a, b, bias, c, m, n, k, a_batch_stride, a_row_stride, a_col_stride,
+        b_batch_stride, b_row_stride, b_col_stride, c_batch_stride, act_min, act_max);
+}

@@ -1,0 +1,382 @@
+"""The tiled CONV_2D (``cuda/conv2d_tiled.cu``, issue 24 item 1): an implicit GEMM over
+shared-memory tiles, run here by the host shim's cooperative mode (a std::thread per GPU
+thread, ``__syncthreads`` a barrier, ``__shared__`` poisoned at each block).
+
+Specifications, at the tile edges (channels and pixels not a multiple of the tile, K not a
+multiple of TILE_K, 1x1 and 7x7 filters, stride 2, dilation, groups, batch 1 and 128):
+- each tiled variant returns the direct kernel's results (the same fused multiply-adds in
+  the same (ky, kx, ic) order, one thread per sum): equal arrays, in float32 and float16;
+- its numpy twin (host emulation's launch) computes what the kernel computes (BLAS's order of
+  the sums: within 1e-5 in float32, a half's last bit in float16), with as many launches;
+- prepare picks the variant from the shapes (direct for tiny layers and non-finite filters)
+  and the partition stats record it; a model whose convolution is tiled equals the CPU
+  kernels (TFLite's reference) on the emulated CUDA device.
+The direct kernel itself is checked against a float64 reference of TFLite's loop in
+``test_conv_kernels.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from kernel_twin import assert_twin_matches, run_both_ways
+
+from backends.gpu import GpuDelegate, emulated_cuda_device
+from backends.gpu.cuda.conv2d import (
+    CONV2D_TILES,
+    TINY_OUTPUTS,
+    Conv2DCuda,
+    Conv2DGeometry,
+    Conv2DTiledCuda,
+    Epilogue,
+    conv2d_filter_layout,
+    conv2d_tiled_launch_config,
+    conv2d_variant,
+)
+from interpreter import Interpreter
+from schema.builder import ModelBuilder
+from schema.enums import ActivationFunctionType as Act
+from schema.enums import BuiltinOperator as B
+from schema.params import Conv2DParams
+
+RNG = np.random.default_rng(2024)
+TILED = [variant for variant in CONV2D_TILES if variant.startswith("tiled")]
+
+# (input shape, filter hw, groups, out channels per group, stride, dilation, padding)
+EDGE_CASES = {
+    "channels-not-a-multiple-of-the-tile": ((1, 9, 9, 17), (3, 3), 1, 33, 1, 1, "SAME"),
+    "k-not-a-multiple-of-tile-k": ((1, 6, 7, 5), (3, 3), 1, 70, 1, 1, "VALID"),
+    "1x1": ((2, 8, 8, 20), (1, 1), 1, 70, 1, 1, "SAME"),
+    "7x7-stride-2": ((1, 12, 12, 3), (7, 7), 1, 24, 2, 1, "SAME"),
+    "3x3-stride-2": ((1, 11, 11, 5), (3, 3), 1, 40, 2, 1, "SAME"),
+    "dilated": ((1, 12, 12, 6), (3, 3), 1, 9, 1, 2, "SAME"),
+    "dilated-strided-valid": ((2, 13, 12, 4), (3, 3), 1, 12, 2, (2, 3), "VALID"),
+    "groups": ((1, 8, 8, 12), (3, 3), 3, 22, 1, 1, "SAME"),
+    "groups-1x1": ((1, 5, 9, 8), (1, 1), 4, 3, 1, 1, "SAME"),
+    "batch-1-fewer-pixels-than-a-tile": ((1, 3, 3, 4), (2, 2), 1, 5, 1, 1, "SAME"),
+    "batch-128": ((128, 4, 4, 3), (3, 3), 1, 8, 1, 1, "SAME"),
+}
+
+
+def conv_inputs(shape, filter_hw, groups, group_out, storage):
+    x = RNG.standard_normal(shape).astype(storage)
+    filters = RNG.standard_normal((groups * group_out, *filter_hw, shape[3] // groups)).astype(np.float32)
+    w = conv2d_filter_layout(filters, groups).astype(storage)
+    b = RNG.standard_normal(groups * group_out).astype(storage)
+    return x, w, b
+
+
+def tolerance(storage) -> dict:
+    return {"rtol": 1e-5, "atol": 1e-5} if np.dtype(storage) == np.float32 else {"rtol": 1e-2, "atol": 1e-2}
+
+
+@pytest.mark.parametrize("storage", [np.float32, np.float16])
+@pytest.mark.parametrize("variant", TILED)
+@pytest.mark.parametrize("case", list(EDGE_CASES))
+def test_tiled_conv2d_equals_the_direct_kernel_and_its_twin(case, variant, storage):
+    shape, filter_hw, groups, group_out, stride, dilation, padding = EDGE_CASES[case]
+    x, w, b = conv_inputs(shape, filter_hw, groups, group_out, storage)
+    tiled = run_both_ways(
+        lambda **where: Conv2DTiledCuda(stride, dilation, padding, Act.RELU6, storage, variant=variant, **where),
+        "conv2d_tiled.cu", [x, w, b],
+    )
+    direct = run_both_ways(
+        lambda **where: Conv2DCuda(stride, dilation, padding, Act.RELU6, storage, **where), "conv2d.cu", [x, w, b]
+    )
+    np.testing.assert_array_equal(tiled.kernel[0], direct.kernel[0])
+    assert_twin_matches(tiled, **tolerance(storage))
+
+
+@pytest.mark.parametrize("variant", TILED)
+def test_tiled_conv2d_without_bias_and_with_a_fused_epilogue_and_padding_matches_its_twin(variant):
+    shape, filter_hw, groups, group_out = (2, 7, 6, 9), (3, 3), 1, 37
+    x, w, _ = conv_inputs(shape, filter_hw, groups, group_out, np.float32)
+    epilogue = Epilogue(residual_channels=30, add_bounds=(-1.5, 3.0), prelu=True, post_bounds=(-0.5, np.inf))
+    pre = (2, 1, 0, 3)
+    residual = RNG.standard_normal((2, 10, 9, 30)).astype(np.float32)  # SAME over the 10x9 padded input
+    alpha = RNG.uniform(0, 0.5, group_out).astype(np.float32)
+
+    def make(launcher, **extra):
+        return lambda **where: launcher(1, 1, "SAME", Act.NONE, np.float32, epilogue=epilogue, pre_padding=pre, **extra, **where)
+
+    call = lambda launcher, x, w, r, a: launcher(x, w, None, residual=r, alpha=a)  # noqa: E731
+    tiled = run_both_ways(make(Conv2DTiledCuda, variant=variant), "conv2d_tiled.cu", [x, w, residual, alpha], call)
+    direct = run_both_ways(make(Conv2DCuda), "conv2d.cu", [x, w, residual, alpha], call)
+    np.testing.assert_array_equal(tiled.kernel[0], direct.kernel[0])
+    assert_twin_matches(tiled, rtol=1e-5, atol=1e-5)
+
+
+def test_tiled_conv2d_propagates_nan_inputs_as_the_direct_kernel():
+    x, w, b = conv_inputs((1, 9, 9, 17), (3, 3), 1, 33, np.float32)
+    x[0, 4, 4, 3] = np.nan
+    x[0, 0, 0, 0] = np.inf
+    tiled = run_both_ways(lambda **where: Conv2DTiledCuda(variant="tiled 64x64", **where), "conv2d_tiled.cu", [x, w, b])
+    direct = run_both_ways(lambda **where: Conv2DCuda(**where), "conv2d.cu", [x, w, b])
+    np.testing.assert_array_equal(tiled.kernel[0], direct.kernel[0])
+    assert np.isnan(tiled.kernel[0]).any()
+
+
+# -- which variant --------------------------------------------------------------------------------
+
+
+def geometry(shape, filter_hw=(3, 3), group_out=16, groups=1):
+    return Conv2DGeometry.of(shape, (groups, *filter_hw, shape[3] // groups, group_out), 1, 1, "SAME")
+
+
+def test_a_tiny_layer_stays_on_the_direct_kernel():
+    assert conv2d_variant(geometry((1, 8, 8, 16), group_out=16)) == "direct"  # 1024 outputs
+    assert 8 * 8 * 16 < TINY_OUTPUTS
+
+
+def test_thin_layers_take_the_tall_tiles_and_wide_ones_the_square_tiles():
+    assert conv2d_variant(geometry((1, 64, 64, 24), group_out=24)) == "tiled 128x32"
+    assert conv2d_variant(geometry((1, 32, 32, 24), group_out=96)) == "tiled 64x64"
+
+
+def test_a_filter_with_inf_or_nan_stays_on_the_direct_kernel():
+    assert conv2d_variant(geometry((1, 64, 64, 24), group_out=24), finite_filter=False) == "direct"
+
+
+def test_the_tiled_grid_covers_every_output_once():
+    g = geometry((3, 17, 9, 12), group_out=35, groups=2)
+    for variant, (tile_m, tile_n) in CONV2D_TILES.items():
+        grid, block = conv2d_tiled_launch_config(g, variant)
+        assert block == (256, 1, 1)
+        assert grid[0] * tile_m >= 3 * 17 * 9 > (grid[0] - 1) * tile_m
+        assert grid[1] == 2 * -(-35 // tile_n)
+
+
+def conv_model(shape, out_channels, filter_value=None) -> bytes:
+    rng = np.random.default_rng(7)
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    w = rng.uniform(-1, 1, (out_channels, 3, 3, shape[3])).astype(np.float32)
+    if filter_value is not None:
+        w.reshape(-1)[5] = filter_value
+    x = graph.add_input("x", list(shape))
+    out = graph.add_tensor("out", [1])
+    bias = graph.add_constant("b", rng.uniform(-1, 1, out_channels).astype(np.float32))
+    graph.add_operator(B.CONV_2D, [x, graph.add_constant("w", w), bias], [out],
+                       Conv2DParams(stride_h=1, stride_w=1, fused_activation_function=Act.RELU))
+    graph.add_output(out)
+    return builder.build()
+
+
+@pytest.mark.parametrize("out_channels, variant", [(24, "tiled 128x32"), (40, "tiled 64x64")])
+def test_a_tiled_convolution_in_a_model_equals_the_cpu_on_the_emulated_cuda_device(out_channels, variant):
+    model = conv_model((2, 20, 21, 6), out_channels)
+    delegate = GpuDelegate(device=emulated_cuda_device())
+    interpreter = Interpreter(model_content=model)
+    interpreter.modify_graph_with_delegate(delegate)
+    interpreter.allocate_tensors()
+    x = RNG.uniform(-1, 1, (2, 20, 21, 6)).astype(np.float32)
+    interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
+    interpreter.invoke()
+    ours = interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
+    (stats,) = delegate.partition_stats()
+    assert stats.kernels == (f"CONV_2D v1 (node 0) [{variant}]",)
+    reference = Interpreter(model_content=model)  # the CPU kernels: TFLite's reference
+    reference.allocate_tensors()
+    reference.set_tensor(reference.get_input_details()[0]["index"], x)
+    reference.invoke()
+    np.testing.assert_allclose(ours, reference.get_tensor(reference.get_output_details()[0]["index"]), rtol=1e-5, atol=1e-5)
+
+
+def test_the_partition_stats_record_the_direct_choice_for_a_non_finite_filter():
+    delegate = GpuDelegate(device="host")
+    interpreter = Interpreter(model_content=conv_model((1, 40, 40, 6), 24, filter_value=np.inf))
+    interpreter.modify_graph_with_delegate(delegate)
+    interpreter.allocate_tensors()
+    (stats,) = delegate.partition_stats()
+    assert stats.kernels == ("CONV_2D v1 (node 0) [direct]",)
+
+
+# -- DEPTHWISE_CONV_2D with shared-memory input tiles ------------------------------------------------
+
+# (input shape, filter hw, multiplier, stride, dilation, padding)
+DEPTHWISE_EDGE_CASES = {
+    "channels-not-a-multiple-of-16": ((1, 11, 10, 21), (3, 3), 1, 1, 1, "SAME"),
+    "multiplier-2": ((1, 9, 9, 7), (3, 3), 2, 1, 1, "SAME"),
+    "5x5-stride-2": ((1, 17, 18, 16), (5, 5), 1, 2, 1, "SAME"),
+    "3x3-stride-2-valid": ((2, 16, 15, 5), (3, 3), 1, 2, 1, "VALID"),
+    "dilation-2": ((1, 12, 13, 6), (3, 3), 1, 1, 2, "SAME"),
+    "dilation-and-stride": ((1, 14, 14, 3), (3, 3), 1, (2, 1), (2, 3), "SAME"),
+    "1x1": ((1, 9, 7, 18), (1, 1), 1, 1, 1, "VALID"),
+    "7x7": ((1, 10, 10, 4), (7, 7), 1, 1, 1, "SAME"),
+    "batch-1-fewer-pixels-than-a-tile": ((1, 3, 5, 2), (3, 3), 1, 1, 1, "SAME"),
+    "batch-128": ((128, 3, 3, 17), (3, 3), 1, 1, 1, "SAME"),
+}
+
+
+@pytest.mark.parametrize("storage", [np.float32, np.float16])
+@pytest.mark.parametrize("case", list(DEPTHWISE_EDGE_CASES))
+def test_tiled_depthwise_equals_the_direct_kernel_and_its_twin(case, storage):
+    from backends.gpu.cuda.sources import DepthwiseConv2DCuda
+    from backends.gpu.cuda.windows import DepthwiseConv2DTiledCuda
+
+    shape, filter_hw, multiplier, stride, dilation, padding = DEPTHWISE_EDGE_CASES[case]
+    x = RNG.standard_normal(shape).astype(storage)
+    w = RNG.standard_normal((1, *filter_hw, shape[3] * multiplier)).astype(storage)
+    b = RNG.standard_normal(shape[3] * multiplier).astype(storage)
+    tiled = run_both_ways(
+        lambda **where: DepthwiseConv2DTiledCuda(stride, dilation, padding, Act.RELU6, storage, **where),
+        "depthwise_conv2d_tiled.cu", [x, w, b],
+    )
+    direct = run_both_ways(
+        lambda **where: DepthwiseConv2DCuda(stride, dilation, padding, Act.RELU6, storage, **where),
+        "depthwise_conv2d.cu", [x, w, b],
+    )
+    np.testing.assert_array_equal(tiled.kernel[0], direct.kernel[0])
+    assert_twin_matches(tiled, **tolerance(storage))
+
+
+def test_tiled_depthwise_with_a_fused_epilogue_and_padding_matches_its_twin_and_the_fused_direct_kernel():
+    from backends.gpu.cuda.windows import DepthwiseConv2DFusedCuda, DepthwiseConv2DTiledCuda
+
+    x = RNG.standard_normal((2, 10, 9, 20)).astype(np.float32)
+    w = RNG.standard_normal((1, 3, 3, 20)).astype(np.float32)
+    epilogue = Epilogue(residual_channels=12, add_bounds=(-2.0, 2.0), prelu=True, post_bounds=(-0.25, np.inf))
+    pre = (1, 2, 0, 1)
+    residual = RNG.standard_normal((2, 13, 10, 12)).astype(np.float32)
+    alpha = RNG.uniform(0, 0.5, 20).astype(np.float32)
+
+    def make(launcher):
+        return lambda **where: launcher(1, 1, "SAME", Act.NONE, np.float32, epilogue=epilogue, pre_padding=pre, **where)
+
+    call = lambda launcher, x, w, r, a: launcher(x, w, None, residual=r, alpha=a)  # noqa: E731
+    tiled = run_both_ways(make(DepthwiseConv2DTiledCuda), "depthwise_conv2d_tiled.cu", [x, w, residual, alpha], call)
+    direct = run_both_ways(make(DepthwiseConv2DFusedCuda), "depthwise_conv2d.cu", [x, w, residual, alpha], call)
+    np.testing.assert_array_equal(tiled.kernel[0], direct.kernel[0])
+    assert_twin_matches(tiled, rtol=1e-5, atol=1e-5)
+
+
+def test_depthwise_variant_tiles_what_fits_and_leaves_the_rest_direct():
+    from backends.gpu.cuda.sources import DepthwiseGeometry
+    from backends.gpu.cuda.windows import depthwise_variant
+
+    def variant(shape, filter_hw, stride=1, dilation=1):
+        return depthwise_variant(DepthwiseGeometry.of(shape, (1, *filter_hw, shape[3]), stride, dilation, "SAME"))
+
+    assert variant((1, 64, 64, 24), (3, 3)) == "tiled 8x8x16"
+    assert variant((1, 64, 64, 24), (5, 5), stride=2) == "tiled 8x8x16"  # a 19x19 patch
+    assert variant((1, 64, 64, 24), (7, 7), stride=2) == "direct"  # 21x21: larger than the tile's patch
+    assert variant((1, 64, 64, 24), (3, 3), dilation=8) == "direct"
+    assert variant((1, 8, 8, 24), (3, 3)) == "direct"  # tiny
+
+
+# -- FULLY_CONNECTED / BATCH_MATMUL: the tiled product ------------------------------------------------
+
+# (a shape, b shape, adjoint_a, adjoint_b, bias)
+MATMUL_EDGE_CASES = {
+    "not-multiples-of-the-tile": ((70, 37), (37, 65), False, False, True),
+    "k-below-a-tile-step": ((33, 5), (5, 17), False, False, True),
+    "one-row": ((1, 40), (40, 90), False, False, True),
+    "batched-adjoint-a": ((3, 21, 66), (3, 21, 18), True, False, False),
+    "batched-adjoint-b-shared-a": ((1, 30, 19), (4, 50, 19), False, True, False),
+    "batch-128": ((128, 3, 8), (128, 8, 20), False, False, False),
+}
+
+
+@pytest.mark.parametrize("storage", [np.float32, np.float16])
+@pytest.mark.parametrize("case", list(MATMUL_EDGE_CASES))
+def test_tiled_matmul_equals_the_direct_kernel_and_its_twin(case, storage):
+    from backends.gpu.cuda.conv2d import MatmulBiasActivationCuda, MatmulBiasActivationTiledCuda
+
+    a_shape, b_shape, adjoint_a, adjoint_b, with_bias = MATMUL_EDGE_CASES[case]
+    a = RNG.standard_normal(a_shape).astype(storage)
+    b = RNG.standard_normal(b_shape).astype(storage)
+    n = b_shape[-2] if adjoint_b else b_shape[-1]
+    bias = RNG.standard_normal(n).astype(storage) if with_bias else None
+    call = lambda launcher, a, b, bias: launcher(a, b, bias, adjoint_a=adjoint_a, adjoint_b=adjoint_b)  # noqa: E731
+    activation = Act.RELU if with_bias else None
+    tiled = run_both_ways(
+        lambda **where: MatmulBiasActivationTiledCuda(activation, storage, **where), "matmul_tiled.cu", [a, b, bias], call
+    )
+    direct = run_both_ways(lambda **where: MatmulBiasActivationCuda(activation, storage, **where), "matmul.cu", [a, b, bias], call)
+    np.testing.assert_array_equal(tiled.kernel[0], direct.kernel[0])
+    assert_twin_matches(tiled, **tolerance(storage))
+
+
+def test_matmul_variant_tiles_products_of_many_rows_and_columns_only():
+    from backends.gpu.cuda.conv2d import matmul_variant
+
+    assert matmul_variant(1, 1, 1000) == "direct"  # a FULLY_CONNECTED of one row
+    assert matmul_variant(1, 8, 4096) == "direct"
+    assert matmul_variant(1, 256, 256) == "tiled 64x64"
+    assert matmul_variant(64, 32, 32) == "tiled 64x64"
+    assert matmul_variant(1, 64, 64) == "direct"  # tiny
+
+
+# -- float16 on tensor cores (conv2d_mma.cu) ----------------------------------------------------------
+# The host shim emulates mma.sync m16n8k16 from the PTX ISA's fragment layout (each step's 16
+# products added to the accumulator in k order), so there the kernel must give the direct kernel's
+# halves exactly: a wrong fragment load shows as a wrong result. A GPU's tensor core adds each
+# step's products in its own order: the twin (half inputs, float32 sums) bounds that at 1e-2.
+
+MMA_CASES = ["channels-not-a-multiple-of-the-tile", "k-not-a-multiple-of-tile-k", "1x1", "7x7-stride-2",
+             "dilated-strided-valid", "groups", "batch-128"]
+
+
+@pytest.mark.parametrize("case", MMA_CASES)
+def test_tensor_core_conv2d_equals_the_direct_kernel_on_the_shim_and_its_twin(case):
+    from backends.gpu.cuda.conv2d import Conv2DMmaCuda
+
+    shape, filter_hw, groups, group_out, stride, dilation, padding = EDGE_CASES[case]
+    x, w, b = conv_inputs(shape, filter_hw, groups, group_out, np.float16)
+    mma = run_both_ways(
+        lambda **where: Conv2DMmaCuda(stride, dilation, padding, Act.RELU6, np.float16, **where), "conv2d_mma.cu", [x, w, b]
+    )
+    direct = run_both_ways(
+        lambda **where: Conv2DCuda(stride, dilation, padding, Act.RELU6, np.float16, **where), "conv2d.cu", [x, w, b]
+    )
+    np.testing.assert_array_equal(mma.kernel[0], direct.kernel[0])
+    assert_twin_matches(mma, rtol=1e-2, atol=1e-2)
+
+
+def test_tensor_core_conv2d_with_a_fused_epilogue_matches_its_twin():
+    from backends.gpu.cuda.conv2d import Conv2DMmaCuda
+
+    x, w, _ = conv_inputs((2, 7, 6, 9), (3, 3), 1, 37, np.float16)
+    epilogue = Epilogue(residual_channels=30, add_bounds=(-1.5, 3.0), prelu=True, post_bounds=(-0.5, np.inf))
+    residual = RNG.standard_normal((2, 10, 9, 30)).astype(np.float16)
+    alpha = RNG.uniform(0, 0.5, 37).astype(np.float16)
+    call = lambda launcher, x, w, r, a: launcher(x, w, None, residual=r, alpha=a)  # noqa: E731
+    mma = run_both_ways(
+        lambda **where: Conv2DMmaCuda(1, 1, "SAME", Act.NONE, np.float16, epilogue=epilogue, pre_padding=(2, 1, 0, 3), **where),
+        "conv2d_mma.cu", [x, w, residual, alpha], call,
+    )
+    assert_twin_matches(mma, rtol=1e-2, atol=1e-2)
+
+
+def test_float16_layers_take_tensor_cores_from_sm_80_and_float32_never():
+    g = geometry((1, 64, 64, 24), group_out=24)
+    assert conv2d_variant(g, storage=np.float16, compute_capability=80) == "mma 64x64"
+    assert conv2d_variant(g, storage=np.float16, compute_capability=75) == "tiled 128x32"
+    assert conv2d_variant(g, storage=np.float32, compute_capability=90) == "tiled 128x32"
+    assert conv2d_variant(geometry((1, 8, 8, 16)), storage=np.float16, compute_capability=90) == "direct"
+
+
+@pytest.mark.parametrize("case", list(MATMUL_EDGE_CASES))
+def test_tensor_core_matmul_equals_the_direct_kernel_on_the_shim_and_its_twin(case):
+    from backends.gpu.cuda.conv2d import MatmulBiasActivationCuda, MatmulBiasActivationMmaCuda
+
+    a_shape, b_shape, adjoint_a, adjoint_b, with_bias = MATMUL_EDGE_CASES[case]
+    a = RNG.standard_normal(a_shape).astype(np.float16)
+    b = RNG.standard_normal(b_shape).astype(np.float16)
+    n = b_shape[-2] if adjoint_b else b_shape[-1]
+    bias = RNG.standard_normal(n).astype(np.float16) if with_bias else None
+    call = lambda launcher, a, b, bias: launcher(a, b, bias, adjoint_a=adjoint_a, adjoint_b=adjoint_b)  # noqa: E731
+    activation = Act.RELU if with_bias else None
+    mma = run_both_ways(lambda **where: MatmulBiasActivationMmaCuda(activation, np.float16, **where), "matmul_mma.cu", [a, b, bias], call)
+    direct = run_both_ways(lambda **where: MatmulBiasActivationCuda(activation, np.float16, **where), "matmul.cu", [a, b, bias], call)
+    np.testing.assert_array_equal(mma.kernel[0], direct.kernel[0])
+    assert_twin_matches(mma, rtol=1e-2, atol=1e-2)
+
+
+def test_float16_products_take_tensor_cores_from_sm_80():
+    from backends.gpu.cuda.conv2d import matmul_variant
+
+    assert matmul_variant(1, 256, 256, np.float16, 80) == "mma 64x64"
+    assert matmul_variant(1, 256, 256, np.float16, 75) == "tiled 64x64"
+    assert matmul_variant(1, 256, 256, np.float32, 90) == "tiled 64x64"
+    assert matmul_variant(1, 1, 4096, np.float16, 90) == "direct"
