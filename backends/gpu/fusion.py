@@ -93,7 +93,7 @@ def fuse_steps(steps: Sequence[Step], tensors: Sequence[Any], keep: set[int]) ->
     taken: set[int] = set()
     chains: list[_Chain] = []
     for index, (op, node, _, _) in enumerate(steps):
-        if index in taken or not isinstance(op, CONVOLUTIONS) or len(node.outputs) != 1:
+        if index in taken or not _exactly(op, *CONVOLUTIONS) or len(node.outputs) != 1:
             continue
         chain = _Chain(conv=index, output=node.outputs[0])
         _fold_pad_in_front(chain, steps, tensors, producer, sole_reader, taken)
@@ -120,7 +120,7 @@ def fuse_steps(steps: Sequence[Step], tensors: Sequence[Any], keep: set[int]) ->
 
 def _zero_pad(op: Any) -> list[list[int]] | None:
     """A PAD v1 step's paddings ``[[before, after]] * 4`` (it pads with zeros), else None."""
-    if not isinstance(op, Pad) or op.op != B.PAD or len(op.paddings) != 4:
+    if not _exactly(op, Pad) or op.op != B.PAD or len(op.paddings) != 4:
         return None
     return [list(p) for p in op.paddings]
 
@@ -146,7 +146,7 @@ def _fold_residual_add(chain: _Chain, steps, tensors, producer, sole_reader, tak
     if add is None or add in taken:
         return
     op, node, _, _ = steps[add]
-    if not isinstance(op, Binary) or op.op != B.ADD or len(node.inputs) != 2 or len(node.outputs) != 1:
+    if not _exactly(op, Binary) or op.op != B.ADD or len(node.inputs) != 2 or len(node.outputs) != 1:
         return
     first, second = node.inputs
     if first == second:
@@ -177,6 +177,13 @@ def _fold_residual_add(chain: _Chain, steps, tensors, producer, sole_reader, tak
     chain.absorbed.append(pad)
 
 
+def _exactly(op: Any, *classes: type) -> bool:
+    """``op`` is an instance of one of ``classes`` itself, not of a subclass: a fused kernel
+    reproduces what these classes compute, and a subclass (a delegate author's, or a test's
+    deliberately wrong kernel) may compute something else, so it keeps its own launch."""
+    return type(op) in classes
+
+
 def _fold_activation(chain: _Chain, steps, tensors, sole_reader, taken) -> None:
     reader = sole_reader(chain.output)
     if reader is None or reader in taken:
@@ -184,11 +191,11 @@ def _fold_activation(chain: _Chain, steps, tensors, sole_reader, taken) -> None:
     op, node, _, _ = steps[reader]
     if len(node.outputs) != 1 or not node.inputs or node.inputs[0] != chain.output:
         return
-    if isinstance(op, Activation) and op.op in (B.RELU, B.RELU6):
+    if _exactly(op, Activation) and op.op in (B.RELU, B.RELU6):
         chain.post_bounds = ACTIVATION_KERNEL_OPS[op.op][1]
-    elif isinstance(op, ReluRange):
+    elif _exactly(op, ReluRange):
         chain.post_bounds = RELU_RANGES[op.op]
-    elif isinstance(op, Prelu):
+    elif _exactly(op, Prelu):
         alpha = tensors[node.inputs[1]] if len(node.inputs) == 2 and node.inputs[1] >= 0 else None
         channels = tensors[chain.output].shape[-1]
         if alpha is None or not alpha.is_constant or node.inputs[1] == chain.output:

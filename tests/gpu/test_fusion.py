@@ -272,6 +272,35 @@ def test_a_pad_in_front_of_a_non_finite_filter_is_not_folded():
     assert not any(label.startswith("fused: PAD") for label in fused_labels(delegate))
 
 
+def test_a_subclass_of_a_foldable_op_keeps_its_own_launch():
+    # A fused kernel reproduces what the delegate's own ADD computes; a subclass (a delegate
+    # author's, or a deliberately wrong kernel that `litedelegate diff` must find) may
+    # compute something else, so it is not folded and its own run() is what runs.
+    class ScaledGpuDelegate(GpuDelegate):
+        def op_class_for(self, node, registration, tensors):
+            op_class, reason = super().op_class_for(node, registration, tensors)
+            if op_class is None or registration.builtin_code != B.ADD:
+                return op_class, reason
+
+            class TwiceTheAdd(op_class):
+                def run(self, args):
+                    return [o * self.device.xp.float32(2) for o in super().run(args)]
+
+            return TwiceTheAdd, None
+
+    model = block_model(activation="RELU")
+    delegate = ScaledGpuDelegate(device="host")
+    interpreter = delegated(model, delegate)
+    labels = " ".join(fused_labels(delegate))
+    assert "ADD" not in labels
+    inputs = random_inputs(interpreter, seed=5)
+    ours = invoke(interpreter, inputs, times=2)
+    reference = Interpreter(model_content=model)
+    reference.allocate_tensors()
+    theirs = invoke(reference, inputs)
+    np.testing.assert_allclose(ours[0], 2 * theirs[0], rtol=1e-5, atol=1e-5)  # ReLU(2a) = 2 ReLU(a)
+
+
 def test_a_pad_of_channels_in_front_is_not_folded():
     delegate, ours, theirs = run_block(block_model(pad_in_front=[[0, 0], [0, 0], [0, 0], [0, 1]]))
     assert fused_labels(delegate) and not any(label.startswith("fused: PAD") for label in fused_labels(delegate))
