@@ -196,11 +196,14 @@ def assert_matches_cpu(
     invokes: int = 3,
     tolerances: Mapping[str, Tolerance] | None = None,
     intermediates: bool = False,
+    localize: bool = True,
 ) -> Any:
     """Run ``model`` on the CPU alone and with the delegate(s), ``invokes`` times with new
     input values each time; the outputs must agree at every invoke.
 
-    When they do not (and one delegate is applied), the message also names the first node,
+    When they do not (and one delegate is applied, and ``localize`` is left on: the search
+    runs each delegated node alone, which takes a while on a large model), the message also
+    names the first node,
     in execution order, whose delegated result differs from the CPU's on the same inputs
     (each delegated node run alone, as :func:`diff` does). With ``intermediates``, every
     delegated node is checked that way even when the outputs agree: int8 outputs of real
@@ -241,8 +244,8 @@ def assert_matches_cpu(
             if problem:
                 problems.append(problem)
         if problems:
-            raise AssertionError("the delegated outputs differ from the CPU's:\n" + "\n".join(problems)
-                                 + _localization(model, make_delegates, values, tolerances, rtol, atol, delegated))
+            where_first = _localization(model, make_delegates, values, tolerances, rtol, atol, delegated) if localize else ""
+            raise AssertionError("the delegated outputs differ from the CPU's:\n" + "\n".join(problems) + where_first)
     if intermediates:
         values = _random_inputs(cpu, seed) if inputs is None else [np.asarray(x) for x in inputs]
         found = _localization(model, make_delegates, values, tolerances, rtol, atol, delegated)
