@@ -42,8 +42,8 @@ DEFECTS: dict[str, tuple[str, str, str, list[str]]] = {
     ),
     "pageable-input-staging": (
         "backends/gpu/delegate.py",
-        "self.input_staging = {t: device.empty_pinned(tensors[t].shape, self._dtype(tensors[t]))",
-        "self.input_staging = {t: np.empty(tensors[t].shape, self._dtype(tensors[t]))",
+        "self.input_staging = {t: device.empty_pinned(tensors[t].shape, self._dtype(tensors[t], t))",
+        "self.input_staging = {t: np.empty(tensors[t].shape, self._dtype(tensors[t], t))",
         DEVICE_TESTS,
     ),
     "open-device-0": (
@@ -66,8 +66,8 @@ DEFECTS: dict[str, tuple[str, str, str, list[str]]] = {
     ),
     "per-channel-first-multiplier": (
         "backends/gpu/ops/conv_quantized.py",
-        "self.rescale = self.requantizer(q.multipliers, q.shifts)",
-        "self.rescale = self.requantizer(q.multipliers[:1], q.shifts[:1])",
+        "self.multipliers = self.upload(q.multipliers, np.int32)",
+        "self.multipliers = self.upload(np.full_like(q.multipliers, q.multipliers[0]), np.int32)",
         QUANTIZED_TESTS,
     ),
     "rounding-half-up": (
@@ -103,8 +103,8 @@ DEFECTS: dict[str, tuple[str, str, str, list[str]]] = {
     ),
     "pageable-output-staging": (
         "backends/gpu/delegate.py",
-        "self.output_staging = {t: device.empty_pinned(tensors[t].shape, self._dtype(tensors[t]))",
-        "self.output_staging = {t: np.empty(tensors[t].shape, self._dtype(tensors[t]))",
+        "self.output_staging = {t: device.empty_pinned(tensors[t].shape, self._dtype(tensors[t], t))",
+        "self.output_staging = {t: np.empty(tensors[t].shape, self._dtype(tensors[t], t))",
         DEVICE_TESTS,
     ),
     "handoffs-downloaded": (
