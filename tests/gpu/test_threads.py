@@ -24,12 +24,14 @@ import pathlib
 import sys
 import threading
 import types
+import warnings
 
 import numpy as np
 import pytest
 
 from backends.gpu import GpuDelegate
 from backends.gpu.device import HOST, Device, emulated_cuda_device
+from backends.gpu import emulation
 from backends.gpu.emulation import EmulatedCupy, StreamRaceError
 from interpreter import Interpreter
 
@@ -229,6 +231,73 @@ def test_a_current_stream_shared_by_two_threads_is_caught_as_a_stream_race():
     )
     with pytest.raises(StreamRaceError, match="reads"):
         two_threads_interleaved(cupy)
+
+
+def invoke_another_delegate_during_a_capture(monkeypatch, mode):
+    """Delegate A captures its graph (its second invoke) while, from another thread,
+    delegate B on the same device invokes (it replays its graph, waits for its stream).
+    ``mode``: None, the delegate's own (CuPy's default), or the capture mode forced on it.
+    Returns B's outputs (or what B's invoke raised), A's outputs, A's delegate, the CPU path's
+    outputs and the warnings."""
+    model = TINY.read_bytes()
+    cupy = one_machine(HOST)
+    a, b = device_of(cupy, HOST), device_of(cupy, HOST)
+    delegate_a = GpuDelegate(device=a)
+    interpreter_a = Interpreter(model_content=model, experimental_delegates=[delegate_a])
+    interpreter_b = Interpreter(model_content=model, experimental_delegates=[GpuDelegate(device=b)])
+    values = random_inputs(model)
+    run_interpreter(interpreter_a, values)
+    for _ in range(3):
+        run_interpreter(interpreter_b, values)  # (B replays its graph from now on)
+    if mode is not None:
+        begin_capture = emulation.Stream.begin_capture
+        monkeypatch.setattr(emulation.Stream, "begin_capture", lambda stream, _=None: begin_capture(stream, mode))
+    b_outcome: list = []
+    labelled = a.labelled
+
+    def b_invokes_while_a_captures(label):
+        if a.stream.is_capturing() and not b_outcome:
+            thread = threading.Thread(target=lambda: b_outcome.append(invoke_or_error(interpreter_b, values)))
+            thread.start()
+            thread.join(timeout=60)
+        return labelled(label)
+
+    monkeypatch.setattr(a, "labelled", b_invokes_while_a_captures)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outputs_a = run_interpreter(interpreter_a, values)
+    return b_outcome[0], outputs_a, delegate_a, run_interpreter(Interpreter(model_content=model), values), caught
+
+
+def invoke_or_error(interpreter, values):
+    try:
+        return run_interpreter(interpreter, values)
+    except Exception as error:  # handed to the test
+        return error
+
+
+def test_a_delegate_s_capture_leaves_another_thread_s_delegate_free_to_invoke(monkeypatch):
+    """The delegate captures as CuPy does by default, in relaxed mode: B's replay, its wait
+    for its stream, and A's own allocations into its new graph pool are all allowed."""
+    outputs_b, outputs_a, delegate_a, cpu, caught = invoke_another_delegate_during_a_capture(monkeypatch, None)
+    for got in (outputs_a, outputs_b):
+        for x, y in zip(got, cpu):
+            np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
+    assert not [w for w in caught if "capture failed" in str(w.message)]
+    assert delegate_a.partition_stats()[0].graph == "replaying"
+
+
+def test_a_delegate_capturing_in_global_mode_would_stop_other_threads_delegates(monkeypatch):
+    """Mutation: the same with the capture forced into CUDA's global mode. B's wait for its
+    stream is refused (cudaErrorStreamCaptureUnsupported), and A's capture fails (its graph
+    pool's cudaMalloc is refused too, and the capture is invalidated): A runs eagerly."""
+    global_mode = emulation.STREAM_CAPTURE_MODE_GLOBAL
+    outputs_b, outputs_a, delegate_a, cpu, caught = invoke_another_delegate_during_a_capture(monkeypatch, global_mode)
+    assert isinstance(outputs_b, Exception) and "global mode" in str(outputs_b)
+    assert [w for w in caught if "capture failed" in str(w.message)]
+    assert delegate_a.partition_stats()[0].graph.startswith("capture failed")
+    for x, y in zip(outputs_a, cpu):
+        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
 
 
 def test_each_delegate_on_one_device_has_a_stream_and_a_pool_of_its_own():
