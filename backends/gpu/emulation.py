@@ -16,6 +16,14 @@ The rules, and how a violation shows:
   if that work is ordered before: T is S, the host synchronized T (or an event after it),
   S waited on an event recorded on T after it, or the legacy default stream's implicit
   ordering with blocking streams applies. Otherwise: :class:`StreamRaceError`.
+* **Host threads.** As in CUDA and CuPy, the current device (``cudaSetDevice``), the
+  current stream of each device (CuPy's stream stack) and the allocator
+  (``using_allocator``) are per host thread: a thread starts on device 0 and the legacy
+  default streams, and entering a device or a stream in one thread changes nothing in
+  another. Everything else (pools, blocks, streams, captures, counters) is the machine's,
+  shared by every thread, and changed under one reentrant lock, each launch whole (its
+  numpy or host-shim work included): the stream rules are checked across threads as
+  within one, and the emulated work of several threads is serialized.
 * **Devices.** Arrays belong to the device that allocated them. Using one in a kernel
   while another device is current, or making a stream current under another device:
   :class:`WrongDeviceError` (CuPy and CUDA refuse both).
@@ -39,6 +47,13 @@ The rules, and how a violation shows:
   operations are recorded with the memory they touch, by address. A host synchronization
   or a copy from pageable host memory during capture raises
   :class:`StreamCaptureUnsupportedError` and invalidates the capture, as CUDA does.
+  The capture mode (``begin_capture(mode)``, relaxed by default as in CuPy) decides what a
+  capture forbids elsewhere: in global mode, every thread's potentially unsafe calls
+  (``cudaMalloc`` when a pool grows, synchronous copies, stream, event and device
+  synchronizations); in thread-local mode, those of the capturing thread; in relaxed mode,
+  none. A forbidden call raises :class:`StreamCaptureUnsupportedError` in its thread and
+  invalidates the capture. So does, in any mode, work on the legacy default stream while a
+  blocking stream of its device is capturing (the legacy stream would wait for it).
   ``graph.launch()`` replays the operations under the stream rules and checks that every
   block still belongs to the graph: alive (some array still holds it), or freed during the
   capture into a pool that served that capture and nothing else; and the pool object is
@@ -943,6 +958,8 @@ class EmulatedMachine:
 
     def access(self, stream: Stream, reads: Sequence[Block], writes: Sequence[Block], label: str) -> None:
         """Check and record one stream operation's reads and writes."""
+        if stream.is_null and self.captures:
+            self._forbid_legacy_stream_during_capture(stream, label)
         for block in reads:
             self._check_ordered(stream, block.last_write, block, label, "reads", "wrote")
         for block in writes:
@@ -957,6 +974,23 @@ class EmulatedMachine:
             block.last_write = (stream, seq)
             block.reads = {}
             block.uploaded = False
+
+    def _forbid_legacy_stream_during_capture(self, stream: Stream, label: str) -> None:
+        """Work on the legacy default stream waits for every blocking stream of its device;
+        one that is capturing (in any mode, from any thread) cannot be waited for: CUDA
+        refuses the work and invalidates the capture (``cudaErrorStreamCaptureImplicit``).
+        Non-blocking streams, the delegate's, are not concerned."""
+        capturing = [
+            s for s in self.streams_of(stream.device_id)
+            if s.capture is not None and not s.non_blocking and not s.is_null
+        ]
+        if capturing:
+            for s in capturing:
+                s.capture.invalid = s.capture.invalid or f"{label} on the legacy default stream"
+            raise StreamCaptureUnsupportedError(
+                f"{label} on {stream} while {capturing[0]} (a blocking stream) is capturing: the legacy default "
+                "stream would wait for it (cudaErrorStreamCaptureImplicit)"
+            )
 
     @staticmethod
     def _check_ordered(stream: Stream, prior: tuple[Stream, int] | None, block: Block, label: str, verb: str, did: str) -> None:

@@ -532,3 +532,30 @@ def test_a_capture_in_relaxed_mode_lets_its_own_thread_allocate_fresh_memory(cp)
         graph = capturing.end_capture()
         graph.launch()
         assert y.get(stream=capturing).tolist() == [6.0] * 4
+
+
+def test_work_on_the_legacy_default_stream_while_a_blocking_stream_captures_invalidates_it(cp):
+    capturing = cp.cuda.Stream()  # blocking: the legacy default stream waits for it
+    with capturing:
+        x = ones(cp)
+    capturing.synchronize()
+    with capturing:
+        capturing.begin_capture()
+        cp.multiply(x, 2, out=x)
+        with pytest.raises(StreamCaptureUnsupportedError, match="cudaErrorStreamCaptureImplicit"):
+            in_thread(lambda: ones(cp))  # another thread, on the legacy default stream
+        with pytest.raises(StreamCaptureUnsupportedError, match="invalidated"):
+            capturing.end_capture()
+
+
+def test_work_on_the_legacy_default_stream_while_a_non_blocking_stream_captures_is_allowed(cp):
+    capturing = cp.cuda.Stream(non_blocking=True)
+    with capturing:
+        x = ones(cp)
+    capturing.synchronize()
+    with capturing:
+        capturing.begin_capture()
+        cp.multiply(x, 2, out=x)
+        assert in_thread(lambda: ones(cp).get().tolist()) == [1.0] * 4
+        capturing.end_capture().launch()
+        assert x.get(stream=capturing).tolist() == [2.0] * 4
