@@ -170,12 +170,13 @@ def test_threads_on_two_devices_of_one_machine_each_keep_their_current_device():
     assert all(work_on[(d.id, d.stream.ptr)].launches + work_on[(d.id, d.stream.ptr)].graph_launches > 0 for d in devices)
 
 
-def test_two_threads_delegates_sharing_one_stream_are_ordered_by_it():
-    """One stream shared by two delegates in two threads (one Device handed to both): the
-    stream orders their work, so nothing races, and the outputs are right."""
+def test_two_threads_delegates_sharing_one_stream_without_graphs_are_ordered_by_it():
+    """One stream shared by two delegates in two threads (one Device handed to both), no
+    graphs: the stream orders their work, so nothing races, and the outputs are right.
+    (With graphs, one's capture would take in the other's work: see below.)"""
     model = TINY.read_bytes()
     shared = device_of(one_machine(HOST), HOST)
-    outputs, inputs, _ = run_in_threads(model, [shared, shared], invokes=8)
+    outputs, inputs, _ = run_in_threads(model, [shared, shared], invokes=8, cuda_graphs=False)
     assert_equal_to_the_cpu_path(model, outputs, inputs, exact=False)
     assert list(shared.xp.machine.work_on()) == [(0, shared.stream.ptr)]
 
@@ -233,15 +234,17 @@ def test_a_current_stream_shared_by_two_threads_is_caught_as_a_stream_race():
         two_threads_interleaved(cupy)
 
 
-def invoke_another_delegate_during_a_capture(monkeypatch, mode):
+def invoke_another_delegate_during_a_capture(monkeypatch, mode, share_stream=False):
     """Delegate A captures its graph (its second invoke) while, from another thread,
     delegate B on the same device invokes (it replays its graph, waits for its stream).
-    ``mode``: None, the delegate's own (CuPy's default), or the capture mode forced on it.
+    ``mode``: None, the delegate's own (CuPy's default), or the capture mode forced on it;
+    ``share_stream``: B on A's Device (its stream and pool) rather than on one of its own.
     Returns B's outputs (or what B's invoke raised), A's outputs, A's delegate, the CPU path's
     outputs and the warnings."""
     model = TINY.read_bytes()
     cupy = one_machine(HOST)
-    a, b = device_of(cupy, HOST), device_of(cupy, HOST)
+    a = device_of(cupy, HOST)
+    b = a if share_stream else device_of(cupy, HOST)
     delegate_a = GpuDelegate(device=a)
     interpreter_a = Interpreter(model_content=model, experimental_delegates=[delegate_a])
     interpreter_b = Interpreter(model_content=model, experimental_delegates=[GpuDelegate(device=b)])
@@ -253,20 +256,34 @@ def invoke_another_delegate_during_a_capture(monkeypatch, mode):
         begin_capture = emulation.Stream.begin_capture
         monkeypatch.setattr(emulation.Stream, "begin_capture", lambda stream, _=None: begin_capture(stream, mode))
     b_outcome: list = []
+    b_started = threading.Event()
     labelled = a.labelled
 
     def b_invokes_while_a_captures(label):
-        if a.stream.is_capturing() and not b_outcome:
+        if a.stream.is_capturing() and threading.current_thread() is main and not b_started.is_set():
+            b_started.set()
             thread = threading.Thread(target=lambda: b_outcome.append(invoke_or_error(interpreter_b, values)))
             thread.start()
             thread.join(timeout=60)
         return labelled(label)
 
+    main = threading.current_thread()
     monkeypatch.setattr(a, "labelled", b_invokes_while_a_captures)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         outputs_a = run_interpreter(interpreter_a, values)
     return b_outcome[0], outputs_a, delegate_a, run_interpreter(Interpreter(model_content=model), values), caught
+
+
+def test_a_stream_shared_by_two_threads_delegates_lets_one_s_capture_take_in_the_other_s_work(monkeypatch):
+    """Mutation: B shares A's stream, and invokes while A captures. On a device B's graph
+    would be launched into A's capture (its work recorded into A's graph, not run): CUDA
+    refuses it. B's invoke fails, and A's capture is invalidated: A runs eagerly."""
+    outputs_b, outputs_a, delegate_a, cpu, caught = invoke_another_delegate_during_a_capture(monkeypatch, None, share_stream=True)
+    assert isinstance(outputs_b, Exception) and "capturing" in str(outputs_b)
+    assert delegate_a.partition_stats()[0].graph.startswith("capture failed")
+    for x, y in zip(outputs_a, cpu):
+        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
 
 
 def invoke_or_error(interpreter, values):
