@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 
 from backends.gpu import GpuDelegate
-from backends.gpu.device import HOST, Device, emulated_cuda_device
+from backends.gpu.device import HOST, Device
 from backends.gpu import emulation
 from backends.gpu.emulation import EmulatedCupy, StreamRaceError
 from interpreter import Interpreter
@@ -105,9 +105,9 @@ def assert_equal_to_the_cpu_path(model: bytes, outputs, inputs, exact: bool) -> 
 def work_of_one_delegate_alone(model: bytes, kind: str, invokes: int, cuda_graphs: bool):
     """What one delegate asks of its stream for ``invokes`` invokes, alone on a machine."""
     device = device_of(one_machine(kind), kind)
-    run_in_threads_alone = Interpreter(model_content=model, experimental_delegates=[GpuDelegate(device=device, cuda_graphs=cuda_graphs)])
+    interpreter = Interpreter(model_content=model, experimental_delegates=[GpuDelegate(device=device, cuda_graphs=cuda_graphs)])
     for i in range(invokes):
-        run_interpreter(run_in_threads_alone, random_inputs(model, seed=i))
+        run_interpreter(interpreter, random_inputs(model, seed=i))
     return device.xp.machine.stream_work(device.stream)
 
 
