@@ -153,10 +153,11 @@ class Device:
                 del self._counting[next(i for i, c in enumerate(self._counting) if c is each)]
 
     def _machine_counters(self) -> DeviceCounters:
-        """What the emulated machine counted on this device (zeros on a CUDA device)."""
+        """What the emulated machine counted on this delegate's stream (zeros on a CUDA
+        device): other delegates' work on the same device, from other threads, is theirs."""
         if not self.emulated:
             return DeviceCounters()
-        stats = self.xp.machine.device_stats[self.id]
+        stats = self.xp.machine.stream_work(self.stream)
         return DeviceCounters(
             kernel_launches=stats.launches, graph_replays=stats.graph_launches, graph_nodes=stats.graph_nodes,
             uploads=stats.uploads, upload_bytes=stats.upload_bytes, downloads=stats.downloads,

@@ -16,6 +16,14 @@ The rules, and how a violation shows:
   if that work is ordered before: T is S, the host synchronized T (or an event after it),
   S waited on an event recorded on T after it, or the legacy default stream's implicit
   ordering with blocking streams applies. Otherwise: :class:`StreamRaceError`.
+* **Host threads.** As in CUDA and CuPy, the current device (``cudaSetDevice``), the
+  current stream of each device (CuPy's stream stack) and the allocator
+  (``using_allocator``) are per host thread: a thread starts on device 0 and the legacy
+  default streams, and entering a device or a stream in one thread changes nothing in
+  another. Everything else (pools, blocks, streams, captures, counters) is the machine's,
+  shared by every thread, and changed under one reentrant lock, each launch whole (its
+  numpy or host-shim work included): the stream rules are checked across threads as
+  within one, and the emulated work of several threads is serialized.
 * **Devices.** Arrays belong to the device that allocated them. Using one in a kernel
   while another device is current, or making a stream current under another device:
   :class:`WrongDeviceError` (CuPy and CUDA refuse both).
@@ -39,6 +47,13 @@ The rules, and how a violation shows:
   operations are recorded with the memory they touch, by address. A host synchronization
   or a copy from pageable host memory during capture raises
   :class:`StreamCaptureUnsupportedError` and invalidates the capture, as CUDA does.
+  The capture mode (``begin_capture(mode)``, relaxed by default as in CuPy) decides what a
+  capture forbids elsewhere: in global mode, every thread's potentially unsafe calls
+  (``cudaMalloc`` when a pool grows, synchronous copies, stream, event and device
+  synchronizations); in thread-local mode, those of the capturing thread; in relaxed mode,
+  none. A forbidden call raises :class:`StreamCaptureUnsupportedError` in its thread and
+  invalidates the capture. So does, in any mode, work on the legacy default stream while a
+  blocking stream of its device is capturing (the legacy stream would wait for it).
   ``graph.launch()`` replays the operations under the stream rules and checks that every
   block still belongs to the graph: alive (some array still holds it), or freed during the
   capture into a pool that served that capture and nothing else; and the pool object is
@@ -65,6 +80,7 @@ import functools
 import itertools
 import operator
 import re
+import threading
 import time
 import weakref
 from dataclasses import dataclass
@@ -141,24 +157,28 @@ class Stream:
 
     # -- the cupy API ------------------------------------------------------------------------
     def __enter__(self) -> "Stream":
-        machine = self.machine
-        if self.device_id != machine.current_device:
+        """Make this stream current in the calling thread (CuPy's stream stack is per thread)."""
+        thread = self.machine.thread
+        if self.device_id != thread.device:
             raise WrongDeviceError(
-                f"{self} made current while device {machine.current_device} is current: CUDA rejects its "
+                f"{self} made current while device {thread.device} is current: CUDA rejects its "
                 "first launch (invalid resource handle); enter the stream's device first"
             )
-        machine.devices[self.device_id].stream_stack.append(self)
+        thread.stream_stacks[self.device_id].append(self)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        stack = self.machine.devices[self.device_id].stream_stack
+        stack = self.machine.thread.stream_stacks[self.device_id]
         del stack[len(stack) - 1 - stack[::-1].index(self)]
 
     def synchronize(self) -> None:
         """Block the host until every operation issued to this stream has finished."""
-        self.machine.forbid_during_capture(self, "stream synchronization")
-        self.machine.count(self.device_id, self, synchronizations=1)
-        self._complete(self.seq)
+        machine = self.machine
+        with machine.lock:
+            machine.forbid_during_capture(self, "stream synchronization")
+            machine.forbid_unsafe_call("stream synchronization")
+            machine.count(self.device_id, self, synchronizations=1)
+            self._complete(self.seq)
 
     def record(self, event: "Event | None" = None) -> "Event":
         event = event or Event(self.machine)
@@ -166,28 +186,42 @@ class Stream:
         return event
 
     def wait_event(self, event: "Event") -> None:
-        if event.recorded is None:
-            return
-        stream, seq = event.recorded
-        self.waits[stream] = max(self.waits.get(stream, 0), seq)
+        with self.machine.lock:
+            if event.recorded is None:
+                return
+            stream, seq = event.recorded
+            self.waits[stream] = max(self.waits.get(stream, 0), seq)
 
-    def begin_capture(self, mode: Any = None) -> None:
-        if self.is_null:
-            raise StreamCaptureUnsupportedError("the legacy default stream cannot be captured")
-        if self.capture is not None:
-            raise StreamCaptureUnsupportedError(f"{self} is already capturing")
-        self.capture = _Capture(next(self.machine.handles), self.machine.next_tick())
+    def begin_capture(self, mode: int | None = None) -> None:
+        """Start capturing; ``mode`` is CUDA's (``cupy.cuda.runtime.streamCaptureMode*``),
+        relaxed by default as in CuPy. It decides which *other* calls the capture forbids
+        (:meth:`EmulatedMachine.forbid_unsafe_call`): relaxed none, thread-local those of the
+        capturing thread, global those of every thread."""
+        machine = self.machine
+        mode = STREAM_CAPTURE_MODE_RELAXED if mode is None else int(mode)
+        if mode not in _CAPTURE_MODES:
+            raise ValueError(f"cudaErrorInvalidValue: stream capture mode {mode}")
+        with machine.lock:
+            if self.is_null:
+                raise StreamCaptureUnsupportedError("the legacy default stream cannot be captured")
+            if self.capture is not None:
+                raise StreamCaptureUnsupportedError(f"{self} is already capturing")
+            self.capture = _Capture(next(machine.handles), machine.next_tick(), mode=mode, thread=threading.get_ident())
+            machine.captures.append(self.capture)
 
     def is_capturing(self) -> bool:
         return self.capture is not None
 
     def end_capture(self) -> "Graph":
-        capture, self.capture = self.capture, None
-        if capture is None:
-            raise StreamCaptureUnsupportedError(f"{self} is not capturing")
-        if capture.invalid:
-            raise StreamCaptureUnsupportedError(f"the capture was invalidated by {capture.invalid}")
-        return Graph(self.machine, capture, self.machine.next_tick())
+        machine = self.machine
+        with machine.lock:
+            capture, self.capture = self.capture, None
+            if capture is None:
+                raise StreamCaptureUnsupportedError(f"{self} is not capturing")
+            machine.captures.remove(capture)
+            if capture.invalid:
+                raise StreamCaptureUnsupportedError(f"the capture was invalidated by {capture.invalid}")
+            return Graph(machine, capture, machine.next_tick())
 
 
 class Event:
@@ -199,16 +233,20 @@ class Event:
         self.time: float | None = None
 
     def record(self, stream: Stream | None = None) -> None:
-        stream = stream or self.machine.current_stream()
-        self.recorded = (stream, stream._issue())
-        self.time = time.perf_counter()
+        with self.machine.lock:
+            stream = stream or self.machine.current_stream()
+            self.recorded = (stream, stream._issue())
+            self.time = time.perf_counter()
 
     def synchronize(self) -> None:
-        if self.recorded is not None:
-            stream, seq = self.recorded
-            self.machine.forbid_during_capture(stream, "event synchronization")
-            self.machine.count(stream.device_id, stream, synchronizations=1)
-            stream._complete(seq)
+        machine = self.machine
+        with machine.lock:
+            if self.recorded is not None:
+                stream, seq = self.recorded
+                machine.forbid_during_capture(stream, "event synchronization")
+                machine.forbid_unsafe_call("event synchronization")
+                machine.count(stream.device_id, stream, synchronizations=1)
+                stream._complete(seq)
 
     @property
     def done(self) -> bool:
@@ -294,12 +332,17 @@ class MemoryPool:
         self.last_alloc_tick = 0
         self.is_default = False
         self._used = 0
-        machine.pools.add(self)
+        with machine.lock:
+            machine.pools.add(self)
         weakref.finalize(self, _release_blocks, weakref.ref(machine), self.blocks)
 
     def malloc(self, nbytes: int) -> MemoryPointer:
+        with self.machine.lock:
+            return self._malloc(nbytes)
+
+    def _malloc(self, nbytes: int) -> MemoryPointer:
         machine = self.machine
-        device_id, stream = machine.current_device, machine.current_stream()
+        device_id, stream = machine.thread.device, machine.current_stream()
         size = max(_ROUND, -(-int(nbytes) // _ROUND) * _ROUND)
         free = self.free.get((device_id, stream, size))
         block = free.pop() if free else machine.from_driver(size, self, device_id, stream)
@@ -321,24 +364,27 @@ class MemoryPool:
         return pointer
 
     def _give_back(self, block: Block, generation: int) -> None:
-        if block.generation != generation or not block.live:
-            return
-        block.live = False
-        self._used -= block.size
-        block.memory.fill(POISON)
-        self.free.setdefault((block.device_id, block.stream, block.size), []).append(block)
+        with self.machine.lock:  # (a finalizer: it runs in whichever thread dropped the last array)
+            if block.generation != generation or not block.live:
+                return
+            block.live = False
+            self._used -= block.size
+            block.memory.fill(POISON)
+            self.free.setdefault((block.device_id, block.stream, block.size), []).append(block)
 
     def used_bytes(self) -> int:
         return self._used
 
     def free_all_blocks(self, stream: Any = None) -> None:
-        for blocks in self.free.values():
-            for block in blocks:
-                self.machine.to_driver(block)
-        self.free.clear()
+        with self.machine.lock:
+            for blocks in self.free.values():
+                for block in blocks:
+                    self.machine.to_driver(block)
+            self.free.clear()
 
     def n_free_blocks(self) -> int:
-        return sum(len(b) for b in self.free.values())
+        with self.machine.lock:
+            return sum(len(b) for b in self.free.values())
 
 
 def _give_back(pool: "weakref.ref[MemoryPool]", block: Block, generation: int) -> None:
@@ -355,9 +401,10 @@ def _release_blocks(machine: "weakref.ref[EmulatedMachine]", blocks: "weakref.We
     alive = machine()
     if alive is None:
         return
-    for block in list(blocks):
-        if block.pool() is None:  # (not one the driver has handed to another pool since)
-            alive.to_driver(block)
+    with alive.lock:
+        for block in list(blocks):
+            if block.pool() is None:  # (not one the driver has handed to another pool since)
+                alive.to_driver(block)
 
 
 class PinnedMemory(bytearray):
@@ -512,26 +559,30 @@ class _DeviceHandle:
         self.id = machine.current_device if device_id is None else int(device_id)
         if not 0 <= self.id < len(machine.devices):
             raise RuntimeError(f"cudaErrorInvalidDevice: device {self.id} (this machine has {len(machine.devices)})")
-        self._previous: list[int] = []
 
     def __enter__(self) -> "_DeviceHandle":
-        self._previous.append(self.machine.current_device)
-        self.machine.current_device = self.id
+        """Make this device current in the calling thread (``cudaSetDevice`` is per thread)."""
+        thread = self.machine.thread
+        thread.previous_devices.append(thread.device)
+        thread.device = self.id
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.machine.current_device = self._previous.pop()
+        thread = self.machine.thread
+        thread.device = thread.previous_devices.pop()
 
     def use(self) -> None:
-        self.machine.current_device = self.id
+        self.machine.thread.device = self.id
 
     def synchronize(self) -> None:
         machine = self.machine
-        for stream in machine.streams_of(self.id):
-            machine.forbid_during_capture(stream, "device synchronization")
-        machine.count(self.id, None, synchronizations=1)
-        for stream in machine.streams_of(self.id):
-            stream._complete(stream.seq)
+        with machine.lock:
+            for stream in machine.streams_of(self.id):
+                machine.forbid_during_capture(stream, "device synchronization")
+            machine.forbid_unsafe_call("device synchronization")
+            machine.count(self.id, None, synchronizations=1)
+            for stream in machine.streams_of(self.id):
+                stream._complete(stream.seq)
 
     @property
     def compute_capability(self) -> str:
@@ -552,12 +603,22 @@ class _DeviceHandle:
 # ---------------------------------------------------------------------------------------------
 
 
+#: CUDA's stream capture modes (``cudaStreamCaptureMode``; ``cupy.cuda.runtime.streamCaptureMode*``).
+STREAM_CAPTURE_MODE_GLOBAL = 0
+STREAM_CAPTURE_MODE_THREAD_LOCAL = 1
+STREAM_CAPTURE_MODE_RELAXED = 2
+_CAPTURE_MODES = {STREAM_CAPTURE_MODE_GLOBAL: "global", STREAM_CAPTURE_MODE_THREAD_LOCAL: "thread-local",
+                  STREAM_CAPTURE_MODE_RELAXED: "relaxed"}
+
+
 @dataclass
 class _Capture:
     id: int
     begin_tick: int
     nodes: list["_Node"] = None  # type: ignore[assignment]
     invalid: str | None = None
+    mode: int = STREAM_CAPTURE_MODE_RELAXED
+    thread: int = 0  # the host thread that began it
 
     def __post_init__(self) -> None:
         self.nodes = []
@@ -591,15 +652,16 @@ class Graph:
 
     def launch(self, stream: Stream | None = None) -> None:
         machine = self.machine
-        stream = stream or machine.current_stream()
-        machine.forbid_during_capture(stream, "launching a graph into a capture")
-        for block in self._blocks:
-            self._check_owned(block)
-        for node in self.nodes:
-            machine.access(stream, node.reads, node.writes, f"graph node {node.label}")
-            with np.errstate(all="ignore"):
-                node.run()
-        machine.count(stream.device_id, stream, graph_launches=1, graph_nodes=len(self.nodes))
+        with machine.lock:
+            stream = stream or machine.current_stream()
+            machine.forbid_during_capture(stream, "launching a graph into a capture")
+            for block in self._blocks:
+                self._check_owned(block)
+            for node in self.nodes:
+                machine.access(stream, node.reads, node.writes, f"graph node {node.label}")
+                with np.errstate(all="ignore"):
+                    node.run()
+            machine.count(stream.device_id, stream, graph_launches=1, graph_nodes=len(self.nodes))
 
     def _check_owned(self, block: Block) -> None:
         what = f"memory that the graph's '{block.label}' used" if block.label else "memory the graph uses"
@@ -656,24 +718,58 @@ class MachineStats:
 class _DeviceState:
     def __init__(self, machine: "EmulatedMachine", device_id: int) -> None:
         self.null_stream = Stream(machine, device_id, null=True)
-        self.stream_stack: list[Stream] = []
         self.default_pool = MemoryPool(machine)
         self.default_pool.is_default = True
         self.streams: weakref.WeakSet[Stream] = weakref.WeakSet()
 
 
+class _ThreadState(threading.local):
+    """What CUDA and CuPy keep per host thread: the current device (``cudaSetDevice``), the
+    current stream of each device (CuPy's stream stack), the allocator (``using_allocator``),
+    and (ours) the label of what is running. A new thread starts on device 0, on the
+    legacy default streams, with the default pools, as on CUDA."""
+
+    def __init__(self, device_count: int) -> None:
+        self.device = 0
+        self.previous_devices: list[int] = []  # (``with Device(i):`` nesting)
+        self.stream_stacks: list[list[Stream]] = [[] for _ in range(device_count)]
+        self.allocators: list[Callable[[int], MemoryPointer]] = []
+        self.label = ""
+
+
+def _locked(method: Callable) -> Callable:
+    """Run a machine method holding the machine's lock."""
+
+    @functools.wraps(method)
+    def locked(self: "EmulatedMachine", *args: Any, **kwargs: Any) -> Any:
+        with self.lock:
+            return method(self, *args, **kwargs)
+
+    return locked
+
+
 class EmulatedMachine:
     """The state behind :class:`EmulatedCupy`: devices, current device and streams, pools,
-    pinned memory, the hazard checks and the statistics."""
+    pinned memory, the hazard checks and the statistics.
+
+    Threads: the current device, the current streams and the allocator are per host thread
+    (:class:`_ThreadState`), as in CUDA and CuPy. Everything else (pools, blocks, streams'
+    progress, captures, counters) is shared by every thread and changed only under
+    ``lock``, a reentrant lock: one thread's launch (its checks, its bookkeeping and its
+    numpy or host-shim work) happens whole, before or after another's, never interleaved
+    with it. This serializes the emulated work: correctness, not parallel speed."""
 
     def __init__(self, device_count: int = 1, cupy_library_rules: bool = True) -> None:
         if device_count < 1:
             raise ValueError("an emulated machine needs at least one device")
         self.cupy_library_rules = cupy_library_rules
+        self.lock = threading.RLock()
+        self.thread = _ThreadState(device_count)
         self.handles = itertools.count(0x1000, 0x10)
         self.tick = 0
-        self.current_device = 0
-        self.allocators: list[Callable[[int], MemoryPointer]] = []
+        #: Captures under way on any stream, in the order they began (their mode decides
+        #: which calls of other threads they forbid: :meth:`forbid_unsafe_call`).
+        self.captures: list[_Capture] = []
         self.pools: weakref.WeakSet[MemoryPool] = weakref.WeakSet()
         self.devices = [_DeviceState(self, i) for i in range(device_count)]
         self.pinned: weakref.WeakValueDictionary[int, PinnedMemory] = weakref.WeakValueDictionary()
@@ -683,34 +779,63 @@ class EmulatedMachine:
         self.stats = MachineStats()
         self.device_stats = [MachineStats() for _ in range(device_count)]
         self.stream_stats: dict[tuple[int, int], MachineStats] = {}
-        self.label = ""  # what is running (for messages): set with labelled()
         self.module: Any = None  # the EmulatedCupy over this machine
 
+    # -- per host thread -----------------------------------------------------------------------
+    @property
+    def current_device(self) -> int:
+        """The calling thread's current device."""
+        return self.thread.device
+
+    @current_device.setter
+    def current_device(self, device_id: int) -> None:
+        self.thread.device = device_id
+
+    @property
+    def allocators(self) -> list[Callable[[int], MemoryPointer]]:
+        """The calling thread's allocator stack (``cupy.cuda.using_allocator`` is per thread)."""
+        return self.thread.allocators
+
+    @property
+    def label(self) -> str:
+        """What the calling thread is running (for messages): set with :meth:`labelled`."""
+        return self.thread.label
+
     def next_tick(self) -> int:
-        self.tick += 1
-        return self.tick
+        with self.lock:
+            self.tick += 1
+            return self.tick
 
     # -- what was asked of the machine -----------------------------------------------------------
     def count(self, device_id: int, stream: Stream | None, **amounts: int) -> None:
         """Count work on the machine, on device ``device_id``, and on ``stream`` (None: work
         of the device as a whole, a device synchronization or a module load)."""
         targets = [self.stats, self.device_stats[device_id]]
-        if stream is not None:
-            key = (device_id, stream.ptr)
-            per_stream = self.stream_stats.get(key)
-            if per_stream is None:
-                per_stream = self.stream_stats[key] = MachineStats()
-            targets.append(per_stream)
-        for stats in targets:
-            for name, amount in amounts.items():
-                setattr(stats, name, getattr(stats, name) + amount)
+        with self.lock:
+            if stream is not None:
+                key = (device_id, stream.ptr)
+                per_stream = self.stream_stats.get(key)
+                if per_stream is None:
+                    per_stream = self.stream_stats[key] = MachineStats()
+                targets.append(per_stream)
+            for stats in targets:
+                for name, amount in amounts.items():
+                    setattr(stats, name, getattr(stats, name) + amount)
 
+    @_locked
     def work_on(self) -> dict[tuple[int, int], MachineStats]:
         """What ran where so far: ``(device id, stream handle) -> counts`` (a copy). The
         legacy default stream's handle is 0 on every device."""
         return {key: dataclasses.replace(stats) for key, stats in self.stream_stats.items()}
 
+    @_locked
+    def stream_work(self, stream: Stream) -> MachineStats:
+        """What ran on ``stream`` so far (a copy; zeros before its first operation)."""
+        stats = self.stream_stats.get((stream.device_id, stream.ptr))
+        return dataclasses.replace(stats) if stats is not None else MachineStats()
+
     # -- the driver's memory -----------------------------------------------------------------------
+    @_locked
     def to_driver(self, block: Block) -> None:
         """``cudaFree``: the block is poisoned and free for any pool of its device; arrays
         that still point into it hold freed memory (:class:`FreedMemoryError` at their next use)."""
@@ -723,6 +848,7 @@ class EmulatedMachine:
 
     def from_driver(self, size: int, pool: "MemoryPool", device_id: int, stream: Stream) -> Block:
         """``cudaMalloc`` for ``pool``: memory another pool gave back, else new memory."""
+        self.forbid_unsafe_call(f"cudaMalloc of {size} bytes (a memory pool growing)")
         free = self.driver_free.get((device_id, size))
         if not free:
             return Block(size, pool, device_id, stream)
@@ -736,40 +862,77 @@ class EmulatedMachine:
 
     @contextlib.contextmanager
     def labelled(self, label: str) -> Iterator[None]:
-        previous, self.label = self.label, label
+        thread = self.thread
+        previous, thread.label = thread.label, label
         try:
             yield
         finally:
-            self.label = previous
+            thread.label = previous
 
     # -- current device, stream, allocator -------------------------------------------------------
     def current_stream(self) -> Stream:
-        state = self.devices[self.current_device]
-        return state.stream_stack[-1] if state.stream_stack else state.null_stream
+        """The calling thread's current stream on its current device."""
+        thread = self.thread
+        stack = thread.stream_stacks[thread.device]
+        return stack[-1] if stack else self.devices[thread.device].null_stream
 
+    @_locked
     def new_stream(self, non_blocking: bool = False) -> Stream:
-        stream = Stream(self, self.current_device, non_blocking)
-        self.devices[self.current_device].streams.add(stream)
+        device_id = self.thread.device
+        stream = Stream(self, device_id, non_blocking)
+        self.devices[device_id].streams.add(stream)
         return stream
 
     def streams_of(self, device_id: int) -> list[Stream]:
         state = self.devices[device_id]
-        return [state.null_stream, *state.streams]
+        with self.lock:
+            return [state.null_stream, *state.streams]
 
     def malloc(self, nbytes: int) -> MemoryPointer:
-        if self.allocators:
-            return self.allocators[-1](nbytes)
-        return self.devices[self.current_device].default_pool.malloc(nbytes)
+        allocators = self.thread.allocators
+        if allocators:
+            return allocators[-1](nbytes)
+        return self.devices[self.thread.device].default_pool.malloc(nbytes)
 
     def forbid_during_capture(self, stream: Stream, what: str) -> None:
-        capturing = [s for s in self.streams_of(stream.device_id) if s.capture is not None]
-        if stream.capture is not None or (what == "device synchronization" and capturing):
-            for s in capturing or [stream]:
-                if s.capture is not None:
-                    s.capture.invalid = s.capture.invalid or what
-            raise StreamCaptureUnsupportedError(f"{what} is not allowed while {stream} is capturing a graph")
+        with self.lock:
+            capturing = [s for s in self.streams_of(stream.device_id) if s.capture is not None]
+            if stream.capture is not None or (what == "device synchronization" and capturing):
+                for s in capturing or [stream]:
+                    if s.capture is not None:
+                        s.capture.invalid = s.capture.invalid or what
+                raise StreamCaptureUnsupportedError(f"{what} is not allowed while {stream} is capturing a graph")
+
+    def forbid_unsafe_call(self, what: str) -> None:
+        """A call that CUDA deems potentially unsafe during a capture (it may synchronize
+        implicitly: ``cudaMalloc``, a synchronous copy, a stream, event or device
+        synchronization), made by the calling thread while captures are under way. As in
+        CUDA, a capture begun in global mode forbids it in every thread, one begun in
+        thread-local mode in the thread that began it, one in relaxed mode (CuPy's
+        default, what the delegate uses) nowhere. A forbidden call raises
+        :class:`StreamCaptureUnsupportedError` and invalidates the capture (its
+        ``end_capture`` fails too)."""
+        if not self.captures:
+            return
+        me = threading.get_ident()
+        with self.lock:
+            forbidding = [
+                c for c in self.captures
+                if c.mode == STREAM_CAPTURE_MODE_GLOBAL or (c.mode == STREAM_CAPTURE_MODE_THREAD_LOCAL and c.thread == me)
+            ]
+            if not forbidding:
+                return
+            for capture in forbidding:
+                who = "the capturing thread" if capture.thread == me else "another thread"
+                capture.invalid = capture.invalid or f"{what} in {who} during a {_CAPTURE_MODES[capture.mode]}-mode capture"
+            mode = _CAPTURE_MODES[forbidding[0].mode]
+            raise StreamCaptureUnsupportedError(
+                f"{what} is not allowed while a stream capture in {mode} mode is under way "
+                "(cudaErrorStreamCaptureUnsupported: operation not permitted when stream is capturing)"
+            )
 
     # -- arrays ------------------------------------------------------------------------------
+    @_locked
     def empty(self, shape: Any, dtype: Any = np.float32) -> EmulatedArray:
         dtype = np.dtype(dtype)
         shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(d) for d in shape)
@@ -795,6 +958,8 @@ class EmulatedMachine:
 
     def access(self, stream: Stream, reads: Sequence[Block], writes: Sequence[Block], label: str) -> None:
         """Check and record one stream operation's reads and writes."""
+        if stream.is_null and self.captures:
+            self._forbid_legacy_stream_during_capture(stream, label)
         for block in reads:
             self._check_ordered(stream, block.last_write, block, label, "reads", "wrote")
         for block in writes:
@@ -809,6 +974,23 @@ class EmulatedMachine:
             block.last_write = (stream, seq)
             block.reads = {}
             block.uploaded = False
+
+    def _forbid_legacy_stream_during_capture(self, stream: Stream, label: str) -> None:
+        """Work on the legacy default stream waits for every blocking stream of its device;
+        one that is capturing (in any mode, from any thread) cannot be waited for: CUDA
+        refuses the work and invalidates the capture (``cudaErrorStreamCaptureImplicit``).
+        Non-blocking streams, the delegate's, are not concerned."""
+        capturing = [
+            s for s in self.streams_of(stream.device_id)
+            if s.capture is not None and not s.non_blocking and not s.is_null
+        ]
+        if capturing:
+            for s in capturing:
+                s.capture.invalid = s.capture.invalid or f"{label} on the legacy default stream"
+            raise StreamCaptureUnsupportedError(
+                f"{label} on {stream} while {capturing[0]} (a blocking stream) is capturing: the legacy default "
+                "stream would wait for it (cudaErrorStreamCaptureImplicit)"
+            )
 
     @staticmethod
     def _check_ordered(stream: Stream, prior: tuple[Stream, int] | None, block: Block, label: str, verb: str, did: str) -> None:
@@ -829,6 +1011,7 @@ class EmulatedMachine:
         return [a.data.block for a in _arrays_in(values)]
 
     # -- kernels -----------------------------------------------------------------------------------
+    @_locked
     def call(self, function: Callable, args: Sequence[Any], kwargs: dict[str, Any], name: str) -> Any:
         """Run a numpy function as device work: views stay views (no work), new results are
         new allocations written by one kernel, ``out=`` arrays are written in place."""
@@ -880,6 +1063,7 @@ class EmulatedMachine:
             self._launch(stream, name, reads, writes, lambda: _replay_call(function, raw_args, raw_kwargs, targets))
         return tuple(wrapped) if isinstance(result, tuple) else wrapped[0]
 
+    @_locked
     def setitem(self, target: EmulatedArray, key: Any, value: Any) -> None:
         if isinstance(value, (np.ndarray, list)) and not isinstance(value, EmulatedArray):
             value = self.upload(np.asarray(value, dtype=target.dtype))  # a host array: a copy first, as CuPy
@@ -909,6 +1093,7 @@ class EmulatedMachine:
         if kernel:
             self.count(stream.device_id, stream, launches=1)
 
+    @_locked
     def launch_raw(self, kernel: Any, name: str, grid: Any, block: Any, args: Sequence[Any]) -> None:
         """A ``RawKernel`` launch: every pointer argument is read and written."""
         arrays = [a for a in args if isinstance(a, EmulatedArray)]
@@ -927,6 +1112,7 @@ class EmulatedMachine:
         blocks = [a.data.block for a in arrays]
         self._launch(stream, name, blocks, blocks, run)
 
+    @_locked
     def launch_twin(self, name: str, twin: Callable[..., None], inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
         """One hand-written kernel run by its numpy twin (host emulation's stand-in for a
         ``.cu`` kernel): ``twin(*inputs, *outputs)`` on the raw memory, reading ``inputs``
@@ -949,6 +1135,7 @@ class EmulatedMachine:
         reads = [a.data.block for a in inputs if isinstance(a, EmulatedArray)]
         self._launch(stream, name, reads, [a.data.block for a in outputs], run)
 
+    @_locked
     def cupy_pointer_table(self, arrays: Any, name: str) -> None:
         """CuPy joins more than 8 arrays with one kernel that reads a table of their
         addresses, uploaded from host memory at each call."""
@@ -961,6 +1148,7 @@ class EmulatedMachine:
             self.count(stream.device_id, stream, uploads=1, upload_bytes=8 * len(arrays))
 
     # -- host transfers ------------------------------------------------------------------------
+    @_locked
     def is_pinned(self, array: np.ndarray) -> bool:
         low, high = _byte_bounds(array)
         for start, memory in list(self.pinned.items()):
@@ -968,12 +1156,14 @@ class EmulatedMachine:
                 return True
         return False
 
+    @_locked
     def alloc_pinned_memory(self, nbytes: int) -> PinnedMemory:
         memory = PinnedMemory(max(int(nbytes), 1))
         start = np.frombuffer(memory, np.uint8).ctypes.data
         self.pinned[start] = memory
         return memory
 
+    @_locked
     def upload(self, host: Any, dtype: Any = None) -> EmulatedArray:
         """``cupy.asarray`` of a host array: CuPy copies it into pinned staging memory of its
         own, then copies asynchronously (the host does not wait)."""
@@ -982,6 +1172,7 @@ class EmulatedMachine:
         self.upload_into(array, host, None, staged=True)
         return array
 
+    @_locked
     def upload_into(self, array: EmulatedArray, host: np.ndarray, stream: Stream | None, *, staged: bool = False) -> None:
         """``ndarray.set``: an asynchronous copy from pinned memory; from pageable memory
         CUDA synchronizes the stream first and the host waits (a blocking copy)."""
@@ -1001,6 +1192,7 @@ class EmulatedMachine:
             self._launch(stream, "host-to-device copy", [], [array.data.block], run, kernel=False)
         else:
             self.forbid_during_capture(stream, "a host-to-device copy from pageable memory")
+            self.forbid_unsafe_call("a host-to-device copy from pageable memory")
             self.access(stream, [], [array.data.block], "host-to-device copy")
             stream._complete(stream.seq)  # the host waits for the stream, then for the copy
             array._raw[...] = host
@@ -1008,6 +1200,7 @@ class EmulatedMachine:
         array.data.block.uploaded = True
         self.count(stream.device_id, stream, uploads=1, upload_bytes=array.nbytes)
 
+    @_locked
     def download(self, array: EmulatedArray, stream: Stream | None, out: np.ndarray | None, blocking: bool = True) -> np.ndarray:
         stream = stream or self.current_stream()
         self._check_device([array], "device-to-host copy")
@@ -1024,11 +1217,13 @@ class EmulatedMachine:
             out.reshape(-1).view(np.uint8)[...] = POISON
             stream._pending.append((stream.seq, out, array._raw.copy()))
         else:  # the host waits for the stream to get there
+            self.forbid_unsafe_call("a synchronous device-to-host copy")
             self.count(stream.device_id, stream, synchronizations=1, blocking_copies=1)
             stream._complete(stream.seq)
             out[...] = array._raw
         return out
 
+    @_locked
     def unread_uploads(self) -> list[str]:
         """Labels of live blocks written by a host-to-device copy and never read since."""
         return [
@@ -1134,6 +1329,10 @@ class _Runtime:
 
     def getDeviceProperties(self, device_id: int) -> dict[str, Any]:
         return {"name": self.name.encode(), "major": 9, "minor": 0, "totalGlobalMem": 80 * 2**30}
+
+    streamCaptureModeGlobal = STREAM_CAPTURE_MODE_GLOBAL  # noqa: N815 (cupy's names)
+    streamCaptureModeThreadLocal = STREAM_CAPTURE_MODE_THREAD_LOCAL  # noqa: N815
+    streamCaptureModeRelaxed = STREAM_CAPTURE_MODE_RELAXED  # noqa: N815
 
     def runtimeGetVersion(self) -> int:
         return 12080

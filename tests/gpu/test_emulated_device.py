@@ -5,6 +5,7 @@ numbers or a crash, or checks that the correct pattern passes."""
 from __future__ import annotations
 
 import gc
+import threading
 
 import numpy as np
 import pytest
@@ -325,3 +326,236 @@ def test_a_buffer_the_device_cannot_hold_is_a_clear_device_memory_error():
             device.empty_pinned((1 << 30, 1 << 30), np.float32)
         with pytest.raises(DeviceMemoryError, match=r"cannot allocate .* bytes of device memory"):
             device.xp.empty((MAX_BUFFER_BYTES + 1,), dtype=np.uint8)
+
+
+# -- host threads -------------------------------------------------------------------------------
+# CUDA keeps the current device per host thread (cudaSetDevice), CuPy the current stream and
+# the allocator; everything else on the machine is shared by the threads.
+
+
+def in_thread(work):
+    """Run ``work()`` in a new thread; its result, or the exception it raised."""
+    outcome = {}
+
+    def run():
+        try:
+            outcome["result"] = work()
+        except BaseException as error:  # handed to the caller
+            outcome["error"] = error
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=60)
+    assert not thread.is_alive()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
+
+
+def test_the_current_device_is_per_host_thread(cp):
+    entered, leave = threading.Event(), threading.Event()
+    seen = {}
+
+    def on_device_1():
+        with cp.cuda.Device(1):
+            entered.set()
+            leave.wait(timeout=60)
+            seen["device_1"] = ones(cp).data.device_id
+
+    thread = threading.Thread(target=on_device_1)
+    thread.start()
+    entered.wait(timeout=60)
+    assert cp.cuda.Device().id == 0  # the other thread's `with Device(1)` is not this thread's
+    assert ones(cp).data.device_id == 0
+    leave.set()
+    thread.join(timeout=60)
+    assert seen["device_1"] == 1
+
+
+def test_a_new_host_thread_starts_on_device_0_and_the_legacy_default_stream(cp):
+    with cp.cuda.Device(1):
+        stream = cp.cuda.Stream(non_blocking=True)
+        with stream:
+            current = in_thread(lambda: (cp.cuda.Device().id, cp.cuda.get_current_stream()))
+    assert current[0] == 0
+    assert current[1].is_null and current[1].device_id == 0
+
+
+def test_the_current_stream_is_per_host_thread(cp):
+    mine = cp.cuda.Stream(non_blocking=True)
+    with mine:
+        theirs = in_thread(lambda: cp.cuda.get_current_stream())
+        assert cp.cuda.get_current_stream() is mine
+    assert theirs.is_null
+
+
+def test_the_allocator_is_per_host_thread(cp):
+    pool = cp.cuda.MemoryPool()
+    with cp.cuda.using_allocator(pool.malloc):
+        in_thread(lambda: ones(cp))
+        assert pool.used_bytes() == 0  # the other thread allocated from the default pool
+        kept = ones(cp)
+        assert pool.used_bytes() == 512
+    del kept
+
+
+def test_two_threads_on_their_own_streams_of_one_device_do_not_race(cp):
+    streams = [cp.cuda.Stream(non_blocking=True) for _ in range(4)]
+    results = [None] * 4
+    start = threading.Barrier(4)
+
+    def work(k):
+        start.wait(timeout=60)
+        with streams[k]:
+            x = cp.asarray(np.full(256, k, np.float32))
+            for _ in range(200):
+                x = x * 1 + 1
+            results[k] = x.get(stream=streams[k])
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert [r.tolist() for r in results] == [[k + 200.0] * 256 for k in range(4)]
+    work_on = cp.machine.work_on()
+    assert [work_on[(0, s.ptr)].launches for s in streams] == [400] * 4  # each thread's on its stream
+    assert (0, 0) not in work_on  # nothing on the legacy default stream
+
+
+def writer_and_reader_threads(cp, ordered):
+    """A thread writes ``x`` on its stream; then another thread reads it on its own stream,
+    after waiting for an event recorded behind the write if ``ordered``."""
+    writer, reader = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
+
+    def write():
+        with writer:
+            x = cp.asarray(np.ones(4, np.float32)) * 3
+            return x, writer.record()
+
+    x, written = in_thread(write)
+
+    def read():
+        if ordered:
+            reader.wait_event(written)
+        with reader:
+            return (x + 1).get(stream=reader)
+
+    return in_thread(read)
+
+
+def test_a_read_on_one_thread_s_stream_of_what_another_thread_s_stream_wrote_is_a_race(cp):
+    with pytest.raises(StreamRaceError, match="reads"):
+        writer_and_reader_threads(cp, ordered=False)
+
+
+def test_an_event_orders_two_threads_streams(cp):
+    assert writer_and_reader_threads(cp, ordered=True).tolist() == [4.0] * 4
+
+
+# -- capture modes: what one thread's capture forbids to the others ---------------------------
+
+
+def capture_while_another_thread_works(cp, mode):
+    """A capture begun in this thread in ``mode``; meanwhile another thread allocates from a
+    new pool (cudaMalloc), synchronizes its own stream and copies to pageable host memory.
+    Returns what the other thread raised (or None), the graph (or what end_capture raised),
+    the captured result and the capturing stream."""
+    capturing = cp.cuda.Stream(non_blocking=True)
+    with capturing:
+        x = ones(cp)
+    capturing.synchronize()
+    other = cp.cuda.Stream(non_blocking=True)
+
+    def work():
+        pool = cp.cuda.MemoryPool()
+        with other, cp.cuda.using_allocator(pool.malloc):
+            y = ones(cp) * 2
+            other.synchronize()
+            return y.get(stream=other)
+
+    with capturing:
+        capturing.begin_capture() if mode is None else capturing.begin_capture(mode)
+        cp.multiply(x, 5, out=x)  # (in place: no allocation in the capturing thread)
+        try:
+            in_thread(work)
+            error = None
+        except StreamCaptureUnsupportedError as raised:
+            error = raised
+        try:
+            graph = capturing.end_capture()
+        except StreamCaptureUnsupportedError as raised:
+            graph = raised
+    return error, graph, x, capturing
+
+
+def test_a_capture_in_relaxed_mode_the_default_as_in_cupy_leaves_other_threads_free(cp):
+    error, graph, y, stream = capture_while_another_thread_works(cp, None)
+    assert error is None
+    graph.launch(stream=stream)
+    assert y.get(stream=stream).tolist() == [5.0] * 4
+
+
+def test_a_capture_in_global_mode_forbids_another_thread_s_cudamalloc_and_is_invalidated(cp):
+    error, graph, _, _ = capture_while_another_thread_works(cp, cp.cuda.runtime.streamCaptureModeGlobal)
+    assert isinstance(error, StreamCaptureUnsupportedError)
+    assert "cudaMalloc" in str(error) and "global mode" in str(error)
+    assert isinstance(graph, StreamCaptureUnsupportedError)
+    assert "in another thread during a global-mode capture" in str(graph)
+
+
+def test_a_capture_in_thread_local_mode_leaves_other_threads_free(cp):
+    error, graph, _, _ = capture_while_another_thread_works(cp, cp.cuda.runtime.streamCaptureModeThreadLocal)
+    assert error is None
+    assert not isinstance(graph, Exception)
+
+
+def test_a_capture_in_thread_local_mode_forbids_its_own_thread_s_unsafe_calls(cp):
+    capturing, other = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
+    with capturing:
+        capturing.begin_capture(cp.cuda.runtime.streamCaptureModeThreadLocal)
+        with pytest.raises(StreamCaptureUnsupportedError, match="stream synchronization"):
+            other.synchronize()
+        with pytest.raises(StreamCaptureUnsupportedError, match="invalidated"):
+            capturing.end_capture()
+
+
+def test_a_capture_in_relaxed_mode_lets_its_own_thread_allocate_fresh_memory(cp):
+    # The delegate captures into a new pool: every first allocation is a cudaMalloc.
+    capturing = cp.cuda.Stream(non_blocking=True)
+    pool = cp.cuda.MemoryPool()
+    with capturing, cp.cuda.using_allocator(pool.malloc):
+        x = cp.empty((4,), np.float32)
+        x.fill(2)
+        capturing.begin_capture()
+        y = x * 3
+        graph = capturing.end_capture()
+        graph.launch()
+        assert y.get(stream=capturing).tolist() == [6.0] * 4
+
+
+def test_work_on_the_legacy_default_stream_while_a_blocking_stream_captures_invalidates_it(cp):
+    capturing = cp.cuda.Stream()  # blocking: the legacy default stream waits for it
+    with capturing:
+        x = ones(cp)
+    capturing.synchronize()
+    with capturing:
+        capturing.begin_capture()
+        cp.multiply(x, 2, out=x)
+        with pytest.raises(StreamCaptureUnsupportedError, match="cudaErrorStreamCaptureImplicit"):
+            in_thread(lambda: ones(cp))  # another thread, on the legacy default stream
+        with pytest.raises(StreamCaptureUnsupportedError, match="invalidated"):
+            capturing.end_capture()
+
+
+def test_work_on_the_legacy_default_stream_while_a_non_blocking_stream_captures_is_allowed(cp):
+    capturing = cp.cuda.Stream(non_blocking=True)
+    with capturing:
+        x = ones(cp)
+    capturing.synchronize()
+    with capturing:
+        capturing.begin_capture()
+        cp.multiply(x, 2, out=x)
+        assert in_thread(lambda: ones(cp).get().tolist()) == [1.0] * 4
+        capturing.end_capture().launch()
+        assert x.get(stream=capturing).tolist() == [2.0] * 4
