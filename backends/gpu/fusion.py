@@ -33,6 +33,7 @@ computed by then), and its label lists the nodes it runs.
 
 from __future__ import annotations
 
+from backends.gpu.ops.base import saturating_bounds
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -40,7 +41,7 @@ import numpy as np
 
 from backends.gpu.ops.activations import ACTIVATION_KERNEL_OPS, RELU_RANGES, Activation, Prelu, ReluRange
 from backends.gpu.ops.conv import Conv2D, DepthwiseConv2D
-from backends.gpu.ops.elementwise import Binary, saturating_bounds
+from backends.gpu.ops.elementwise import Binary
 from backends.gpu.ops.pad import Pad
 from delegate_sdk.node import Node
 from schema.enums import BuiltinOperator as B

@@ -48,18 +48,12 @@ other classes take: ``conv_quantized.py``, ``depthwise_quantized.py``,
 
 from __future__ import annotations
 
+from backends.gpu.ops.base import Act, FloatOp, fused_activation, fused_activation_reason, input_tensor
 from typing import Any, Sequence
 
 import numpy as np
 
 from backends.cpu.kernels._window import WindowGeometry
-from backends.gpu.ops.elementwise import (
-    Act,
-    FloatOp,
-    fused_activation,
-    fused_activation_reason,
-    input_tensor,
-)
 from schema.enums import BuiltinOperator, FullyConnectedOptionsWeightsFormat
 
 B = BuiltinOperator

@@ -23,6 +23,7 @@ int32 bias, the per-channel multipliers and shifts, the accumulator bound.
 
 from __future__ import annotations
 
+from backends.gpu.ops.base import fused_activation, fused_activation_reason
 from typing import Any
 
 import numpy as np
@@ -30,7 +31,6 @@ import numpy as np
 from backends.cpu.kernels._quantized_window import ConvQuantization, uint8_bias_scale_error, zero_point_of
 from backends.cpu.quantization import INT32_MAX
 from backends.gpu.ops.conv import conv_window_reason
-from backends.gpu.ops.elementwise import fused_activation, fused_activation_reason
 from backends.gpu.ops.quantized_base import QuantizedOp, per_tensor
 from schema.enums import BuiltinOperator, TensorType
 

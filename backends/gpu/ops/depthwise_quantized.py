@@ -29,9 +29,9 @@ from __future__ import annotations
 import numpy as np
 
 from backends.cpu.kernels._quantized_window import uint8_bias_scale_error, zero_point_of
+from backends.gpu.ops.base import fused_activation_reason
 from backends.gpu.ops.conv import conv_window_reason
 from backends.gpu.ops.conv_quantized import QuantizedConvOp, accumulator_reason, bias_reason
-from backends.gpu.ops.elementwise import fused_activation_reason
 from backends.gpu.ops.quantized_base import per_tensor
 from schema.enums import BuiltinOperator, TensorType
 

@@ -42,8 +42,8 @@ from backends.cpu.kernels.fully_connected_quantized import (
     input_abs_max,
 )
 from backends.cpu.quantization import activation_range_quantized, exact_float_dtype, legacy_params
+from backends.gpu.ops.base import fused_activation, fused_activation_reason
 from backends.gpu.ops.conv import fully_connected_inputs_reason
-from backends.gpu.ops.elementwise import fused_activation, fused_activation_reason
 from backends.gpu.ops.quantized_base import QuantizedOp, per_tensor
 from schema.enums import BuiltinOperator, TensorType
 

@@ -27,13 +27,13 @@ delegate's limit; the CPU kernel takes rank 5 too).
 from __future__ import annotations
 
 import math
+from backends.gpu.ops.base import FloatOp
 from typing import Any
 
 import numpy as np
 
 from backends.cpu.common import broadcast_shape
 from backends.cpu.quantization import legacy_params, quantize_multiplier
-from backends.gpu.ops.elementwise import FloatOp
 from backends.gpu.ops.quantized_base import QuantizedOp, per_tensor
 from schema.enums import BuiltinOperator, TensorType
 
