@@ -33,13 +33,13 @@ and a runtime bias are taken (TFLite's GPU delegate accepts one or two runtime i
 
 from __future__ import annotations
 
-from backends.gpu.ops.base import FloatOp, clamp, clamp_bounds, fused_activation, fused_activation_reason, input_tensor
 from typing import Any
 
 import numpy as np
 
 from backends.cpu.common import compute_padding
 from backends.cpu.kernels.mediapipe_custom import TransposeConvGeometry
+from backends.gpu.ops.base import FloatOp, clamp, clamp_bounds, fused_activation, fused_activation_reason, input_tensor
 from backends.gpu.ops.batch_matmul import launch_reason
 from schema.enums import BuiltinOperator, TensorType
 
