@@ -39,8 +39,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from backends.gpu.ops.activations import ACTIVATION_KERNEL_OPS, RELU_RANGES, Activation, Prelu, ReluRange
-from backends.gpu.ops.conv import Conv2D, DepthwiseConv2D
-from backends.gpu.ops.elementwise import Binary, saturating_bounds
+from backends.gpu.ops.base import saturating_bounds
+from backends.gpu.ops.conv import Conv2D
+from backends.gpu.ops.depthwise_conv import DepthwiseConv2D
+from backends.gpu.ops.elementwise import Binary
 from backends.gpu.ops.pad import Pad
 from delegate_sdk.node import Node
 from schema.enums import BuiltinOperator as B

@@ -65,9 +65,10 @@ DEFECTS: dict[str, tuple[str, str, str, list[str]]] = {
         DEVICE_TESTS,
     ),
     "per-channel-first-multiplier": (
-        "backends/gpu/ops/conv_quantized.py",
-        "self.multipliers = self.upload(q.multipliers, np.int32)",
-        "self.multipliers = self.upload(np.full_like(q.multipliers, q.multipliers[0]), np.int32)",
+        "backends/gpu/ops/conv.py",
+        "self.multipliers = self.upload(q.multipliers, np.int32)\n        self.shifts = self.upload(q.shifts, np.int32)",
+        "self.multipliers = self.upload(np.full_like(q.multipliers, q.multipliers[0]), np.int32)\n"
+        "        self.shifts = self.upload(np.full_like(q.shifts, q.shifts[0]), np.int32)",
         QUANTIZED_TESTS,
     ),
     "rounding-half-up": (

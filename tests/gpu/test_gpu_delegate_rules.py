@@ -248,7 +248,7 @@ def test_cuBLAS_in_a_capture_is_caught_as_CuPy_refuses_it(monkeypatch):
     """What the first run on a real GPU showed: CuPy's matmul (cuBLAS) cannot be captured,
     so the device branch multiplies with cuda/matmul.cu; put xp.matmul back and the
     emulated device refuses the capture the same way."""
-    from backends.gpu.ops.conv import FullyConnected
+    from backends.gpu.ops.fully_connected import FullyConnected
 
     monkeypatch.setattr(FullyConnected, "matmul", lambda self, x, bias: self.xp.matmul(x, self.weights))
     delegate = GpuDelegate(device=emulated_cuda_device())

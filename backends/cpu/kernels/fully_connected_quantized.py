@@ -103,7 +103,7 @@ RINT_PROOF_LIMIT = 1 << 20
 MAGIC = 1.5 * 2.0**52
 
 
-# -- the integer arithmetic, shared with the GPU delegate (backends/gpu/ops/fully_connected_quantized.py)
+# -- the integer arithmetic, shared with the GPU delegate (backends/gpu/ops/fully_connected.py)
 
 
 def double_rescale_scale(in_scale: float, channel_scales, out_scale: float):

@@ -14,10 +14,10 @@ Layout: one module per op family, its float and quantized (int8/uint8) classes s
 side, the float one first (the order the delegate tries them in), as
 ``backends/cpu/kernels`` does:
 
-- bases: ``base.py`` (``GpuOp``, ``TypeReason``), ``quantized_base.py`` (``QuantizedOp``
+- bases: ``base.py`` (``GpuOp``, ``TypeReason``, ``FloatOp``, ``TypedOp``, the shared
+  tensor checks and the fused-activation helpers), ``quantized_base.py`` (``QuantizedOp``
   and the use of a CPU kernel's own configuration), ``moving_base.py`` (``MovingOp``,
-  ``LayoutOp``: the ops that move values without arithmetic); ``elementwise.py`` also
-  holds ``FloatOp``, ``TypedOp`` and the fused-activation helpers;
+  ``LayoutOp``: the ops that move values without arithmetic);
 - element-wise: ``elementwise.py`` (ADD SUB MUL DIV MAXIMUM MINIMUM SQUARED_DIFFERENCE
   POW), ``comparison.py`` (LESS ... NOT_EQUAL, SELECT, LOGICAL_*), ``unary.py`` (ABS EXP
   LOG ...), ``cast.py``, ``activations.py`` (LOGISTIC TANH RELU* LEAKY_RELU HARD_SWISH
@@ -30,10 +30,11 @@ side, the float one first (the order the delegate tries them in), as
   REDUCE_PROD REDUCE_MAX REDUCE_MIN CUMSUM), ``softmax.py``;
 - ``quantize.py`` (QUANTIZE, DEQUANTIZE), ``variables.py`` (VAR_HANDLE READ_VARIABLE
   ASSIGN_VARIABLE);
-- convolutions and products (still one module per form): ``conv.py`` (float CONV_2D
-  DEPTHWISE_CONV_2D FULLY_CONNECTED), ``conv_quantized.py``, ``depthwise_quantized.py``,
-  ``fully_connected_quantized.py``, ``transpose_conv.py``, ``mediapipe_custom.py``
-  (``Convolution2DTransposeBias``), ``matmul_ops.py`` (BATCH_MATMUL).
+- convolutions and products: ``conv.py`` (CONV_2D, and what the convolutions share:
+  the window arithmetic, ``WeightsOp``, ``QuantizedConvOp``), ``depthwise_conv.py``
+  (DEPTHWISE_CONV_2D), ``fully_connected.py`` (FULLY_CONNECTED), ``batch_matmul.py``
+  (BATCH_MATMUL), ``transpose_conv.py`` (TRANSPOSE_CONV), ``mediapipe_custom.py``
+  (``Convolution2DTransposeBias``).
 """
 
 from __future__ import annotations

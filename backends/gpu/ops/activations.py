@@ -59,7 +59,7 @@ from backends.cpu.kernels.activations_quantized import (
 )
 from backends.gpu.cuda.elementwise import ElementwiseBinaryCuda, ElementwiseUnaryCuda
 from backends.gpu.cuda.int8_elementwise import LookupCuda
-from backends.gpu.ops.elementwise import FloatOp
+from backends.gpu.ops.base import FloatOp
 from backends.gpu.ops.quantized_base import (
     QuantizedOp,
     configured_cpu_kernel,

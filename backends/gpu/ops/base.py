@@ -1,5 +1,18 @@
-"""The base class of GPU-delegate ops: array-namespace (``xp``) code that runs the same
-on cupy (a device) and numpy (host emulation, and the tests)."""
+"""The base classes of GPU-delegate ops: array-namespace (``xp``) code that runs the same
+on cupy (a device) and numpy (host emulation, and the tests).
+
+- :class:`GpuOp`: one node inside a GPU partition (the support claim, prepare, run);
+- :class:`FloatOp`: the float32 tensor check with readable reasons, and the per-op hook
+  ``node_reason``;
+- :class:`TypedOp`: the same over the types a class lists (the comparisons, SELECT, the
+  logical ops, CAST);
+- the checks the op families share (``tensor_reason``, ``inputs_reason``,
+  ``broadcast_reason``, ``input_tensor``) and the fused activations
+  (``fused_activation``, ``fused_activation_reason``, ``clamp_bounds``, ``clamp``...).
+
+The quantized ops' base, :class:`~backends.gpu.ops.quantized_base.QuantizedOp`, is in
+``quantized_base.py``; the ops that move values without arithmetic share ``moving_base.py``.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +20,13 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
+from backends.cpu.common import broadcast_shape, calculate_activation_range
 from delegate_sdk.node import Node
 from delegate_sdk.tensor import RuntimeTensor
-from schema.enums import TensorType
+from schema.enums import ActivationFunctionType, TensorType, builtin_operator_name
+
+Act = ActivationFunctionType
+T = TensorType
 
 FLOAT_TYPES = (TensorType.FLOAT32, TensorType.FLOAT16)
 MAX_RANK = 4
@@ -120,3 +137,190 @@ class GpuOp:
         positions :meth:`device_inputs` names (constants uploaded once, in the storage
         dtype); None elsewhere."""
         raise NotImplementedError
+
+
+#: Fused activations the GPU ops take (SIGN_BIT is rejected).
+FUSED_ACTIVATIONS = (Act.NONE, Act.RELU, Act.RELU6, Act.RELU_N1_TO_1, Act.TANH)
+
+
+def activation_name(activation: int) -> str:
+    try:
+        return Act(activation).name
+    except ValueError:
+        return f"unknown ({activation})"
+
+
+def fused_activation(params: Any) -> int:
+    return int(getattr(params, "fused_activation_function", Act.NONE) or Act.NONE) if params is not None else int(Act.NONE)
+
+
+def fused_activation_reason(params: Any, allowed: Sequence[int] = FUSED_ACTIVATIONS) -> str | None:
+    """A reason when the node's fused activation is not one of ``allowed``."""
+    activation = fused_activation(params)
+    if activation not in allowed:
+        names = ", ".join(Act(a).name for a in allowed)
+        return f"fused activation {activation_name(activation)} is not supported (supported: {names})"
+    return None
+
+
+def clamp_bounds(activation: int) -> tuple[float, float] | None:
+    """The clamp of a fused activation as the float conv/pool/FC/concat kernels apply it
+    (TFLite's ``CalculateActivationRange``; NONE and TANH: no clamp at all, RELU: no
+    upper bound). A fused TANH is never applied by TFLite's float kernels."""
+    if activation == Act.RELU:
+        return (0.0, float("inf"))
+    if activation == Act.RELU6:
+        return (0.0, 6.0)
+    if activation == Act.RELU_N1_TO_1:
+        return (-1.0, 1.0)
+    return None
+
+
+def saturating_bounds(activation: int) -> tuple[float, float]:
+    """The clamp of the binary ops, convolutions, fully-connected layers and pools:
+    ``ActivationFunctionWithMinMax`` over TFLite's ``CalculateActivationRange<float>``, so
+    NONE/TANH clamp to +-FLT_MAX and RELU to [0, FLT_MAX] (+-inf saturates)."""
+    return calculate_activation_range(activation, np.float32)
+
+
+def clamp(xp: Any, values: Any, bounds: tuple[float, float] | None) -> Any:
+    """``min(max(values, low), high)`` (a new array), or ``values`` for no bounds."""
+    if bounds is None:
+        return values
+    low, high = bounds
+    if high == float("inf"):
+        return xp.maximum(values, low)
+    return xp.clip(values, low, high)
+
+
+def input_tensor(node: Node, tensors: Sequence[RuntimeTensor], position: int) -> RuntimeTensor | None:
+    """Input ``position`` of the node (None when absent or omitted)."""
+    if position >= len(node.inputs) or node.inputs[position] < 0:
+        return None
+    return tensors[node.inputs[position]]
+
+
+class FloatOp(GpuOp):
+    """A GPU op on float32 tensors. Subclasses list in ``index_inputs`` the input positions
+    that hold integers (paddings, axes, shapes, sizes: read on the host at prepare), and
+    add their own conditions in :meth:`node_reason`."""
+
+    ops: ClassVar[dict[int, int]] = {}
+    #: The type of the data tensors (DEQUANTIZE overrides this for its input).
+    data_type: ClassVar[int] = TensorType.FLOAT32
+
+    @classmethod
+    def rejection_reason(cls, node: Node, op: int, version: int, tensors: Sequence[RuntimeTensor]) -> str | None:
+        checked = [(f"input {p}", i, cls.input_type(p)) for p, i in enumerate(node.inputs) if p not in cls.index_inputs]
+        checked += [(f"output {p}", i, TensorType.FLOAT32) for p, i in enumerate(node.outputs)]
+        for role, index, expected in checked:
+            if index < 0:
+                continue
+            tensor = tensors[index]
+            if tensor.type != expected:
+                expected_name = TensorType(expected).name
+                return TypeReason(
+                    f"{role} {tensor.name!r} is {tensor.type_name}; the GPU delegate runs "
+                    f"{builtin_operator_name(op)} on {expected_name} tensors only"
+                )
+            if len(tensor.shape) > MAX_RANK:
+                return f"{role} {tensor.name!r} has rank {len(tensor.shape)}; at most {MAX_RANK} is supported"
+            if tensor.is_dynamic:
+                return f"{role} {tensor.name!r} has a shape known only at run time (dynamic tensor)"
+        return cls.node_reason(node, op, version, tensors)
+
+    @classmethod
+    def input_type(cls, position: int) -> int:
+        return cls.data_type
+
+    @classmethod
+    def node_reason(cls, node: Node, op: int, version: int, tensors: Sequence[RuntimeTensor]) -> str | None:
+        """Per-op conditions (after the type and rank checks). Default: none."""
+        return None
+
+    # -- helpers for run ------------------------------------------------------------------
+    def compute(self, array: Any) -> Any:
+        """``array`` in the compute dtype (no copy when it already is)."""
+        return array.astype(self.compute_dtype, copy=False)
+
+    def store(self, array: Any) -> Any:
+        """``array`` in the storage dtype (no copy when it already is)."""
+        return array.astype(self.storage, copy=False)
+
+
+def type_names(types: Sequence[int]) -> str:
+    return "/".join(TensorType(t).name for t in types)
+
+
+def tensor_reason(role: str, tensor: RuntimeTensor, types: Sequence[int], op: int) -> str | None:
+    """Why ``tensor`` cannot be one of the op's data tensors: its type, rank, or a shape
+    known only at run time. None when it can."""
+    if tensor.type not in types:
+        return (
+            f"{role} {tensor.name!r} is {tensor.type_name}; the GPU delegate runs "
+            f"{builtin_operator_name(op)} on {type_names(types)} tensors"
+        )
+    if len(tensor.shape) > MAX_RANK:
+        return f"{role} {tensor.name!r} has rank {len(tensor.shape)}; at most {MAX_RANK} is supported"
+    if tensor.is_dynamic:
+        return f"{role} {tensor.name!r} has a shape known only at run time (dynamic tensor)"
+    return None
+
+
+def inputs_reason(node: Node, count: int, what: str) -> str | None:
+    """A reason when the node does not have exactly ``count`` present inputs."""
+    if len(node.inputs) != count or (count and min(node.inputs) < 0):
+        return f"expected {count} input{'s' if count != 1 else ''} ({what}), got {len(node.inputs)}"
+    return None
+
+
+def broadcast_reason(*tensors: RuntimeTensor) -> str | None:
+    """A reason when the shapes do not broadcast together, or broadcast above rank 4."""
+    shapes = [tuple(t.shape) for t in tensors]
+    try:
+        shape = broadcast_shape(*shapes)
+    except ValueError as error:
+        return str(error)
+    if len(shape) > MAX_RANK:
+        listed = " with ".join(str(list(s)) for s in shapes)
+        return f"broadcasting {listed} has rank {len(shape)}; at most {MAX_RANK} is supported"
+    return None
+
+
+class TypedOp(GpuOp):
+    """A GPU op whose tensors are checked against the types the class lists.
+
+    ``input_types`` / ``output_types`` are the types the data inputs (every input not in
+    ``index_inputs``) and the outputs may have; with ``same_type`` every data input and
+    output must share one type. Subclasses add their conditions in :meth:`node_reason`.
+    Float tensors are held in the storage dtype, the others as they are.
+    """
+
+    input_types: ClassVar[tuple[int, ...]] = (T.FLOAT32,)
+    output_types: ClassVar[tuple[int, ...]] = (T.FLOAT32,)
+    same_type: ClassVar[bool] = True
+
+    @classmethod
+    def rejection_reason(cls, node: Node, op: int, version: int, tensors: Sequence[RuntimeTensor]) -> str | None:
+        checked = [(f"input {p}", i, cls.input_types) for p, i in enumerate(node.inputs) if p not in cls.index_inputs]
+        checked += [(f"output {p}", i, cls.output_types) for p, i in enumerate(node.outputs)]
+        kinds = set()
+        for role, index, types in checked:
+            if index < 0:
+                continue
+            reason = tensor_reason(role, tensors[index], types, op)
+            if reason:
+                return reason
+            kinds.add(tensors[index].type)
+        if cls.same_type and len(kinds) > 1:
+            return f"{builtin_operator_name(op)} mixes {type_names(sorted(kinds))} tensors; they must share one type"
+        return cls.node_reason(node, op, version, tensors)
+
+    @classmethod
+    def node_reason(cls, node: Node, op: int, version: int, tensors: Sequence[RuntimeTensor]) -> str | None:
+        """Per-op conditions (after the type checks). Default: none."""
+        return None
+
+    def compute(self, array: Any) -> Any:
+        """A float ``array`` in the compute dtype, float32 (no copy when it already is)."""
+        return array.astype(self.compute_dtype, copy=False)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from backends.cpu.kernels.cast import saturation_bounds
-from backends.gpu.ops.elementwise import TypedOp, inputs_reason
+from backends.gpu.ops.base import TypedOp, inputs_reason
 from schema.enums import BuiltinOperator, TensorType
 
 B = BuiltinOperator

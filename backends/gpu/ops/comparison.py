@@ -40,8 +40,7 @@ from backends.cpu.kernels.binary_quantized import pair_table
 from backends.cpu.kernels.compare_quantized import QuantizedComparison as CpuQuantizedComparison
 from backends.cpu.quantization import is_quantized
 from backends.gpu.cuda.int8_elementwise import PairLookupCuda
-from backends.gpu.ops.base import MAX_RANK
-from backends.gpu.ops.elementwise import TypedOp, broadcast_reason, inputs_reason, tensor_reason
+from backends.gpu.ops.base import MAX_RANK, TypedOp, broadcast_reason, inputs_reason, tensor_reason
 from backends.gpu.ops.quantized_base import configured_cpu_kernel, cpu_kernel_reason, node_tensors
 from schema.enums import BuiltinOperator, TensorType
 

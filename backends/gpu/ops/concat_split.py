@@ -47,7 +47,7 @@ from backends.cpu.kernels.concat_split import split_sizes, split_slices, split_v
 from backends.cpu.kernels.reshape import quantization_params
 from backends.gpu.cuda.int8_layout import ByteConcatenationCuda
 from backends.gpu.cuda.layout import ConcatenationCuda
-from backends.gpu.ops.elementwise import FloatOp, activation_name, fused_activation, fused_activation_reason
+from backends.gpu.ops.base import FloatOp, activation_name, fused_activation, fused_activation_reason
 from backends.gpu.ops.moving_base import (
     INT8_TYPES,
     LayoutOp,

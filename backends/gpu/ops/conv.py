@@ -1,49 +1,62 @@
-"""CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED on the GPU (float32 math).
+"""CONV_2D on the GPU: float32 (``Conv2D``) and int8 / uint8 (``QuantizedConv2D``).
 
-Semantics are the CPU kernels' (``backends/cpu/kernels/conv2d.py``,
-``depthwise_conv2d.py``, ``fully_connected.py``), i.e. TFLite's reference kernels:
-NHWC input, OHWI conv filter, ``[1, KH, KW, C*M]`` depthwise filter (M from the shapes),
-``[units, depth]`` FC weights, optional bias, TFLite's SAME/VALID padding (the extra
-pixel of an odd total goes after), fused activation as a clamp (TANH not applied by
-conv/depthwise, rejected by FC as TFLite does).
+Also what the convolution family shares: the window arithmetic (``padded``,
+``window_reason``, ``conv_window_reason``; the pools use it too), the float weights ops'
+base ``WeightsOp`` (the weights laid out at prepare, the optional bias, what
+``backends/gpu/fusion.py`` folds in; DEPTHWISE_CONV_2D and FULLY_CONNECTED derive from
+it) and the quantized convolutions' base ``QuantizedConvOp`` (the int32 bias, the
+per-channel multipliers and shifts, the accumulator bound).
 
-How: one launch of a hand-written kernel per node, bias and activation fused; in host
-emulation the kernel's numpy twin, as one launch too (``backends/gpu/cuda/conv2d.py``).
+Float semantics are the CPU kernel's (``backends/cpu/kernels/conv2d.py``), i.e. TFLite's
+reference kernel: NHWC input, OHWI filter, optional bias, TFLite's SAME/VALID padding
+(the extra pixel of an odd total goes after), fused activation as a clamp (TANH not
+applied, as TFLite's).
+
+How (float): one launch of a hand-written kernel per node, bias and activation fused; in
+host emulation the kernel's numpy twin, as one launch too (``backends/gpu/cuda/conv2d.py``).
 Prepare picks the kernel variant from the shapes and records it in ``self.variant`` (the
 partition stats list it); ``backends/gpu/fusion.py`` may fold a PAD in front of a
 convolution and a residual ADD / RELU / PRELU after it (``fuse``: the kernels' epilogue).
+For tiny layers (and a filter holding inf or NaN) the direct NHWC convolution
+``cuda/conv2d.cu`` (each thread a few output pixels of one output channel, the sum over
+(ky, kx, i) in TFLite's order); otherwise the implicit GEMM over shared-memory tiles
+``cuda/conv2d_tiled.cu`` (the same sums in the same order), or in float16 storage on
+sm_80+ its tensor-core form ``cuda/conv2d_mma.cu``. The filter is laid out once at
+prepare as ``[groups, KH, KW, I, O/groups]``; no im2col, no padded copy.
 
-- CONV_2D: for tiny layers (and a filter holding inf or NaN) the direct NHWC convolution
-  ``cuda/conv2d.cu`` (each thread a few output pixels of one output channel, the sum over
-  (ky, kx, i) in TFLite's order); otherwise the implicit GEMM over shared-memory tiles
-  ``cuda/conv2d_tiled.cu`` (the same sums in the same order), or in float16 storage on
-  sm_80+ its tensor-core form ``cuda/conv2d_mma.cu``. The filter is laid out once at
-  prepare as ``[groups, KH, KW, I, O/groups]``; no im2col, no padded copy.
-- DEPTHWISE_CONV_2D: the direct kernel ``cuda/depthwise_conv2d.cu``, or for larger layers
-  ``cuda/depthwise_conv2d_tiled.cu`` (each block's input patch staged in shared memory), on
-  TFLite's filter layout.
-- FULLY_CONNECTED: ``cuda/matmul.cu``'s ``matmul_bias_act`` (the product with the bias
-  and the clamp fused), or ``cuda/matmul_tiled.cu`` for a product of many rows, with the
-  weights transposed once at prepare.
-- float16 storage: the kernels read and write halves and compute in float32; the weights
-  and bias are uploaded as halves (no float32 copies). As TFLite's reference kernels, the
-  clamp is ``ActivationFunctionWithMinMax`` over the activation's range: NONE (and TANH,
-  which these kernels do not apply) is [-FLT_MAX, FLT_MAX], so an overflow gives
-  +-FLT_MAX, not +-inf; NaN propagates.
+float16 storage: the kernels read and write halves and compute in float32; the weights
+and bias are uploaded as halves (no float32 copies). As TFLite's reference kernels, the
+clamp is ``ActivationFunctionWithMinMax`` over the activation's range: NONE (and TANH,
+which these kernels do not apply) is [-FLT_MAX, FLT_MAX], so an overflow gives
++-FLT_MAX, not +-inf; NaN propagates.
 
 The window arithmetic (``WindowGeometry``: TFLite's output sizes and padding, tap
 slices, clipped taps, valid counts) is the CPU kernels' own, shared so that both
 backends place every window identically.
 
-Versions claimed (``ops``: a set where the versions in between are other types, which
-other classes take: ``conv_quantized.py``, ``depthwise_quantized.py``,
-``fully_connected_quantized.py``):
+Quantized: bit-exact with TFLite's reference kernels, in one kernel launch per node
+(``cuda/conv2d_int8.cu``). Semantics are the CPU kernel's
+(``backends/cpu/kernels/conv2d_quantized.py``):
 
-- CONV_2D 1 and 6 (grouped convolution). v2-v5, v7, v8 are hybrid/int8/int16/int4.
-- DEPTHWISE_CONV_2D 1-2 (v1 float32 with depth multiplier, v2 adds dilation). v3-v7
-  are int8/hybrid/int16/int4.
-- FULLY_CONNECTED 1, 5 (keep_num_dims) and 6 (no bias slot). v2 (shuffled int8
-  weights), v3 and v4 (hybrid, int8) are not float.
+- uint8 (version 1, per tensor): ``acc = sum (w - z_w) * (x - z_in) + bias``,
+  ``out = clamp(MultiplyByQuantizedMultiplier(acc, m, s) + z_out)``;
+- int8 (version 3, filter per channel or per tensor, filter zero points 0): the same with
+  one multiplier per output channel;
+- grouped (version 6, either type): output channel ``g * O + o`` reads the input channels
+  of group ``g``.
+
+The multipliers, shifts, zero points and the quantized clamp are the CPU kernel's own
+(``ConvQuantization.of``); the kernel's integer arithmetic is ``cuda/fixed_point.cuh``,
+tested equal to the CPU's. The kernel accumulates in int32 as TFLite does; a node whose
+accumulators could leave int32 (``sum |w - z_w| * max |x - z_in| + |bias|``) is refused,
+so that the result is also the CPU kernel's exact one.
+
+Versions claimed (``ops``: a set where the versions in between are other types):
+
+- ``Conv2D``: CONV_2D 1 and 6 (float32; v6: grouped convolution);
+- ``QuantizedConv2D``: CONV_2D 1 (uint8), 3 (int8) and 6 (grouped, either).
+
+int16 (v4, v8), hybrid (v2, v5) and int4 (v7) convolutions are not claimed.
 """
 
 from __future__ import annotations
@@ -52,17 +65,15 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from backends.cpu.kernels._quantized_window import ConvQuantization, uint8_bias_scale_error, zero_point_of
 from backends.cpu.kernels._window import WindowGeometry
-from backends.gpu.ops.elementwise import (
-    Act,
-    FloatOp,
-    fused_activation,
-    fused_activation_reason,
-    input_tensor,
-)
-from schema.enums import BuiltinOperator, FullyConnectedOptionsWeightsFormat
+from backends.cpu.quantization import INT32_MAX
+from backends.gpu.ops.base import FloatOp, fused_activation, fused_activation_reason, input_tensor
+from backends.gpu.ops.quantized_base import QuantizedOp, per_tensor
+from schema.enums import BuiltinOperator, TensorType
 
 B = BuiltinOperator
+T = TensorType
 
 
 def padded(xp: Any, x: Any, geometry: WindowGeometry, fill: float = 0.0) -> Any:
@@ -117,7 +128,7 @@ def conv_window_reason(input_shape, filter_hw, params, dilation) -> tuple[Window
     return geometry, None
 
 
-def _conv_inputs_reason(node, tensors, filter_rank_4: bool = True) -> str | None:
+def conv_inputs_reason(node, tensors, filter_rank_4: bool = True) -> str | None:
     if len(node.inputs) not in (2, 3) or node.inputs[0] < 0 or node.inputs[1] < 0:
         return f"expected inputs (input, filter[, bias]), got {len(node.inputs)} inputs"
     reason = FloatOp.require_constant(tensors, node.inputs[1], "filter")
@@ -129,13 +140,13 @@ def _conv_inputs_reason(node, tensors, filter_rank_4: bool = True) -> str | None
     return None
 
 
-def _bias_reason(bias, count: int) -> str | None:
+def bias_count_reason(bias, count: int) -> str | None:
     if bias is not None and bias.num_elements != count:
         return f"bias has {bias.num_elements} elements, expected {count}"
     return None
 
 
-class _WeightsOp(FloatOp):
+class WeightsOp(FloatOp):
     """Shared: the weights laid out at prepare and the optional bias (input 2, uploaded
     once when constant, in the storage dtype the fused kernels read)."""
 
@@ -185,7 +196,7 @@ class _WeightsOp(FloatOp):
 # --------------------------------------------------------------------------------------
 
 
-class Conv2D(_WeightsOp):
+class Conv2D(WeightsOp):
     """CONV_2D versions 1 and 6 (float32; strides, SAME/VALID, dilation, bias, fused
     activation; v6: grouped convolution)."""
 
@@ -193,7 +204,7 @@ class Conv2D(_WeightsOp):
 
     @classmethod
     def node_reason(cls, node, op, version, tensors):
-        reason = _conv_inputs_reason(node, tensors)
+        reason = conv_inputs_reason(node, tensors)
         if reason:
             return reason
         x, w = tensors[node.inputs[0]], tensors[node.inputs[1]]
@@ -208,7 +219,7 @@ class Conv2D(_WeightsOp):
         _, reason = conv_window_reason(x.shape, (kh, kw), params, (params.dilation_h_factor, params.dilation_w_factor))
         return (
             reason
-            or _bias_reason(input_tensor(node, tensors, 2), out_channels)
+            or bias_count_reason(input_tensor(node, tensors, 2), out_channels)
             or fused_activation_reason(params)
         )
 
@@ -265,164 +276,128 @@ class Conv2D(_WeightsOp):
 
 
 # --------------------------------------------------------------------------------------
-# DEPTHWISE_CONV_2D
+# CONV_2D on int8 / uint8 (QuantizedConvOp: what the quantized convolutions share)
 # --------------------------------------------------------------------------------------
 
 
-class DepthwiseConv2D(_WeightsOp):
-    """DEPTHWISE_CONV_2D versions 1-2 (float32; depth multiplier from the shapes as
-    TFLite, strides, SAME/VALID, bias, fused activation; v2 adds dilation)."""
-
-    ops = {B.DEPTHWISE_CONV_2D: 2}
-
-    @classmethod
-    def node_reason(cls, node, op, version, tensors):
-        reason = _conv_inputs_reason(node, tensors)
-        if reason:
-            return reason
-        x, w = tensors[node.inputs[0]], tensors[node.inputs[1]]
-        if w.shape[0] != 1:
-            return f"filter must be [1, KH, KW, C*M], got {list(w.shape)}"
-        _, kh, kw, out_channels = w.shape
-        channels = x.shape[3]
-        if channels <= 0 or out_channels % channels:
-            return f"filter channels ({out_channels}) must be a multiple of the input channels ({channels})"
-        params = node.params
-        _, reason = conv_window_reason(x.shape, (kh, kw), params, (params.dilation_h_factor, params.dilation_w_factor))
-        return (
-            reason
-            or _bias_reason(input_tensor(node, tensors, 2), out_channels)
-            or fused_activation_reason(params)
-        )
-
-    def prepare(self) -> None:
-        x, filters = self.inputs[0], self.inputs[1]
-        params = self.params
-        _, kh, kw, out_channels = filters.shape
-        self.multiplier = out_channels // x.shape[3]
-        # The geometry of the input with each channel repeated M times.
-        self.geometry = WindowGeometry.of(
-            (*x.shape[:3], out_channels), (kh, kw), params.padding, (params.stride_h, params.stride_w),
-            (params.dilation_h_factor, params.dilation_w_factor),
-        )
-        self.prepared_inputs.add(1)
-        # The hand-written direct NHWC kernel (cuda/depthwise_conv2d.cu) with its fused bias
-        # + activation epilogue; it reads TFLite's filter layout and the storage dtype. In
-        # host emulation its numpy twin runs, as one launch.
-        self.kernel = self.make_kernel()
-        self.filter = self.upload(np.asarray(filters.data))  # TFLite's [1, KH, KW, C*M]
-        self.prepare_bias(self.storage)
-
-    def make_kernel(self) -> Any:
-        """The launcher of the variant the shapes call for (``depthwise_variant``: the
-        shared-memory tiles of ``depthwise_conv2d_tiled.cu``, or ``depthwise_conv2d.cu``'s
-        direct kernel, its fused entry point once ``fusion.py`` folded nodes into this one),
-        recorded in ``self.variant``."""
-        from backends.gpu.cuda.sources import DepthwiseConv2DCuda, DepthwiseGeometry
-        from backends.gpu.cuda.windows import DepthwiseConv2DFusedCuda, DepthwiseConv2DTiledCuda, depthwise_variant
-
-        params = self.params
-        stride = (params.stride_h, params.stride_w)
-        dilation = (params.dilation_h_factor, params.dilation_w_factor)
-        self.variant = depthwise_variant(
-            DepthwiseGeometry.of(self.inputs[0].shape, self.inputs[1].shape, stride, dilation, params.padding)
-        )
-        fused = self.epilogue is not None or any(self.pre_padding)
-        options = {"epilogue": self.epilogue, "pre_padding": self.pre_padding} if fused or self.variant != "direct" else {}
-        if self.variant != "direct":
-            launcher = DepthwiseConv2DTiledCuda
-        else:
-            launcher = DepthwiseConv2DFusedCuda if fused else DepthwiseConv2DCuda
-        return launcher(
-            stride=(params.stride_h, params.stride_w),
-            dilation=(params.dilation_h_factor, params.dilation_w_factor),
-            padding=params.padding,
-            activation=params.fused_activation_function,
-            storage=self.storage,
-            **options,
-            **self.device.launcher_arguments(launcher.source),
-        )
-
-    def run(self, args):
-        return [self.kernel(args[0], self.filter, self.bias_value(args), **self.epilogue_arrays(args))]
+def input_abs_max(x, input_zero_point: int) -> int:
+    """The largest ``|x - z_in|`` of the input's integer type."""
+    info = np.iinfo(x.dtype)
+    return max(abs(int(info.min) - input_zero_point), abs(int(info.max) - input_zero_point))
 
 
-# --------------------------------------------------------------------------------------
-# FULLY_CONNECTED
-# --------------------------------------------------------------------------------------
-
-FC_ACTIVATIONS = (Act.NONE, Act.RELU, Act.RELU_N1_TO_1, Act.RELU6)
-
-
-def fully_connected_inputs_reason(node) -> str | None:
-    """Why a FULLY_CONNECTED node's inputs or weights format cannot run (any type), or None."""
-    if len(node.inputs) not in (2, 3) or node.inputs[0] < 0 or node.inputs[1] < 0:
-        return f"expected inputs (input, weights[, bias]), got {len(node.inputs)} inputs"
-    weights_format = int(getattr(node.params, "weights_format", 0) or 0)
-    if weights_format != FullyConnectedOptionsWeightsFormat.DEFAULT:
-        try:
-            name = FullyConnectedOptionsWeightsFormat(weights_format).name
-        except ValueError:
-            name = str(weights_format)
-        return f"weights_format {name} is not supported; only DEFAULT"
+def accumulator_reason(filter_abs_sums: np.ndarray, x, bias) -> str | None:
+    """Why the int32 accumulators of a convolution could leave int32 (the kernels wrap as
+    TFLite's; the CPU kernel computes exactly), or None: ``filter_abs_sums`` is
+    ``sum |w - z_w|`` per output channel."""
+    bound = np.asarray(filter_abs_sums, np.int64) * input_abs_max(x, zero_point_of(x))
+    if bias is not None:
+        bound = bound + np.abs(np.asarray(bias.data, np.int64).reshape(-1))
+    largest = int(np.max(bound, initial=0))
+    if largest > INT32_MAX:
+        return f"the int32 accumulators could overflow (sum |w| * max |x| + |bias| = {largest})"
     return None
 
 
-class FullyConnected(_WeightsOp):
-    """FULLY_CONNECTED versions 1, 5 and 6 (float32, DEFAULT weights, optional bias; v5:
-    keep_num_dims, v6: no bias slot)."""
+def bias_reason(node, tensors, channels: int) -> str | None:
+    bias = tensors[node.inputs[2]] if len(node.inputs) > 2 and node.inputs[2] >= 0 else None
+    if bias is None:
+        return None
+    if bias.type != T.INT32 or not bias.is_constant:
+        return f"the bias must be a constant INT32 tensor, got {'a runtime' if not bias.is_constant else bias.type_name} tensor"
+    if bias.num_elements != channels:
+        return f"bias has {bias.num_elements} elements, expected {channels}"
+    return None
 
-    ops = {B.FULLY_CONNECTED: frozenset({1, 5, 6})}  # v5: keep_num_dims, v6: no bias slot; v2-4 quantized
+
+class QuantizedConvOp(QuantizedOp):
+    """What the quantized convolutions share: the bias and the output stage's per-channel
+    parameters, uploaded once at prepare for their kernel."""
+
+    def prepare_output_stage(self, filters, channels: int) -> None:
+        """``self.quantization`` (the CPU kernel's ``ConvQuantization``), the kernel's
+        ``OutputStage``, the int32 multipliers and shifts and the bias on the device."""
+        from backends.gpu.cuda.conv_int8 import OutputStage
+
+        x, output = self.inputs[0], self.outputs[0]
+        self.quantization = q = ConvQuantization.of(x, filters, output, channels, fused_activation(self.params))
+        filter_zero_point = zero_point_of(filters) if x.type == T.UINT8 else 0  # int8: zero points 0
+        self.stage = OutputStage(-q.input_zero_point, -filter_zero_point, q.output_zero_point, q.low, q.high)
+        self.multipliers = self.upload(q.multipliers, np.int32)
+        self.shifts = self.upload(q.shifts, np.int32)
+        bias = self.inputs[2] if len(self.inputs) > 2 else None
+        self.bias = None if bias is None else self.upload(np.asarray(bias.data).reshape(-1), np.int32)
+        if bias is not None:
+            self.prepared_inputs.add(2)
+
+
+class QuantizedConv2D(QuantizedConvOp):
+    """CONV_2D v1 (uint8), v3 (int8, per-channel) and v6 (grouped, either): strides,
+    dilation, SAME/VALID, bias, fused activation as the quantized clamp."""
+
+    ops = {B.CONV_2D: frozenset({1, 3, 6})}
+    data_inputs = (0, 1)
 
     @classmethod
     def node_reason(cls, node, op, version, tensors):
-        reason = fully_connected_inputs_reason(node)
+        if len(node.inputs) not in (2, 3) or node.inputs[0] < 0 or node.inputs[1] < 0:
+            return f"expected inputs (input, filter[, bias]), got {len(node.inputs)} inputs"
+        x, w, out = tensors[node.inputs[0]], tensors[node.inputs[1]], tensors[node.outputs[0]]
+        if not w.is_constant:
+            return "the filter must be a constant tensor (the GPU kernel lays it out once, at prepare)"
+        if len(x.shape) != 4 or len(w.shape) != 4:
+            return f"input and filter must be 4-D, got {list(x.shape)} and {list(w.shape)}"
+        if not per_tensor(x) or not per_tensor(out):
+            return "the input and the output must be quantized per tensor"
+        out_channels, kh, kw, group_in = (int(d) for d in w.shape)
+        channels = int(x.shape[3])
+        if group_in <= 0 or channels <= 0 or channels % group_in:
+            return f"input channels ({channels}) must be a positive multiple of the filter's in-channels ({group_in})"
+        if out_channels % (channels // group_in):
+            return f"grouped convolution: output channels ({out_channels}) must be a multiple of groups ({channels // group_in})"
+        q = w.quantization
+        if x.type == T.UINT8:
+            if not per_tensor(w):
+                return "a uint8 filter must be quantized per tensor"
+        else:
+            if np.any(np.asarray(q.zero_point) != 0):
+                return "an int8 filter must have zero points 0"
+            if q.scale.size not in (1, out_channels):
+                return f"the filter has {q.scale.size} scales; expected 1 or {out_channels}"
+            if q.scale.size > 1 and int(q.quantized_dimension) != 0:
+                return f"a per-channel filter must be quantized along dimension 0, not {q.quantized_dimension}"
+        reason = bias_reason(node, tensors, out_channels)
         if reason:
             return reason
+        bias = tensors[node.inputs[2]] if len(node.inputs) > 2 and node.inputs[2] >= 0 else None
+        if x.type == T.UINT8:
+            reason = uint8_bias_scale_error(x, w, bias, out)
+            if reason:
+                return reason
         params = node.params
-        reason = FloatOp.require_constant(tensors, node.inputs[1], "weights")
+        _, reason = conv_window_reason(x.shape, (kh, kw), params, (params.dilation_h_factor, params.dilation_w_factor))
         if reason:
-            return reason + " (the GPU kernel transposes them once, at prepare)"
-        x, w = tensors[node.inputs[0]], tensors[node.inputs[1]]
-        if w.sparsity is not None:
-            return "sparse weights are not supported"
-        if len(w.shape) != 2:
-            return f"weights must be 2-D [units, depth], got {list(w.shape)}"
-        units, depth = w.shape
-        if depth <= 0 or x.num_elements % depth:
-            return f"input of shape {list(x.shape)} cannot be split into rows of depth {depth}"
-        if getattr(params, "keep_num_dims", False) and (not x.shape or x.shape[-1] != depth):
-            return f"keep_num_dims: the input's last axis ({list(x.shape)}) must be the depth {depth}"
-        from backends.gpu.cuda.conv2d import matmul_launch_reason
-
-        # TFLite's FULLY_CONNECTED has no float TANH / SIGN_BIT (its Prepare fails).
-        return (
-            _bias_reason(input_tensor(node, tensors, 2), units)
-            or fused_activation_reason(params, FC_ACTIVATIONS)
-            or matmul_launch_reason(1, x.num_elements // depth, units)
-        )
+            return reason
+        z_w = zero_point_of(w) if x.type == T.UINT8 else 0
+        abs_sums = np.abs(np.asarray(w.data, np.int64) - z_w).reshape(out_channels, -1).sum(axis=1)
+        return accumulator_reason(abs_sums, x, bias) or fused_activation_reason(params)
 
     def prepare(self) -> None:
-        weights = np.asarray(self.inputs[1].data, np.float32)
-        self.units, self.depth = weights.shape
-        self.weights = self.upload(np.ascontiguousarray(weights.T))  # [depth, units]
+        from backends.gpu.cuda.conv2d import conv2d_filter_layout
+        from backends.gpu.cuda.conv_int8 import Conv2DInt8Cuda
+
+        x, filters = self.inputs[0], self.inputs[1]
+        params = self.params
+        out_channels = filters.shape[0]
+        groups = x.shape[3] // filters.shape[3]
+        self.prepare_output_stage(filters, out_channels)
+        # OHWI -> [groups, KH, KW, I, O/groups], the filter's own type (conv2d_int8.cu).
+        self.filter = self.upload(conv2d_filter_layout(np.asarray(filters.data), groups), filters.dtype)
         self.prepared_inputs.add(1)
-        self.prepare_bias()
-        self.out_shape = tuple(self.outputs[0].shape)
-        # One launch: matmul.cu's product with the bias and the clamp fused
-        # (matmul_bias_act_f32/_f16), reading and writing the storage dtype.
-        from backends.gpu.cuda.conv2d import matmul_launcher, matmul_variant
-
-        self.variant = matmul_variant(
-            1, self.inputs[0].num_elements // self.depth, self.units, self.storage, int(self.device.cuda_device.compute_capability)
+        self.kernel = Conv2DInt8Cuda(
+            (params.stride_h, params.stride_w), (params.dilation_h_factor, params.dilation_w_factor), params.padding,
+            self.stage, **self.device.launcher_arguments("conv2d_int8.cu"),
         )
-        launcher = matmul_launcher(self.variant)
-        self.product = launcher(fused_activation(self.params), self.storage, **self.device.launcher_arguments(launcher.source))
 
-    def matmul(self, x: Any, bias: Any) -> Any:
-        """``clamp(x @ weights + bias)`` in one launch, ``[rows, units]`` in the storage dtype."""
-        return self.product(x, self.weights, bias)
-
-    def run(self, args):
-        x = args[0].reshape(-1, self.depth)
-        return [self.matmul(x, self.bias_value(args)).reshape(self.out_shape)]
+    def run(self, args: Any):
+        return [self.kernel(args[0], self.filter, self.bias, self.multipliers, self.shifts)]

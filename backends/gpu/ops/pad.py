@@ -36,7 +36,7 @@ import numpy as np
 from backends.cpu.kernels.pad import default_pad_value, pads_quantized
 from backends.gpu.cuda.int8_layout import BytePadCuda
 from backends.gpu.cuda.layout import GatherAxesCuda, PadCuda, gather_tables
-from backends.gpu.ops.elementwise import FloatOp, input_tensor
+from backends.gpu.ops.base import FloatOp, input_tensor
 from backends.gpu.ops.moving_base import (
     INDEX_TYPES,
     LayoutOp,

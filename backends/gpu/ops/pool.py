@@ -32,8 +32,8 @@ from backends.cpu.kernels.pool2d_quantized import quantization_mismatch
 from backends.cpu.quantization import activation_range_quantized, legacy_params
 from backends.gpu.cuda.int8_windows import QuantizedPool2DCuda
 from backends.gpu.cuda.windows import Pool2DCuda
+from backends.gpu.ops.base import FloatOp, fused_activation, fused_activation_reason
 from backends.gpu.ops.conv import window_reason
-from backends.gpu.ops.elementwise import FloatOp, fused_activation, fused_activation_reason
 from backends.gpu.ops.quantized_base import QuantizedOp, per_tensor
 from schema.enums import BuiltinOperator
 

@@ -58,8 +58,7 @@ from backends.cpu.kernels.dequantize import Dequantize as CpuDequantize
 from backends.cpu.kernels.quantize import Quantize as CpuQuantize
 from backends.cpu.quantization import is_quantized
 from backends.gpu.cuda.int8_elementwise import DequantizeCuda, LookupCuda, QuantizeCuda, channel_parameters
-from backends.gpu.ops.base import MAX_RANK, GpuOp, TypeReason
-from backends.gpu.ops.elementwise import FloatOp
+from backends.gpu.ops.base import MAX_RANK, FloatOp, GpuOp, TypeReason
 from backends.gpu.ops.quantized_base import configured_cpu_kernel, cpu_kernel_reason, node_tensors
 from delegate_sdk.node import Node
 from delegate_sdk.tensor import RuntimeTensor

@@ -62,7 +62,7 @@ from backends.cpu.kernels.reduce_quantized import folded_multiplier, mean_sum_mu
 from backends.cpu.quantization import legacy_params
 from backends.gpu.cuda.int8_windows import QuantizedMeanCuda, QuantizedMeanParams
 from backends.gpu.cuda.windows import MeanCuda
-from backends.gpu.ops.elementwise import FloatOp
+from backends.gpu.ops.base import FloatOp
 from backends.gpu.ops.moving_base import INT8_TYPES, MovingOp, quantization_differs
 from backends.gpu.ops.quantized_base import QuantizedOp, per_tensor
 from schema.enums import BuiltinOperator, TensorType

@@ -12,7 +12,7 @@ Versions claimed: 1, the op's only version.
 
 from __future__ import annotations
 
-from backends.gpu.ops.elementwise import FloatOp, input_tensor
+from backends.gpu.ops.base import FloatOp, input_tensor
 from backends.gpu.ops.moving_base import INT8_TYPES, MovingOp, quantization_differs
 from schema.enums import BuiltinOperator, TensorType
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from backends.gpu.cuda.windows import ResizeBilinearCuda, ResizeNearestCuda, bilinear_tables, nearest_tables
-from backends.gpu.ops.elementwise import FloatOp
+from backends.gpu.ops.base import FloatOp
 from backends.gpu.ops.moving_base import constant_shape_int_reason
 from schema.enums import BuiltinOperator, TensorType
 

@@ -38,8 +38,7 @@ import numpy as np
 from backends.cpu.kernels.softmax_quantized import QuantizedSoftmax as CpuQuantizedSoftmax
 from backends.cpu.quantization import is_quantized
 from backends.gpu.cuda.int8_windows import QuantizedSoftmaxCuda, QuantizedSoftmaxParams
-from backends.gpu.ops.base import MAX_RANK, TypeReason
-from backends.gpu.ops.elementwise import FloatOp
+from backends.gpu.ops.base import MAX_RANK, FloatOp, TypeReason
 from backends.gpu.ops.quantized_base import (
     QuantizedOp,
     configured_cpu_kernel,

@@ -39,15 +39,8 @@ import numpy as np
 
 from backends.cpu.common import compute_padding
 from backends.cpu.kernels.mediapipe_custom import TransposeConvGeometry
-from backends.gpu.ops.elementwise import (
-    FloatOp,
-    clamp,
-    clamp_bounds,
-    fused_activation,
-    fused_activation_reason,
-    input_tensor,
-)
-from backends.gpu.ops.matmul_ops import launch_reason
+from backends.gpu.ops.base import FloatOp, clamp, clamp_bounds, fused_activation, fused_activation_reason, input_tensor
+from backends.gpu.ops.batch_matmul import launch_reason
 from schema.enums import BuiltinOperator, TensorType
 
 B = BuiltinOperator

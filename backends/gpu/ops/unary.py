@@ -18,7 +18,7 @@ int8/int16/int32; int32/int64 NEG v1 nodes are refused by type).
 from __future__ import annotations
 
 from backends.gpu.cuda.elementwise import ElementwiseUnaryCuda
-from backends.gpu.ops.elementwise import FloatOp, inputs_reason
+from backends.gpu.ops.base import FloatOp, inputs_reason
 from schema.enums import BuiltinOperator, builtin_operator_name
 
 B = BuiltinOperator

@@ -1,7 +1,15 @@
-"""FULLY_CONNECTED on int8 / uint8 tensors on the GPU, bit-exact with TFLite's reference
-kernels.
+"""FULLY_CONNECTED on the GPU: float32 (``FullyConnected``) and int8 / uint8
+(``QuantizedFullyConnected``, bit-exact with TFLite's reference kernels).
 
-Semantics are the CPU kernel's (``backends/cpu/kernels/fully_connected_quantized.py``)::
+Float semantics are the CPU kernel's (``backends/cpu/kernels/fully_connected.py``), i.e.
+TFLite's reference kernel: ``[units, depth]`` weights, optional bias, the fused
+activation as a clamp (TANH rejected, as TFLite does). How: ``cuda/matmul.cu``'s
+``matmul_bias_act`` (the product with the bias and the clamp fused), or
+``cuda/matmul_tiled.cu`` for a product of many rows, with the weights transposed once at
+prepare; float16 storage as ``conv.py`` describes. The float op shares ``conv.WeightsOp``
+with the convolutions (the bias upload).
+
+Quantized semantics are the CPU kernel's (``backends/cpu/kernels/fully_connected_quantized.py``)::
 
     acc[b, u] = sum_d (w[u, d] - w_zp) * (x[b, d] - x_zp) + bias[u]        (int32)
     out = clamp(int32(round(double(acc) * (double(s_x) * s_w[u] / s_out))) + out_zp)
@@ -20,11 +28,13 @@ v6 "two inputs", v5 "keep_num_dims", v4 "int8", else v1):
 - v4: int8 x int8 -> int8, weights per tensor or per channel (one scale per unit, zero
   points ignored as TFLite's per-channel kernels do);
 - v5: keep_num_dims (output ``x.shape[:-1] + [units]``), v6: no bias slot, on the
-  uint8/int8 nodes above. Float nodes of v1/v5/v6 go to conv.py's ``FullyConnected``;
-  hybrid (v3, v9, v12), int16 (v7, v11, and int16 x int8 nodes stamped v1/v5/v6),
-  shuffled (v2), sparse (v8) and int4/int2 (v10, v13, v14) nodes are refused.
+  uint8/int8 nodes above: ``QuantizedFullyConnected``;
+- float32 nodes of v1, v5 and v6: ``FullyConnected``.
 
-How: one launch of ``cuda/fully_connected_int8.cu`` per node: the int32 accumulation with
+Refused: hybrid (v3, v9, v12), int16 (v7, v11, and int16 x int8 nodes stamped v1/v5/v6),
+shuffled (v2), sparse (v8) and int4/int2 (v10, v13, v14) nodes.
+
+How (quantized): one launch of ``cuda/fully_connected_int8.cu`` per node: the int32 accumulation with
 the zero points (the weights stay in their own type, laid out once at prepare as
 ``[depth, units]``), the bias, the int32 wrap of TFLite's accumulator, the double rescale
 (``cuda/fixed_point.cuh``'s ``rescale_double``, tested equal to the CPU's), the clamp and
@@ -32,6 +42,8 @@ the store. The per-unit scales (float64) are ``double_rescale_scale``'s.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -42,13 +54,90 @@ from backends.cpu.kernels.fully_connected_quantized import (
     input_abs_max,
 )
 from backends.cpu.quantization import activation_range_quantized, exact_float_dtype, legacy_params
-from backends.gpu.ops.conv import fully_connected_inputs_reason
-from backends.gpu.ops.elementwise import fused_activation, fused_activation_reason
+from backends.gpu.ops.base import Act, FloatOp, fused_activation, fused_activation_reason, input_tensor
+from backends.gpu.ops.conv import WeightsOp, bias_count_reason
 from backends.gpu.ops.quantized_base import QuantizedOp, per_tensor
-from schema.enums import BuiltinOperator, TensorType
+from schema.enums import BuiltinOperator, FullyConnectedOptionsWeightsFormat, TensorType
 
 B = BuiltinOperator
 T = TensorType
+
+
+FC_ACTIVATIONS = (Act.NONE, Act.RELU, Act.RELU_N1_TO_1, Act.RELU6)
+
+
+def fully_connected_inputs_reason(node) -> str | None:
+    """Why a FULLY_CONNECTED node's inputs or weights format cannot run (any type), or None."""
+    if len(node.inputs) not in (2, 3) or node.inputs[0] < 0 or node.inputs[1] < 0:
+        return f"expected inputs (input, weights[, bias]), got {len(node.inputs)} inputs"
+    weights_format = int(getattr(node.params, "weights_format", 0) or 0)
+    if weights_format != FullyConnectedOptionsWeightsFormat.DEFAULT:
+        try:
+            name = FullyConnectedOptionsWeightsFormat(weights_format).name
+        except ValueError:
+            name = str(weights_format)
+        return f"weights_format {name} is not supported; only DEFAULT"
+    return None
+
+
+class FullyConnected(WeightsOp):
+    """FULLY_CONNECTED versions 1, 5 and 6 (float32, DEFAULT weights, optional bias; v5:
+    keep_num_dims, v6: no bias slot)."""
+
+    ops = {B.FULLY_CONNECTED: frozenset({1, 5, 6})}  # v5: keep_num_dims, v6: no bias slot; v2-4 quantized
+
+    @classmethod
+    def node_reason(cls, node, op, version, tensors):
+        reason = fully_connected_inputs_reason(node)
+        if reason:
+            return reason
+        params = node.params
+        reason = FloatOp.require_constant(tensors, node.inputs[1], "weights")
+        if reason:
+            return reason + " (the GPU kernel transposes them once, at prepare)"
+        x, w = tensors[node.inputs[0]], tensors[node.inputs[1]]
+        if w.sparsity is not None:
+            return "sparse weights are not supported"
+        if len(w.shape) != 2:
+            return f"weights must be 2-D [units, depth], got {list(w.shape)}"
+        units, depth = w.shape
+        if depth <= 0 or x.num_elements % depth:
+            return f"input of shape {list(x.shape)} cannot be split into rows of depth {depth}"
+        if getattr(params, "keep_num_dims", False) and (not x.shape or x.shape[-1] != depth):
+            return f"keep_num_dims: the input's last axis ({list(x.shape)}) must be the depth {depth}"
+        from backends.gpu.cuda.conv2d import matmul_launch_reason
+
+        # TFLite's FULLY_CONNECTED has no float TANH / SIGN_BIT (its Prepare fails).
+        return (
+            bias_count_reason(input_tensor(node, tensors, 2), units)
+            or fused_activation_reason(params, FC_ACTIVATIONS)
+            or matmul_launch_reason(1, x.num_elements // depth, units)
+        )
+
+    def prepare(self) -> None:
+        weights = np.asarray(self.inputs[1].data, np.float32)
+        self.units, self.depth = weights.shape
+        self.weights = self.upload(np.ascontiguousarray(weights.T))  # [depth, units]
+        self.prepared_inputs.add(1)
+        self.prepare_bias()
+        self.out_shape = tuple(self.outputs[0].shape)
+        # One launch: matmul.cu's product with the bias and the clamp fused
+        # (matmul_bias_act_f32/_f16), reading and writing the storage dtype.
+        from backends.gpu.cuda.conv2d import matmul_launcher, matmul_variant
+
+        self.variant = matmul_variant(
+            1, self.inputs[0].num_elements // self.depth, self.units, self.storage, int(self.device.cuda_device.compute_capability)
+        )
+        launcher = matmul_launcher(self.variant)
+        self.product = launcher(fused_activation(self.params), self.storage, **self.device.launcher_arguments(launcher.source))
+
+    def matmul(self, x: Any, bias: Any) -> Any:
+        """``clamp(x @ weights + bias)`` in one launch, ``[rows, units]`` in the storage dtype."""
+        return self.product(x, self.weights, bias)
+
+    def run(self, args):
+        x = args[0].reshape(-1, self.depth)
+        return [self.matmul(x, self.bias_value(args)).reshape(self.out_shape)]
 
 
 def _weight_scales(weights) -> np.ndarray | None:

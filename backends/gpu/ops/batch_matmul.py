@@ -1,4 +1,4 @@
-"""BATCH_MATMUL on the GPU (float32 math).
+"""BATCH_MATMUL on the GPU: float32 (``BatchMatMul``) and int8 (``QuantizedBatchMatMul``).
 
 Semantics are the CPU kernel's (``backends/cpu/kernels/batch_matmul.py``), i.e. TFLite's
 reference ``BatchMatMul``: ``out[..., i, j] = sum_k x'[..., i, k] * y'[..., k, j]`` where
@@ -33,7 +33,7 @@ import numpy as np
 
 from backends.cpu.common import broadcast_shape
 from backends.cpu.quantization import legacy_params, quantize_multiplier
-from backends.gpu.ops.elementwise import FloatOp
+from backends.gpu.ops.base import FloatOp
 from backends.gpu.ops.quantized_base import QuantizedOp, per_tensor
 from schema.enums import BuiltinOperator, TensorType
 

@@ -1,0 +1,215 @@
+"""DEPTHWISE_CONV_2D on the GPU: float32 (``DepthwiseConv2D``) and int8 / uint8
+(``QuantizedDepthwiseConv2D``, bit-exact with TFLite's reference kernels).
+
+Semantics are the CPU kernels' (``backends/cpu/kernels/depthwise_conv2d.py``,
+``depthwise_conv2d_quantized.py``): input ``[N, H, W, C]``, filter ``[1, KH, KW, C*M]``
+(the depth multiplier M from the shapes), output channel ``o = c*M + m`` reading input
+channel ``c``; strides, dilation, SAME/VALID padding (positions outside the input
+contribute nothing), optional bias;
+
+- float32 (versions 1 and 2, v2 adds dilation): the fused activation as a clamp (TANH
+  not applied, as TFLite's); float16 storage as ``conv.py`` describes (halves read and
+  written, float32 math, the clamp over [-FLT_MAX, FLT_MAX] for NONE);
+- uint8 (versions 1 and 2, per tensor; v2 is a dilated uint8 node):
+  ``acc = sum (w - z_w) * (x - z_in) + bias``,
+  ``out = clamp(MultiplyByQuantizedMultiplier(acc, m, s) + z_out)``;
+- int8 (version 3, filter per channel along dimension 3 or per tensor, zero points 0):
+  the same with one multiplier per output channel.
+
+The quantized multipliers, shifts, zero points and the quantized clamp are the CPU
+kernels' own (``ConvQuantization.of``, through ``conv.QuantizedConvOp``, shared with the
+quantized CONV_2D); the float op shares ``conv.WeightsOp`` with CONV_2D (the bias, and
+what ``backends/gpu/fusion.py`` folds in).
+
+How (float): the direct kernel ``cuda/depthwise_conv2d.cu``, or for larger layers
+``cuda/depthwise_conv2d_tiled.cu`` (each block's input patch staged in shared memory), on
+TFLite's filter layout, bias and activation fused; in host emulation the kernel's numpy
+twin, as one launch.
+
+How (quantized): one launch of ``cuda/depthwise_conv2d_int8.cu`` per node: the int32
+accumulation with the zero points, the bias, ``MultiplyByQuantizedMultiplier`` per output
+channel (``cuda/fixed_point.cuh``), the clamp and the store; the filter stays in TFLite's
+layout and type. The kernel's accumulator is int32 as TFLite's; the node is refused when
+``sum |w - z_w| * max |x - z_in| + |bias|`` of a channel could leave int32.
+
+Versions claimed: DEPTHWISE_CONV_2D 1-2 float32 (``DepthwiseConv2D``), 1-2 uint8 and 3
+int8 (``QuantizedDepthwiseConv2D``). Hybrid (v4, v6), int16 (v5) and int4 (v7) nodes are
+not claimed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from backends.cpu.kernels._quantized_window import uint8_bias_scale_error, zero_point_of
+from backends.cpu.kernels._window import WindowGeometry
+from backends.gpu.ops.base import fused_activation_reason, input_tensor
+from backends.gpu.ops.conv import (
+    QuantizedConvOp,
+    WeightsOp,
+    accumulator_reason,
+    bias_count_reason,
+    bias_reason,
+    conv_inputs_reason,
+    conv_window_reason,
+)
+from backends.gpu.ops.quantized_base import per_tensor
+from schema.enums import BuiltinOperator, TensorType
+
+B = BuiltinOperator
+T = TensorType
+
+
+class DepthwiseConv2D(WeightsOp):
+    """DEPTHWISE_CONV_2D versions 1-2 (float32; depth multiplier from the shapes as
+    TFLite, strides, SAME/VALID, bias, fused activation; v2 adds dilation)."""
+
+    ops = {B.DEPTHWISE_CONV_2D: 2}
+
+    @classmethod
+    def node_reason(cls, node, op, version, tensors):
+        reason = conv_inputs_reason(node, tensors)
+        if reason:
+            return reason
+        x, w = tensors[node.inputs[0]], tensors[node.inputs[1]]
+        if w.shape[0] != 1:
+            return f"filter must be [1, KH, KW, C*M], got {list(w.shape)}"
+        _, kh, kw, out_channels = w.shape
+        channels = x.shape[3]
+        if channels <= 0 or out_channels % channels:
+            return f"filter channels ({out_channels}) must be a multiple of the input channels ({channels})"
+        params = node.params
+        _, reason = conv_window_reason(x.shape, (kh, kw), params, (params.dilation_h_factor, params.dilation_w_factor))
+        return (
+            reason
+            or bias_count_reason(input_tensor(node, tensors, 2), out_channels)
+            or fused_activation_reason(params)
+        )
+
+    def prepare(self) -> None:
+        x, filters = self.inputs[0], self.inputs[1]
+        params = self.params
+        _, kh, kw, out_channels = filters.shape
+        self.multiplier = out_channels // x.shape[3]
+        # The geometry of the input with each channel repeated M times.
+        self.geometry = WindowGeometry.of(
+            (*x.shape[:3], out_channels), (kh, kw), params.padding, (params.stride_h, params.stride_w),
+            (params.dilation_h_factor, params.dilation_w_factor),
+        )
+        self.prepared_inputs.add(1)
+        # The hand-written direct NHWC kernel (cuda/depthwise_conv2d.cu) with its fused bias
+        # + activation epilogue; it reads TFLite's filter layout and the storage dtype. In
+        # host emulation its numpy twin runs, as one launch.
+        self.kernel = self.make_kernel()
+        self.filter = self.upload(np.asarray(filters.data))  # TFLite's [1, KH, KW, C*M]
+        self.prepare_bias(self.storage)
+
+    def make_kernel(self) -> Any:
+        """The launcher of the variant the shapes call for (``depthwise_variant``: the
+        shared-memory tiles of ``depthwise_conv2d_tiled.cu``, or ``depthwise_conv2d.cu``'s
+        direct kernel, its fused entry point once ``fusion.py`` folded nodes into this one),
+        recorded in ``self.variant``."""
+        from backends.gpu.cuda.sources import DepthwiseConv2DCuda, DepthwiseGeometry
+        from backends.gpu.cuda.windows import DepthwiseConv2DFusedCuda, DepthwiseConv2DTiledCuda, depthwise_variant
+
+        params = self.params
+        stride = (params.stride_h, params.stride_w)
+        dilation = (params.dilation_h_factor, params.dilation_w_factor)
+        self.variant = depthwise_variant(
+            DepthwiseGeometry.of(self.inputs[0].shape, self.inputs[1].shape, stride, dilation, params.padding)
+        )
+        fused = self.epilogue is not None or any(self.pre_padding)
+        options = {"epilogue": self.epilogue, "pre_padding": self.pre_padding} if fused or self.variant != "direct" else {}
+        if self.variant != "direct":
+            launcher = DepthwiseConv2DTiledCuda
+        else:
+            launcher = DepthwiseConv2DFusedCuda if fused else DepthwiseConv2DCuda
+        return launcher(
+            stride=(params.stride_h, params.stride_w),
+            dilation=(params.dilation_h_factor, params.dilation_w_factor),
+            padding=params.padding,
+            activation=params.fused_activation_function,
+            storage=self.storage,
+            **options,
+            **self.device.launcher_arguments(launcher.source),
+        )
+
+    def run(self, args):
+        return [self.kernel(args[0], self.filter, self.bias_value(args), **self.epilogue_arrays(args))]
+
+
+def _centered_filter(filters) -> np.ndarray:
+    """``[KH, KW, C*M]`` int64: the filter as the kernels multiply it, ``w - z_w`` (uint8;
+    int8 filters have zero points 0)."""
+    z_w = zero_point_of(filters) if filters.type == T.UINT8 else 0
+    return np.asarray(filters.data, np.int64)[0] - z_w
+
+
+class QuantizedDepthwiseConv2D(QuantizedConvOp):
+    """DEPTHWISE_CONV_2D v1, v2 (uint8, v2 dilated) and v3 (int8, per-channel or
+    per-tensor filter): depth multiplier, strides, dilation, SAME/VALID, bias, fused
+    activation as the quantized clamp."""
+
+    ops = {B.DEPTHWISE_CONV_2D: 3}  # v1/v2 uint8 (float32 v1/v2: DepthwiseConv2D), v3 int8
+    data_inputs = (0, 1)
+
+    @classmethod
+    def node_reason(cls, node, op, version, tensors):
+        if len(node.inputs) not in (2, 3) or node.inputs[0] < 0 or node.inputs[1] < 0:
+            return f"expected inputs (input, filter[, bias]), got {len(node.inputs)} inputs"
+        x, w, out = tensors[node.inputs[0]], tensors[node.inputs[1]], tensors[node.outputs[0]]
+        if not w.is_constant:
+            return "the filter must be a constant tensor (the GPU kernel lays it out once, at prepare)"
+        if len(x.shape) != 4 or len(w.shape) != 4:
+            return f"input and filter must be 4-D, got {list(x.shape)} and {list(w.shape)}"
+        if w.shape[0] != 1:
+            return f"filter must be [1, KH, KW, C*M], got {list(w.shape)}"
+        _, kh, kw, out_channels = w.shape
+        channels = x.shape[3]
+        if channels <= 0 or out_channels % channels:
+            return f"filter channels ({out_channels}) must be a multiple of the input channels ({channels})"
+        if not per_tensor(x) or not per_tensor(out):
+            return "the input and the output must be quantized per tensor"
+        scales = w.quantization.scale.size
+        if x.type == T.UINT8:
+            if not per_tensor(w):
+                return "a uint8 filter must be quantized per tensor"
+        else:
+            if np.any(np.asarray(w.quantization.zero_point) != 0):
+                return "an int8 filter must have zero points 0"
+            if scales not in (1, out_channels):
+                return f"the filter has {scales} scales; expected 1 or {out_channels}"
+            if scales > 1 and int(w.quantization.quantized_dimension) != 3:
+                return f"a per-channel filter must be quantized along dimension 3, not {w.quantization.quantized_dimension}"
+        reason = bias_reason(node, tensors, out_channels)
+        if reason:
+            return reason
+        bias = tensors[node.inputs[2]] if len(node.inputs) > 2 and node.inputs[2] >= 0 else None
+        if x.type == T.UINT8:
+            reason = uint8_bias_scale_error(x, w, bias, out)
+            if reason:
+                return reason
+        params = node.params
+        _, reason = conv_window_reason(x.shape, (kh, kw), params, (params.dilation_h_factor, params.dilation_w_factor))
+        if reason:
+            return reason
+        abs_sums = np.abs(_centered_filter(w)).reshape(-1, out_channels).sum(axis=0)
+        return accumulator_reason(abs_sums, x, bias) or fused_activation_reason(params)
+
+    def prepare(self) -> None:
+        from backends.gpu.cuda.conv_int8 import DepthwiseConv2DInt8Cuda
+
+        filters = self.inputs[1]
+        params = self.params
+        self.prepare_output_stage(filters, filters.shape[3])
+        self.filter = self.upload(np.asarray(filters.data), filters.dtype)  # TFLite's [1, KH, KW, C*M]
+        self.prepared_inputs.add(1)
+        self.kernel = DepthwiseConv2DInt8Cuda(
+            (params.stride_h, params.stride_w), (params.dilation_h_factor, params.dilation_w_factor), params.padding,
+            self.stage, **self.device.launcher_arguments("depthwise_conv2d_int8.cu"),
+        )
+
+    def run(self, args):
+        return [self.kernel(args[0], self.filter, self.bias, self.multipliers, self.shifts)]
