@@ -81,7 +81,7 @@ def read_source(name: str) -> str:
 
 def splice_headers(text: str) -> str:
     """``text`` with each ``#include "x.cuh"`` of a header shipped here (``storage.cuh``,
-    ``fixed_point.cuh``) replaced by the header's text: one self-contained source, as
+    ``fixed_point.cuh``, ``epilogue.cuh``, ``mma.cuh``) replaced by the header's text: one self-contained source, as
     NVRTC, CuPy and the host shim read it (tests splice their own kernels this way)."""
     return _INCLUDE.sub(lambda match: _header(match.group(1)), text)
 
