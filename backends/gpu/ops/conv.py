@@ -331,6 +331,42 @@ class QuantizedConvOp(QuantizedOp):
             self.prepared_inputs.add(2)
 
 
+    @staticmethod
+    def filter_quantization_reason(x, w, out_channels: int, channel_axis: int) -> str | None:
+        """uint8: the filter per tensor; int8: zero points 0 and one scale, or one per output
+        channel along ``channel_axis`` (0 for CONV_2D, 3 for DEPTHWISE_CONV_2D)."""
+        q = w.quantization
+        if x.type == T.UINT8:
+            return None if per_tensor(w) else "a uint8 filter must be quantized per tensor"
+        if np.any(np.asarray(q.zero_point) != 0):
+            return "an int8 filter must have zero points 0"
+        if q.scale.size not in (1, out_channels):
+            return f"the filter has {q.scale.size} scales; expected 1 or {out_channels}"
+        if q.scale.size > 1 and int(q.quantized_dimension) != channel_axis:
+            return f"a per-channel filter must be quantized along dimension {channel_axis}, not {q.quantized_dimension}"
+        return None
+
+    @staticmethod
+    def bias_and_window_reason(node, tensors, out_channels: int, kernel: tuple[int, int]) -> str | None:
+        """The bias (one int32 per output channel; uint8: TFLite's bias-scale check), then the
+        window (strides, dilation, padding) over the input."""
+        x, w, out = tensors[node.inputs[0]], tensors[node.inputs[1]], tensors[node.outputs[0]]
+        reason = bias_reason(node, tensors, out_channels)
+        if reason:
+            return reason
+        if x.type == T.UINT8:
+            reason = uint8_bias_scale_error(x, w, conv_bias(node, tensors), out)
+            if reason:
+                return reason
+        params = node.params
+        return conv_window_reason(x.shape, kernel, params, (params.dilation_h_factor, params.dilation_w_factor))[1]
+
+
+def conv_bias(node, tensors):
+    """A convolution's bias tensor, or None when the node has none."""
+    return tensors[node.inputs[2]] if len(node.inputs) > 2 and node.inputs[2] >= 0 else None
+
+
 class QuantizedConv2D(QuantizedConvOp):
     """CONV_2D v1 (uint8), v3 (int8, per-channel) and v6 (grouped, either): strides,
     dilation, SAME/VALID, bias, fused activation as the quantized clamp."""
@@ -355,29 +391,12 @@ class QuantizedConv2D(QuantizedConvOp):
             return f"input channels ({channels}) must be a positive multiple of the filter's in-channels ({group_in})"
         if out_channels % (channels // group_in):
             return f"grouped convolution: output channels ({out_channels}) must be a multiple of groups ({channels // group_in})"
-        q = w.quantization
-        if x.type == T.UINT8:
-            if not per_tensor(w):
-                return "a uint8 filter must be quantized per tensor"
-        else:
-            if np.any(np.asarray(q.zero_point) != 0):
-                return "an int8 filter must have zero points 0"
-            if q.scale.size not in (1, out_channels):
-                return f"the filter has {q.scale.size} scales; expected 1 or {out_channels}"
-            if q.scale.size > 1 and int(q.quantized_dimension) != 0:
-                return f"a per-channel filter must be quantized along dimension 0, not {q.quantized_dimension}"
-        reason = bias_reason(node, tensors, out_channels)
+        reason = cls.filter_quantization_reason(x, w, out_channels, 0) or cls.bias_and_window_reason(
+            node, tensors, out_channels, (kh, kw)
+        )
         if reason:
             return reason
-        bias = tensors[node.inputs[2]] if len(node.inputs) > 2 and node.inputs[2] >= 0 else None
-        if x.type == T.UINT8:
-            reason = uint8_bias_scale_error(x, w, bias, out)
-            if reason:
-                return reason
-        params = node.params
-        _, reason = conv_window_reason(x.shape, (kh, kw), params, (params.dilation_h_factor, params.dilation_w_factor))
-        if reason:
-            return reason
+        bias, params = conv_bias(node, tensors), node.params
         z_w = zero_point_of(w) if x.type == T.UINT8 else 0
         abs_sums = np.abs(np.asarray(w.data, np.int64) - z_w).reshape(out_channels, -1).sum(axis=1)
         return accumulator_reason(abs_sums, x, bias) or fused_activation_reason(params)

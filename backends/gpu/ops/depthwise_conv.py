@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from backends.cpu.kernels._quantized_window import uint8_bias_scale_error, zero_point_of
+from backends.cpu.kernels._quantized_window import zero_point_of
 from backends.cpu.kernels._window import WindowGeometry
 from backends.gpu.ops.base import fused_activation_reason, input_tensor
 from backends.gpu.ops.conv import (
@@ -51,7 +51,7 @@ from backends.gpu.ops.conv import (
     WeightsOp,
     accumulator_reason,
     bias_count_reason,
-    bias_reason,
+    conv_bias,
     conv_inputs_reason,
     conv_window_reason,
 )
@@ -172,29 +172,12 @@ class QuantizedDepthwiseConv2D(QuantizedConvOp):
             return f"filter channels ({out_channels}) must be a multiple of the input channels ({channels})"
         if not per_tensor(x) or not per_tensor(out):
             return "the input and the output must be quantized per tensor"
-        scales = w.quantization.scale.size
-        if x.type == T.UINT8:
-            if not per_tensor(w):
-                return "a uint8 filter must be quantized per tensor"
-        else:
-            if np.any(np.asarray(w.quantization.zero_point) != 0):
-                return "an int8 filter must have zero points 0"
-            if scales not in (1, out_channels):
-                return f"the filter has {scales} scales; expected 1 or {out_channels}"
-            if scales > 1 and int(w.quantization.quantized_dimension) != 3:
-                return f"a per-channel filter must be quantized along dimension 3, not {w.quantization.quantized_dimension}"
-        reason = bias_reason(node, tensors, out_channels)
+        reason = cls.filter_quantization_reason(x, w, out_channels, 3) or cls.bias_and_window_reason(
+            node, tensors, out_channels, (kh, kw)
+        )
         if reason:
             return reason
-        bias = tensors[node.inputs[2]] if len(node.inputs) > 2 and node.inputs[2] >= 0 else None
-        if x.type == T.UINT8:
-            reason = uint8_bias_scale_error(x, w, bias, out)
-            if reason:
-                return reason
-        params = node.params
-        _, reason = conv_window_reason(x.shape, (kh, kw), params, (params.dilation_h_factor, params.dilation_w_factor))
-        if reason:
-            return reason
+        bias, params = conv_bias(node, tensors), node.params
         abs_sums = np.abs(_centered_filter(w)).reshape(-1, out_channels).sum(axis=0)
         return accumulator_reason(abs_sums, x, bias) or fused_activation_reason(params)
 
