@@ -14,20 +14,17 @@ test that catches it.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import pathlib
-import re
 import sys
 
-import numpy as np
 import pytest
+from gpu_helpers import raises_caused_by, run
 
 from backends.gpu import GpuDelegate, emulated_cuda_device
 from backends.gpu.delegate import GpuPartitionKernel
 from backends.gpu.device import open_device
 from backends.gpu.emulation import EmulatedCupy, FreedMemoryError, MachineStats
-from interpreter import Interpreter
 from interpreter.example_model import build_example_model
 from interpreter.testing import assert_matches_cpu
 
@@ -35,30 +32,6 @@ MOBILENET = pathlib.Path(__file__).parents[1] / "data" / "models" / "converter" 
 MAKE_DEVICES = pytest.mark.parametrize(
     "make_device", [lambda: "host", emulated_cuda_device], ids=["host", "emulated-cuda"]
 )
-
-
-def run(model: bytes, delegate: GpuDelegate, invokes: int = 3) -> Interpreter:
-    interpreter = Interpreter(model_content=model)
-    interpreter.modify_graph_with_delegate(delegate)
-    interpreter.allocate_tensors()
-    rng = np.random.default_rng(0)
-    for _ in range(invokes):
-        for detail in interpreter.get_input_details():
-            interpreter.set_tensor(detail["index"], rng.uniform(-1, 1, tuple(detail["shape"])).astype(np.float32))
-        interpreter.invoke()
-    return interpreter
-
-
-@contextlib.contextmanager
-def raises_caused_by(kind: type, match: str = ""):
-    """The interpreter wraps a kernel's error (naming the node): look down the chain."""
-    with pytest.raises(Exception) as caught:
-        yield
-    error = caught.value
-    while error is not None and not isinstance(error, kind):
-        error = error.__cause__
-    assert error is not None, f"{caught.value!r} was not caused by a {kind.__name__}"
-    assert re.search(match, str(error)), f"{error} does not match {match!r}"
 
 
 def streams_that_worked(machine, before: dict) -> set[tuple[int, int]]:

@@ -9,12 +9,12 @@ monkeypatch) and check that the emulated device fails it: they show the rules ca
 from __future__ import annotations
 
 import contextlib
-import re
 import pathlib
 import warnings
 
 import numpy as np
 import pytest
+from gpu_helpers import raises_caused_by, run
 from model_helpers import concatenation_model
 
 from backends.gpu import GpuDelegate, emulated_cuda_device
@@ -33,30 +33,6 @@ MODELS = pathlib.Path(__file__).parents[1] / "data" / "models"
 FLOAT_MODELS = sorted(MODELS.glob("converter/*_float32.tflite")) + [MODELS / "real" / "mp_face_detection_short_range.tflite"]
 MOBILENET = MODELS / "converter" / "mini_mobilenet_float32.tflite"
 POSE = MODELS / "real" / "mp_pose_detection.tflite"
-
-
-def run(model: bytes, delegate: GpuDelegate, invokes: int = 3) -> Interpreter:
-    interpreter = Interpreter(model_content=model)
-    interpreter.modify_graph_with_delegate(delegate)
-    interpreter.allocate_tensors()
-    rng = np.random.default_rng(0)
-    for _ in range(invokes):
-        for detail in interpreter.get_input_details():
-            interpreter.set_tensor(detail["index"], rng.uniform(-1, 1, tuple(detail["shape"])).astype(np.float32))
-        interpreter.invoke()
-    return interpreter
-
-
-@contextlib.contextmanager
-def raises_caused_by(kind: type, match: str = ""):
-    """The interpreter wraps a kernel's error (naming the node): look down the chain."""
-    with pytest.raises(Exception) as caught:
-        yield
-    error = caught.value
-    while error is not None and not isinstance(error, kind):
-        error = error.__cause__
-    assert error is not None, f"{caught.value!r} was not caused by a {kind.__name__}"
-    assert re.search(match, str(error)), f"{error} does not match {match!r}"
 
 
 def io_bytes(interpreter: Interpreter) -> int:
