@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backends.gpu.cuda.sources import BiasActivationCuda, DepthwiseConv2DCuda, MatmulCuda
+from backends.gpu.cuda.sources import BiasActivationCuda, DepthwiseConv2DCuda
 from kernel_twin import assert_twin_matches, run_both_ways
 from schema.enums import ActivationFunctionType as Act
 
@@ -74,18 +74,3 @@ def test_bias_activation_twin_saturates_at_flt_max_as_the_kernel():
     assert_twin_matches(both)
     assert np.array_equal(both.twin[0], np.array([[np.finfo(np.float32).max, -np.finfo(np.float32).max]], np.float32))
 
-
-@pytest.mark.parametrize("a_shape, b_shape", [((7, 5), (5, 9)), ((3, 6, 4), (3, 4, 10)), ((2, 33, 17), (17, 40))])
-def test_float_matmul_twin_matches_the_kernel(a_shape, b_shape):
-    a = RNG.standard_normal(a_shape).astype(np.float32)
-    b = RNG.standard_normal(b_shape).astype(np.float32)
-    both = run_both_ways(lambda **where: MatmulCuda(**where), "matmul.cu", [a, b])
-    assert both.kernel_launches == 1
-    assert_twin_matches(both, rtol=1e-5, atol=1e-5)
-
-
-def test_int32_matmul_twin_wraps_as_the_kernel():
-    a = RNG.integers(-(2**31), 2**31, (4, 6), dtype=np.int64).astype(np.int32)
-    b = RNG.integers(-(2**31), 2**31, (6, 5), dtype=np.int64).astype(np.int32)
-    both = run_both_ways(lambda **where: MatmulCuda(**where), "matmul.cu", [a, b])
-    assert_twin_matches(both)

@@ -44,8 +44,6 @@ import numpy as np
 
 from backends.gpu.cuda.sources import (
     DepthwiseGeometry,
-    matmul_args,
-    matmul_launch_config,
     bias_activation_args,
     bias_activation_kernel_name,
     elementwise_launch_config,
@@ -467,19 +465,3 @@ def run_bias_activation_host(
     args = bias_activation_args(out, bias, activation, null=None)
     shipped_module("bias_activation.cu").get_function(name)(grid, block, args)
     return out
-
-
-def run_matmul_host(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``matmul.cu`` on the CPU: ``a @ b`` (``a`` [M, K] or [B, M, K], ``b`` [K, N] or
-    [B, K, N]) in float32, or in int32 when ``a`` is an integer array."""
-    dtype = np.int32 if np.asarray(a).dtype.kind in "iu" else np.float32
-    a = np.ascontiguousarray(a, dtype=dtype)
-    b = np.ascontiguousarray(b, dtype=dtype)
-    c = np.empty((*a.shape[:-1], b.shape[-1]), dtype=dtype)
-    if c.size == 0:
-        return c
-    args, batch = matmul_args(a, b, c)
-    grid, block = matmul_launch_config(batch, a.shape[-2], b.shape[-1])
-    name = "matmul_i32" if dtype == np.int32 else "matmul_f32"
-    shipped_module("matmul.cu").get_function(name)(grid, block, args)
-    return c

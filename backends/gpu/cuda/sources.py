@@ -403,73 +403,11 @@ class BiasActivationCuda(_Launcher):
         return values
 
 
-# -- matrix product (the quantized ops' im2col products; the fused float product with its bias and
-# clamp, matmul_bias_act, is launched by conv2d.py's MatmulBiasActivationCuda) ------------------------
+# -- matrix product (matmul.cu's matmul_bias_act, launched by conv2d.py's MatmulBiasActivationCuda) ----
 
 #: Rows of the output each thread of ``matmul.cu`` computes (its MATMUL_ROWS).
 MATMUL_ROWS = 4
-MATMUL_BLOCK = (32, 8, 1)
 _MAX_GRID_YZ = 65535
-
-
-def matmul_launch_config(batch: int, m: int, n: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """``(grid, block)`` of ``matmul_f32``: x over the columns, y over groups of
-    MATMUL_ROWS rows, z over the batch."""
-    bx, by, _ = MATMUL_BLOCK
-    grid = (-(-n // bx), -(-m // (by * MATMUL_ROWS)), batch)
-    if min(grid) <= 0:
-        raise ValueError(f"nothing to launch for a [{batch}, {m}, {n}] product")
-    if grid[1] > _MAX_GRID_YZ or grid[2] > _MAX_GRID_YZ:
-        raise ValueError(f"a [{batch}, {m}, {n}] product needs a grid of {grid}, more than CUDA allows")
-    return grid, MATMUL_BLOCK
-
-
-def matmul_args(a: Any, b: Any, c: Any) -> tuple:
-    """The arguments of a ``matmul_f32`` launch for ``a`` [B, M, K] (or [M, K]), ``b``
-    [B, K, N] or [K, N] (shared by every batch), ``c`` [B, M, N] (or [M, N])."""
-    batch = a.shape[0] if a.ndim == 3 else 1
-    m, k = a.shape[-2:]
-    n = b.shape[-1]
-    a_stride = m * k if a.ndim == 3 else 0
-    b_stride = k * n if b.ndim == 3 else 0
-    c_stride = m * n if c.ndim == 3 else 0
-    return (a, b, c, np.int32(m), np.int32(n), np.int32(k), np.int64(a_stride), np.int64(b_stride), np.int64(c_stride)), batch
-
-
-class MatmulCuda(_Launcher):
-    """``a @ b`` with ``matmul.cu`` (capturable in a CUDA graph, unlike CuPy's cuBLAS
-    path), in float32 or in int32 (wrapping, as TFLite's int32 accumulators): ``a``
-    [M, K] or [B, M, K], ``b`` [K, N] or [B, K, N], both of one of those types; a new
-    C-contiguous result of that type. ``xp`` and ``module`` as in ``_Launcher``."""
-
-    KERNELS = {np.dtype(np.float32): "matmul_f32", np.dtype(np.int32): "matmul_i32"}
-
-    source = "matmul.cu"
-
-    def __init__(self, *, xp: Any = None, module: Any = None, host_device: Any = None) -> None:
-        super().__init__(xp, module, host_device)
-
-    def __call__(self, a: Any, b: Any) -> Any:
-        xp = self.xp
-        name = self.KERNELS.get(np.dtype(a.dtype))
-        if name is None or b.dtype != a.dtype:
-            raise TypeError(f"matmul.cu multiplies two float32 or two int32 arrays, got {a.dtype} and {b.dtype}")
-        if a.ndim not in (2, 3) or b.ndim not in (2, 3) or a.shape[-1] != b.shape[-2] or (
-            a.ndim == 3 and b.ndim == 3 and a.shape[0] != b.shape[0]
-        ) or (b.ndim == 3 and a.ndim == 2):
-            raise ValueError(f"cannot multiply {list(a.shape)} by {list(b.shape)}")
-        a, b = xp.ascontiguousarray(a), xp.ascontiguousarray(b)
-        shape = (*a.shape[:-1], b.shape[-1])
-        c = xp.empty(shape, dtype=a.dtype)
-        if c.size == 0:
-            return c
-        if a.shape[-1] == 0:
-            c[...] = 0
-            return c
-        args, batch = matmul_args(a, b, c)
-        grid, block = matmul_launch_config(batch, a.shape[-2], b.shape[-1])
-        self.launch(name, grid, block, args, matmul_twin, (a, b), (c,))
-        return c
 
 
 # -- numpy twins (host emulation runs these, one launch each; see _Launcher) -----------------------
@@ -523,9 +461,3 @@ def bias_activation_twin(bias: np.ndarray | None, values: np.ndarray, *, activat
     _clamp_into(values, acc, *activation_range(activation))
 
 
-def matmul_twin(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
-    """``matmul_f32`` / ``matmul_i32`` in numpy (int32 products wrap as the kernel's)."""
-    if a.dtype == np.int32:
-        c[...] = np.matmul(a.astype(np.int64), b.astype(np.int64)).astype(np.int32)  # wraps mod 2**32
-    else:
-        c[...] = np.matmul(a, b)
