@@ -103,14 +103,14 @@ def conv2d_int8_args(x: Any, w: Any, bias: Any, multipliers: Any, shifts: Any, o
     return (x, w, null if bias is None else bias, multipliers, shifts, out, *geometry.scalar_args(), *stage.scalar_args())
 
 
-class Conv2DInt8Cuda(_Launcher):
-    """Quantized CONV_2D in one launch of ``conv2d_int8.cu``: NHWC int8/uint8 input, the
-    filter of the same type laid out by ``conv2d.conv2d_filter_layout``
-    (``[groups, KH, KW, I, O]``), an optional int32 bias, int32 per-channel multipliers and
-    shifts, the zero points and clamp of ``stage``. ``xp``, ``module`` and
-    ``host_device`` as in ``_Launcher``."""
+class _ConvolutionInt8Cuda(_Launcher):
+    """What the quantized convolutions' launchers share: the window (stride, dilation,
+    padding) and the output stage, fixed at construction; at each call the shapes checked,
+    one launch of ``kernel_family`` (its int8 or uint8 entry point) or, in host emulation, its
+    numpy twin. Subclasses say which kernel, geometry, launch layout, arguments and twin.
+    ``xp``, ``module`` and ``host_device`` as in ``_Launcher``."""
 
-    source = "conv2d_int8.cu"
+    kernel_family = ""  # the entry points are KERNEL_FAMILY_int8 and _uint8
 
     def __init__(self, stride: Sequence[int], dilation: Sequence[int], padding: int | str, stage: OutputStage, *,
                  xp: Any = None, module: Any = None, host_device: Any = None) -> None:
@@ -122,19 +122,41 @@ class Conv2DInt8Cuda(_Launcher):
 
     def __call__(self, x: Any, w: Any, bias: Any, multipliers: Any, shifts: Any, out: Any = None) -> Any:
         xp = self.xp
-        name = quantized_kernel_name("conv2d", x.dtype)
+        name = quantized_kernel_name(self.kernel_family, x.dtype)
         if w.dtype != x.dtype:
             raise TypeError(f"the filter must be {x.dtype} like the input, got {w.dtype}")
-        geometry = Conv2DGeometry.of(x.shape, w.shape, self.stride, self.dilation, self.padding)
+        geometry = self.geometry(x.shape, w.shape)
         x, w = _contiguous(xp, x), _contiguous(xp, w)
         out = _check_out(xp, out, geometry.out_shape, np.dtype(x.dtype))
         if out.size == 0:
             return out
-        grid, block = conv2d_launch_config(geometry)
-        args = conv2d_int8_args(x, w, bias, multipliers, shifts, out, geometry, self.stage, null=_NULL)
-        twin = functools.partial(conv2d_int8_twin, geometry=geometry, stage=self.stage)
+        grid, block = self.launch_config(geometry)
+        args = self.arguments(x, w, bias, multipliers, shifts, out, geometry)
+        twin = functools.partial(self.twin, geometry=geometry)
         self.launch(name, grid, block, args, twin, (x, w, bias, multipliers, shifts), (out,))
         return out
+
+
+class Conv2DInt8Cuda(_ConvolutionInt8Cuda):
+    """Quantized CONV_2D in one launch of ``conv2d_int8.cu``: NHWC int8/uint8 input, the
+    filter of the same type laid out by ``conv2d.conv2d_filter_layout``
+    (``[groups, KH, KW, I, O]``), an optional int32 bias, int32 per-channel multipliers and
+    shifts, the zero points and clamp of ``stage``."""
+
+    source = "conv2d_int8.cu"
+    kernel_family = "conv2d"
+
+    def geometry(self, x_shape, w_shape) -> Conv2DGeometry:
+        return Conv2DGeometry.of(x_shape, w_shape, self.stride, self.dilation, self.padding)
+
+    def launch_config(self, geometry: Conv2DGeometry):
+        return conv2d_launch_config(geometry)
+
+    def arguments(self, x, w, bias, multipliers, shifts, out, geometry: Conv2DGeometry) -> tuple:
+        return conv2d_int8_args(x, w, bias, multipliers, shifts, out, geometry, self.stage, null=_NULL)
+
+    def twin(self, *arrays: np.ndarray, geometry: Conv2DGeometry) -> None:
+        conv2d_int8_twin(*arrays, geometry=geometry, stage=self.stage)
 
 
 def conv2d_int8_twin(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, multipliers: np.ndarray,
@@ -165,37 +187,26 @@ def depthwise_int8_args(x: Any, w: Any, bias: Any, multipliers: Any, shifts: Any
     return (x, w, null if bias is None else bias, multipliers, shifts, out, *geometry.scalar_args(), *stage.scalar_args())
 
 
-class DepthwiseConv2DInt8Cuda(_Launcher):
+class DepthwiseConv2DInt8Cuda(_ConvolutionInt8Cuda):
     """Quantized DEPTHWISE_CONV_2D in one launch of ``depthwise_conv2d_int8.cu``: NHWC
     int8/uint8 input, TFLite's filter ``[1, KH, KW, C*M]`` of the same type, an optional
     int32 bias, int32 per-channel multipliers and shifts, the zero points and clamp of
-    ``stage``. ``xp``, ``module`` and ``host_device`` as in ``_Launcher``."""
+    ``stage``."""
 
     source = "depthwise_conv2d_int8.cu"
+    kernel_family = "depthwise_conv2d"
 
-    def __init__(self, stride: Sequence[int], dilation: Sequence[int], padding: int | str, stage: OutputStage, *,
-                 xp: Any = None, module: Any = None, host_device: Any = None) -> None:
-        self.stride = tuple(int(s) for s in stride)
-        self.dilation = tuple(int(d) for d in dilation)
-        self.padding = padding
-        self.stage = stage
-        super().__init__(xp, module, host_device)
+    def geometry(self, x_shape, w_shape) -> DepthwiseGeometry:
+        return DepthwiseGeometry.of(x_shape, w_shape, self.stride, self.dilation, self.padding)
 
-    def __call__(self, x: Any, w: Any, bias: Any, multipliers: Any, shifts: Any, out: Any = None) -> Any:
-        xp = self.xp
-        name = quantized_kernel_name("depthwise_conv2d", x.dtype)
-        if w.dtype != x.dtype:
-            raise TypeError(f"the filter must be {x.dtype} like the input, got {w.dtype}")
-        geometry = DepthwiseGeometry.of(x.shape, w.shape, self.stride, self.dilation, self.padding)
-        x, w = _contiguous(xp, x), _contiguous(xp, w)
-        out = _check_out(xp, out, geometry.out_shape, np.dtype(x.dtype))
-        if out.size == 0:
-            return out
-        grid, block = depthwise_launch_config(geometry.out_shape)
-        args = depthwise_int8_args(x, w, bias, multipliers, shifts, out, geometry, self.stage, null=_NULL)
-        twin = functools.partial(depthwise_conv2d_int8_twin, geometry=geometry, stage=self.stage)
-        self.launch(name, grid, block, args, twin, (x, w, bias, multipliers, shifts), (out,))
-        return out
+    def launch_config(self, geometry: DepthwiseGeometry):
+        return depthwise_launch_config(geometry.out_shape)
+
+    def arguments(self, x, w, bias, multipliers, shifts, out, geometry: DepthwiseGeometry) -> tuple:
+        return depthwise_int8_args(x, w, bias, multipliers, shifts, out, geometry, self.stage, null=_NULL)
+
+    def twin(self, *arrays: np.ndarray, geometry: DepthwiseGeometry) -> None:
+        depthwise_conv2d_int8_twin(*arrays, geometry=geometry, stage=self.stage)
 
 
 def depthwise_conv2d_int8_twin(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, multipliers: np.ndarray,
