@@ -23,6 +23,7 @@ import numpy as np
 from backends.cpu.common import compute_padding
 from backends.cpu.kernels.resize import bilinear_float_coordinates, nearest_indices
 from backends.gpu.cuda.sources import (
+    DepthwiseConv2DCuda,
     DepthwiseGeometry,
     _Launcher,
     _clamp_into,
@@ -425,15 +426,14 @@ def depthwise_geometry(
     return dataclasses.replace(geometry, in_h=in_h, in_w=in_w, pad_top=geometry.pad_top + top, pad_left=geometry.pad_left + left)
 
 
-class DepthwiseConv2DFusedCuda(_Launcher):
+class DepthwiseConv2DFusedCuda(DepthwiseConv2DCuda):
     """DEPTHWISE_CONV_2D (versions 1-2) with what ``backends/gpu/fusion.py`` folds into it:
     a PAD of rows and columns in front (``pre_padding``: top, bottom, left, right) and an
     ``Epilogue`` (residual ADD, PRELU, RELU) after the bias and clamp, in one launch of
     ``depthwise_conv2d_fused_f32/_f16``. NHWC, TFLite's ``[1, KH, KW, C*M]`` filter, stored
-    as ``storage``, computed in float32. ``xp``, ``module`` and ``host_device`` as in
+    as ``storage``, computed in float32. The window, activation and storage are
+    ``DepthwiseConv2DCuda``'s; ``xp``, ``module`` and ``host_device`` as in
     ``sources._Launcher``."""
-
-    source = "depthwise_conv2d.cu"
 
     def __init__(
         self,
@@ -451,15 +451,11 @@ class DepthwiseConv2DFusedCuda(_Launcher):
     ) -> None:
         from backends.gpu.cuda.conv2d import Epilogue
 
-        self.stride = _pair(stride, "stride")
-        self.dilation = _pair(dilation, "dilation")
-        self.padding = _padding(padding)
+        super().__init__(stride, dilation, padding, activation, storage, xp=xp, module=module, host_device=host_device)
         self.bounds = activation_range(activation)
-        self.storage = np.dtype(storage)
         self.epilogue = epilogue if epilogue is not None else Epilogue()
         self.pre_padding = tuple(int(p) for p in pre_padding)
         self.kernel_name = _storage_kernel("depthwise_conv2d_fused", self.storage)
-        super().__init__(xp, module, host_device)
 
     def __call__(self, x: Any, w: Any, b: Any = None, out: Any = None, *, residual: Any = None, alpha: Any = None) -> Any:
         xp = self.xp
