@@ -72,20 +72,12 @@ __device__ __forceinline__ void conv2d_nhwc(
     const Storage* __restrict__ filter,
     const Storage* __restrict__ bias,  // may be null
     Storage* __restrict__ output,
-    int batches, int in_h, int in_w, int in_channels,
-    int out_h, int out_w, int out_channels, int groups,
-    int filter_h, int filter_w,
-    int stride_h, int stride_w,
-    int dilation_h, int dilation_w,
-    int pad_top, int pad_left,
+    CONV2D_WINDOW_PARAMS,
     float act_min, float act_max,
     const Epilogue epilogue)
 {
     ConvolutionSums<float> sums;
-    if (!convolution_sums(
-            input, filter, batches, in_h, in_w, in_channels, out_h, out_w, out_channels, groups,
-            filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left,
-            FloatMultiplyAdd(), sums)) {
+    if (!convolution_sums(input, filter, CONV2D_WINDOW_ARGS, FloatMultiplyAdd(), sums)) {
         return;  // the last block is partial
     }
 
@@ -105,18 +97,16 @@ __device__ __forceinline__ void conv2d_nhwc(
 
 // ---- entry points ---------------------------------------------------------------------------
 // Launch: 1-D, blockDim.x * gridDim.x >= ceil(batches * out_h * out_w / CONV2D_PIXELS) * out_channels
-// (conv2d.py: conv2d_launch_config). Arguments: int32 and float32 scalars as declared.
+// (conv2d.py: conv2d_launch_config). Arguments: int32 and float32 scalars as declared
+// (CONV2D_WINDOW_PARAMS: conv2d_window.cuh).
 
 extern "C" __global__ void conv2d_f32(
     const float* __restrict__ input, const float* __restrict__ filter, const float* __restrict__ bias,
     float* __restrict__ output,
-    int batches, int in_h, int in_w, int in_channels, int out_h, int out_w, int out_channels, int groups,
-    int filter_h, int filter_w, int stride_h, int stride_w, int dilation_h, int dilation_w,
-    int pad_top, int pad_left, float act_min, float act_max)
+    CONV2D_WINDOW_PARAMS, float act_min, float act_max)
 {
     conv2d_nhwc<float>(
-        input, filter, bias, output, batches, in_h, in_w, in_channels, out_h, out_w, out_channels, groups,
-        filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, act_min, act_max, no_epilogue());
+        input, filter, bias, output, CONV2D_WINDOW_ARGS, act_min, act_max, no_epilogue());
 }
 
 // float16 storage (the delegate's float16 precision option): input, filter, bias and output
@@ -124,13 +114,10 @@ extern "C" __global__ void conv2d_f32(
 extern "C" __global__ void conv2d_f16(
     const unsigned short* __restrict__ input, const unsigned short* __restrict__ filter,
     const unsigned short* __restrict__ bias, unsigned short* __restrict__ output,
-    int batches, int in_h, int in_w, int in_channels, int out_h, int out_w, int out_channels, int groups,
-    int filter_h, int filter_w, int stride_h, int stride_w, int dilation_h, int dilation_w,
-    int pad_top, int pad_left, float act_min, float act_max)
+    CONV2D_WINDOW_PARAMS, float act_min, float act_max)
 {
     conv2d_nhwc<unsigned short>(
-        input, filter, bias, output, batches, in_h, in_w, in_channels, out_h, out_w, out_channels, groups,
-        filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, act_min, act_max, no_epilogue());
+        input, filter, bias, output, CONV2D_WINDOW_ARGS, act_min, act_max, no_epilogue());
 }
 
 // ---- fused entry points (backends/gpu/fusion.py) ----------------------------------------------
@@ -142,29 +129,23 @@ extern "C" __global__ void conv2d_f16(
 extern "C" __global__ void conv2d_fused_f32(
     const float* __restrict__ input, const float* __restrict__ filter, const float* __restrict__ bias,
     float* __restrict__ output,
-    int batches, int in_h, int in_w, int in_channels, int out_h, int out_w, int out_channels, int groups,
-    int filter_h, int filter_w, int stride_h, int stride_w, int dilation_h, int dilation_w,
-    int pad_top, int pad_left, float act_min, float act_max,
+    CONV2D_WINDOW_PARAMS, float act_min, float act_max,
     const float* __restrict__ residual, int residual_channels, float add_min, float add_max,
     const float* __restrict__ alpha, float post_min, float post_max)
 {
     conv2d_nhwc<float>(
-        input, filter, bias, output, batches, in_h, in_w, in_channels, out_h, out_w, out_channels, groups,
-        filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, act_min, act_max,
+        input, filter, bias, output, CONV2D_WINDOW_ARGS, act_min, act_max,
         make_epilogue(residual, residual_channels, add_min, add_max, alpha, post_min, post_max));
 }
 
 extern "C" __global__ void conv2d_fused_f16(
     const unsigned short* __restrict__ input, const unsigned short* __restrict__ filter,
     const unsigned short* __restrict__ bias, unsigned short* __restrict__ output,
-    int batches, int in_h, int in_w, int in_channels, int out_h, int out_w, int out_channels, int groups,
-    int filter_h, int filter_w, int stride_h, int stride_w, int dilation_h, int dilation_w,
-    int pad_top, int pad_left, float act_min, float act_max,
+    CONV2D_WINDOW_PARAMS, float act_min, float act_max,
     const unsigned short* __restrict__ residual, int residual_channels, float add_min, float add_max,
     const unsigned short* __restrict__ alpha, float post_min, float post_max)
 {
     conv2d_nhwc<unsigned short>(
-        input, filter, bias, output, batches, in_h, in_w, in_channels, out_h, out_w, out_channels, groups,
-        filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, act_min, act_max,
+        input, filter, bias, output, CONV2D_WINDOW_ARGS, act_min, act_max,
         make_epilogue(residual, residual_channels, add_min, add_max, alpha, post_min, post_max));
 }

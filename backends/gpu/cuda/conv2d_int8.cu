@@ -57,19 +57,11 @@ __device__ __forceinline__ void conv2d_quantized(
     const int* __restrict__ multipliers,
     const int* __restrict__ shifts,
     T* __restrict__ output,
-    int batches, int in_h, int in_w, int in_channels,
-    int out_h, int out_w, int out_channels, int groups,
-    int filter_h, int filter_w,
-    int stride_h, int stride_w,
-    int dilation_h, int dilation_w,
-    int pad_top, int pad_left,
+    CONV2D_WINDOW_PARAMS,
     int input_offset, int filter_offset, int output_offset, int act_min, int act_max)
 {
     ConvolutionSums<int> sums;
-    if (!convolution_sums(
-            input, filter, batches, in_h, in_w, in_channels, out_h, out_w, out_channels, groups,
-            filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left,
-            QuantizedMultiplyAdd{input_offset, filter_offset}, sums)) {
+    if (!convolution_sums(input, filter, CONV2D_WINDOW_ARGS, QuantizedMultiplyAdd{input_offset, filter_offset}, sums)) {
         return;  // the last block is partial
     }
 
@@ -84,30 +76,25 @@ __device__ __forceinline__ void conv2d_quantized(
 }
 
 // ---- entry points ---------------------------------------------------------------------------
-// Arguments: int32 scalars as declared (conv_int8.py: conv2d_int8_args).
+// Arguments: int32 scalars as declared (CONV2D_WINDOW_PARAMS: conv2d_window.cuh; conv_int8.py:
+// conv2d_int8_args).
 
 extern "C" __global__ void conv2d_int8(
     const signed char* __restrict__ input, const signed char* __restrict__ filter, const int* __restrict__ bias,
     const int* __restrict__ multipliers, const int* __restrict__ shifts, signed char* __restrict__ output,
-    int batches, int in_h, int in_w, int in_channels, int out_h, int out_w, int out_channels, int groups,
-    int filter_h, int filter_w, int stride_h, int stride_w, int dilation_h, int dilation_w,
-    int pad_top, int pad_left, int input_offset, int filter_offset, int output_offset, int act_min, int act_max)
+    CONV2D_WINDOW_PARAMS, int input_offset, int filter_offset, int output_offset, int act_min, int act_max)
 {
     conv2d_quantized<signed char>(
-        input, filter, bias, multipliers, shifts, output, batches, in_h, in_w, in_channels, out_h, out_w,
-        out_channels, groups, filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left,
+        input, filter, bias, multipliers, shifts, output, CONV2D_WINDOW_ARGS,
         input_offset, filter_offset, output_offset, act_min, act_max);
 }
 
 extern "C" __global__ void conv2d_uint8(
     const unsigned char* __restrict__ input, const unsigned char* __restrict__ filter, const int* __restrict__ bias,
     const int* __restrict__ multipliers, const int* __restrict__ shifts, unsigned char* __restrict__ output,
-    int batches, int in_h, int in_w, int in_channels, int out_h, int out_w, int out_channels, int groups,
-    int filter_h, int filter_w, int stride_h, int stride_w, int dilation_h, int dilation_w,
-    int pad_top, int pad_left, int input_offset, int filter_offset, int output_offset, int act_min, int act_max)
+    CONV2D_WINDOW_PARAMS, int input_offset, int filter_offset, int output_offset, int act_min, int act_max)
 {
     conv2d_quantized<unsigned char>(
-        input, filter, bias, multipliers, shifts, output, batches, in_h, in_w, in_channels, out_h, out_w,
-        out_channels, groups, filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left,
+        input, filter, bias, multipliers, shifts, output, CONV2D_WINDOW_ARGS,
         input_offset, filter_offset, output_offset, act_min, act_max);
 }

@@ -32,6 +32,17 @@
 
 #define CONV2D_PIXELS 4
 
+// The convolution's geometry as every layer of these kernels takes it, int32 scalars in this
+// order (the entry points' too: conv2d.py's and conv_int8.py's argument lists), and the
+// arguments that pass it on.
+#define CONV2D_WINDOW_PARAMS                                                                    \
+    int batches, int in_h, int in_w, int in_channels, int out_h, int out_w, int out_channels,  \
+    int groups, int filter_h, int filter_w, int stride_h, int stride_w, int dilation_h,       \
+    int dilation_w, int pad_top, int pad_left
+#define CONV2D_WINDOW_ARGS                                                                      \
+    batches, in_h, in_w, in_channels, out_h, out_w, out_channels, groups, filter_h, filter_w, \
+    stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left
+
 // One thread's outputs: an output channel and up to CONV2D_PIXELS consecutive pixels.
 template <typename Acc>
 struct ConvolutionSums {
@@ -47,12 +58,7 @@ template <typename T, typename Acc, typename MultiplyAdd>
 __device__ __forceinline__ bool convolution_sums(
     const T* __restrict__ input,
     const T* __restrict__ filter,
-    int batches, int in_h, int in_w, int in_channels,
-    int out_h, int out_w, int out_channels, int groups,
-    int filter_h, int filter_w,
-    int stride_h, int stride_w,
-    int dilation_h, int dilation_w,
-    int pad_top, int pad_left,
+    CONV2D_WINDOW_PARAMS,
     const MultiplyAdd multiply_add,
     ConvolutionSums<Acc>& sums)
 {

@@ -45,14 +45,11 @@
 
 template <typename Q, bool IsMax>
 __device__ __forceinline__ void quantized_pool2d(
-    const Q* __restrict__ input, Q* __restrict__ output,
-    int batches, int in_h, int in_w, int channels, int out_h, int out_w,
-    int filter_h, int filter_w, int stride_h, int stride_w, int pad_top, int pad_left, int act_min, int act_max)
+    const Q* __restrict__ input, Q* __restrict__ output, POOL2D_WINDOW_PARAMS, int act_min, int act_max)
 {
     Pooled<int> pooled;
-    if (!pool2d_window<IsMax>(
-            input, batches, in_h, in_w, channels, out_h, out_w, filter_h, filter_w, stride_h, stride_w,
-            pad_top, pad_left, -2147483647, [](const Q* p) { return (int)*p; }, pooled)) {
+    const auto load = [](const Q* p) { return (int)*p; };
+    if (!pool2d_window<IsMax>(input, POOL2D_WINDOW_ARGS, -2147483647, load, pooled)) {
         return;  // the last block is partial
     }
     int acc = pooled.value;
@@ -63,12 +60,8 @@ __device__ __forceinline__ void quantized_pool2d(
     output[pooled.index] = (Q)clamp_int(acc, act_min, act_max);
 }
 
-#define QUANTIZED_POOL2D_PARAMS                                                                \
-    int batches, int in_h, int in_w, int channels, int out_h, int out_w, int filter_h,       \
-    int filter_w, int stride_h, int stride_w, int pad_top, int pad_left, int act_min, int act_max
-#define QUANTIZED_POOL2D_ARGS                                                                  \
-    batches, in_h, in_w, channels, out_h, out_w, filter_h, filter_w, stride_h, stride_w,     \
-    pad_top, pad_left, act_min, act_max
+#define QUANTIZED_POOL2D_PARAMS POOL2D_WINDOW_PARAMS, int act_min, int act_max
+#define QUANTIZED_POOL2D_ARGS POOL2D_WINDOW_ARGS, act_min, act_max
 
 extern "C" __global__ void quantized_average_pool2d_i8(
     const signed char* __restrict__ input, signed char* __restrict__ output, QUANTIZED_POOL2D_PARAMS)
@@ -98,14 +91,12 @@ extern "C" __global__ void quantized_max_pool2d_u8(
 
 template <typename Q>
 __device__ __forceinline__ void quantized_mean_4d(
-    const Q* __restrict__ input, Q* __restrict__ output,
-    int d0, int d1, int d2, int d3, int reduce0, int reduce1, int reduce2, int reduce3,
+    const Q* __restrict__ input, Q* __restrict__ output, MEAN_AXES_PARAMS,
     long long zero_sum, int multiplier, int shift, int out_zero_point, int low, int high)
 {
     Pooled<int> pooled;  // the sum wraps as TFLite's int32 temp_sum
-    if (!mean_sum(
-            input, d0, d1, d2, d3, reduce0, reduce1, reduce2, reduce3,
-            [](int sum, const Q* p) { return wrapping_add(sum, (int)*p); }, pooled)) {
+    const auto add = [](int sum, const Q* p) { return wrapping_add(sum, (int)*p); };
+    if (!mean_sum(input, MEAN_AXES_ARGS, add, pooled)) {
         return;  // the last block is partial
     }
     const int centered = wrap_int32((long long)pooled.value - zero_sum);
@@ -114,11 +105,8 @@ __device__ __forceinline__ void quantized_mean_4d(
 }
 
 #define QUANTIZED_MEAN_PARAMS                                                                  \
-    int d0, int d1, int d2, int d3, int reduce0, int reduce1, int reduce2, int reduce3,       \
-    long long zero_sum, int multiplier, int shift, int out_zero_point, int low, int high
-#define QUANTIZED_MEAN_ARGS                                                                    \
-    d0, d1, d2, d3, reduce0, reduce1, reduce2, reduce3, zero_sum, multiplier, shift,          \
-    out_zero_point, low, high
+    MEAN_AXES_PARAMS, long long zero_sum, int multiplier, int shift, int out_zero_point, int low, int high
+#define QUANTIZED_MEAN_ARGS MEAN_AXES_ARGS, zero_sum, multiplier, shift, out_zero_point, low, high
 
 extern "C" __global__ void quantized_mean_i8(
     const signed char* __restrict__ input, signed char* __restrict__ output, QUANTIZED_MEAN_PARAMS)

@@ -36,16 +36,12 @@
 
 template <typename Storage, bool IsMax>
 __device__ __forceinline__ void pool2d_nhwc(
-    const Storage* __restrict__ input, Storage* __restrict__ output,
-    int batches, int in_h, int in_w, int channels, int out_h, int out_w,
-    int filter_h, int filter_w, int stride_h, int stride_w, int pad_top, int pad_left,
-    float act_min, float act_max)
+    const Storage* __restrict__ input, Storage* __restrict__ output, POOL2D_WINDOW_PARAMS, float act_min, float act_max)
 {
     const float minus_infinity = -__int_as_float(0x7f800000);
     Pooled<float> pooled;
-    if (!pool2d_window<IsMax>(
-            input, batches, in_h, in_w, channels, out_h, out_w, filter_h, filter_w, stride_h, stride_w,
-            pad_top, pad_left, minus_infinity, [](const Storage* p) { return load_as_float(p); }, pooled)) {
+    const auto load = [](const Storage* p) { return load_as_float(p); };
+    if (!pool2d_window<IsMax>(input, POOL2D_WINDOW_ARGS, minus_infinity, load, pooled)) {
         return;  // the last block is partial
     }
     float acc = IsMax ? pooled.value : pooled.value / (float)pooled.count;
@@ -56,12 +52,8 @@ __device__ __forceinline__ void pool2d_nhwc(
 
 // ---- entry points ---------------------------------------------------------------------------
 
-#define POOL2D_PARAMS                                                                          \
-    int batches, int in_h, int in_w, int channels, int out_h, int out_w, int filter_h,       \
-    int filter_w, int stride_h, int stride_w, int pad_top, int pad_left, float act_min, float act_max
-#define POOL2D_ARGS                                                                            \
-    batches, in_h, in_w, channels, out_h, out_w, filter_h, filter_w, stride_h, stride_w,     \
-    pad_top, pad_left, act_min, act_max
+#define POOL2D_PARAMS POOL2D_WINDOW_PARAMS, float act_min, float act_max
+#define POOL2D_ARGS POOL2D_WINDOW_ARGS, act_min, act_max
 
 extern "C" __global__ void average_pool2d_f32(const float* __restrict__ input, float* __restrict__ output, POOL2D_PARAMS)
 {
@@ -97,27 +89,22 @@ extern "C" __global__ void max_pool2d_f16(
 
 template <typename Storage>
 __device__ __forceinline__ void mean_4d(
-    const Storage* __restrict__ input, Storage* __restrict__ output,
-    int d0, int d1, int d2, int d3, int reduce0, int reduce1, int reduce2, int reduce3)
+    const Storage* __restrict__ input, Storage* __restrict__ output, MEAN_AXES_PARAMS)
 {
     Pooled<float> pooled;
-    if (!mean_sum(
-            input, d0, d1, d2, d3, reduce0, reduce1, reduce2, reduce3,
-            [](float sum, const Storage* p) { return sum + load_as_float(p); }, pooled)) {
+    const auto add = [](float sum, const Storage* p) { return sum + load_as_float(p); };
+    if (!mean_sum(input, MEAN_AXES_ARGS, add, pooled)) {
         return;  // the last block is partial
     }
     store_from_float(output + pooled.index, pooled.value / (float)pooled.count);
 }
 
-#define MEAN_PARAMS int d0, int d1, int d2, int d3, int reduce0, int reduce1, int reduce2, int reduce3
-#define MEAN_ARGS d0, d1, d2, d3, reduce0, reduce1, reduce2, reduce3
-
-extern "C" __global__ void mean_f32(const float* __restrict__ input, float* __restrict__ output, MEAN_PARAMS)
+extern "C" __global__ void mean_f32(const float* __restrict__ input, float* __restrict__ output, MEAN_AXES_PARAMS)
 {
-    mean_4d<float>(input, output, MEAN_ARGS);
+    mean_4d<float>(input, output, MEAN_AXES_ARGS);
 }
 
-extern "C" __global__ void mean_f16(const unsigned short* __restrict__ input, unsigned short* __restrict__ output, MEAN_PARAMS)
+extern "C" __global__ void mean_f16(const unsigned short* __restrict__ input, unsigned short* __restrict__ output, MEAN_AXES_PARAMS)
 {
-    mean_4d<unsigned short>(input, output, MEAN_ARGS);
+    mean_4d<unsigned short>(input, output, MEAN_AXES_ARGS);
 }

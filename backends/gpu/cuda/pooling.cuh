@@ -26,6 +26,18 @@
 #ifndef LITEDELEGATE_POOLING_CUH
 #define LITEDELEGATE_POOLING_CUH
 
+// The geometry of a pool and the axes of a MEAN, int32 scalars in this order, as the kernels
+// take them (cuda/windows.py's and int8_windows.py's argument lists), and the arguments that
+// pass them on.
+#define POOL2D_WINDOW_PARAMS                                                                    \
+    int batches, int in_h, int in_w, int channels, int out_h, int out_w, int filter_h,       \
+    int filter_w, int stride_h, int stride_w, int pad_top, int pad_left
+#define POOL2D_WINDOW_ARGS                                                                      \
+    batches, in_h, in_w, channels, out_h, out_w, filter_h, filter_w, stride_h, stride_w,     \
+    pad_top, pad_left
+#define MEAN_AXES_PARAMS int d0, int d1, int d2, int d3, int reduce0, int reduce1, int reduce2, int reduce3
+#define MEAN_AXES_ARGS d0, d1, d2, d3, reduce0, reduce1, reduce2, reduce3
+
 // One output element of a pool and the reduction of its window.
 template <typename Acc>
 struct Pooled {
@@ -38,10 +50,7 @@ struct Pooled {
 // its max (IsMax, starting from `lowest`) or its sum, of the values load(p) for p in the window.
 template <bool IsMax, typename T, typename Acc, typename Load>
 __device__ __forceinline__ bool pool2d_window(
-    const T* __restrict__ input,
-    int batches, int in_h, int in_w, int channels, int out_h, int out_w,
-    int filter_h, int filter_w, int stride_h, int stride_w, int pad_top, int pad_left,
-    Acc lowest, const Load load, Pooled<Acc>& pooled)
+    const T* __restrict__ input, POOL2D_WINDOW_PARAMS, Acc lowest, const Load load, Pooled<Acc>& pooled)
 {
     const long long total = (long long)batches * out_h * out_w * channels;
     const long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -87,9 +96,7 @@ __device__ __forceinline__ bool pool2d_window(
 // sum = add(sum, p) for each reduced element p, from 0.
 template <typename T, typename Acc, typename Add>
 __device__ __forceinline__ bool mean_sum(
-    const T* __restrict__ input,
-    int d0, int d1, int d2, int d3, int reduce0, int reduce1, int reduce2, int reduce3,
-    const Add add, Pooled<Acc>& pooled)
+    const T* __restrict__ input, MEAN_AXES_PARAMS, const Add add, Pooled<Acc>& pooled)
 {
     // Extents of the kept axes (1 where reduced) and of the reduced ones (1 where kept).
     const int k0 = reduce0 ? 1 : d0, k1 = reduce1 ? 1 : d1, k2 = reduce2 ? 1 : d2, k3 = reduce3 ? 1 : d3;
