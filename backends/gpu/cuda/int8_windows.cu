@@ -3,8 +3,9 @@
 // reduce_quantized.py, softmax_quantized.py).
 //
 // AVERAGE_POOL_2D / MAX_POOL_2D (quantized_average_pool2d_*, quantized_max_pool2d_*), NHWC,
-// one thread per output element, the window clipped to the input as pool2d.cu (the output
-// has the input's scale and zero point, so raw values are pooled):
+// one thread per output element, the window clipped to the input as pool2d.cu (the walk is
+// pooling.cuh, shared with it; the output has the input's scale and zero point, so raw values
+// are pooled):
 //   average: acc = the int32 sum of the window, count its inside elements (never 0),
 //            out = clamp(acc > 0 ? (acc + count / 2) / count : (acc - count / 2) / count)
 //            (C's truncating division: halves away from zero)
@@ -13,7 +14,7 @@
 //
 // MEAN over constant axes (quantized_mean_*): the input seen as [d0, d1, d2, d3] (the host
 // left-pads the shape with 1s), reduce_k 1 for a reduced axis; one thread per output (the
-// kept coordinates in row-major order, keep_dims or not), TFLite's QuantizedMeanOrSum:
+// kept coordinates in row-major order, keep_dims or not; pooling.cuh), TFLite's QuantizedMeanOrSum:
 //   sum = the int32 sum of the reduced elements (wrapping as TFLite's temp_sum)
 //   out = clamp(M(int32(sum - zero_sum), multiplier, shift) + out_zero_point, low, high)
 // with zero_sum = z_in * count and (multiplier, shift) with 1/count folded in, from the host
@@ -30,7 +31,7 @@
 // the clamp keeps such rows defined, as the GPU op's docstring says.)
 //
 // Launch: 1-D, blockDim.x * gridDim.x >= the outputs (the rows for SOFTMAX).
-// This file must compile with NVRTC (no system headers; fixed_point.cuh is spliced in) and
+// This file must compile with NVRTC (no system headers; the .cuh headers are spliced in) and
 // with g++ through host_shim/cuda_host.h.
 
 #if !defined(__CUDACC__) && !defined(CUDA_HOST_SHIM)
@@ -38,60 +39,29 @@
 #endif
 
 #include "fixed_point.cuh"  // TFLite's integer requantization arithmetic
+#include "pooling.cuh"  // the windows' walks, shared with pool2d.cu
 
 // ---- AVERAGE_POOL_2D / MAX_POOL_2D --------------------------------------------------------
 
 template <typename Q, bool IsMax>
 __device__ __forceinline__ void quantized_pool2d(
-    const Q* __restrict__ input, Q* __restrict__ output,
-    int batches, int in_h, int in_w, int channels, int out_h, int out_w,
-    int filter_h, int filter_w, int stride_h, int stride_w, int pad_top, int pad_left, int act_min, int act_max)
+    const Q* __restrict__ input, Q* __restrict__ output, POOL2D_WINDOW_PARAMS, int act_min, int act_max)
 {
-    const long long total = (long long)batches * out_h * out_w * channels;
-    const long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (index >= total) return;
-
-    long long rest = index;
-    const int c = (int)(rest % channels);
-    rest /= channels;
-    const int ox = (int)(rest % out_w);
-    rest /= out_w;
-    const int oy = (int)(rest % out_h);
-    const int b = (int)(rest / out_h);
-
-    const int in_y_origin = oy * stride_h - pad_top;
-    const int in_x_origin = ox * stride_w - pad_left;
-    const int ky_start = in_y_origin < 0 ? -in_y_origin : 0;
-    const int ky_end = in_h - in_y_origin < filter_h ? in_h - in_y_origin : filter_h;
-    const int kx_start = in_x_origin < 0 ? -in_x_origin : 0;
-    const int kx_end = in_w - in_x_origin < filter_w ? in_w - in_x_origin : filter_w;
-    const long long batch_offset = (long long)b * in_h * in_w * channels;
-
-    int acc = IsMax ? -2147483647 : 0;
-    for (int ky = ky_start; ky < ky_end; ++ky) {
-        const long long row = batch_offset + (long long)(in_y_origin + ky) * in_w * channels;
-        for (int kx = kx_start; kx < kx_end; ++kx) {
-            const int v = (int)input[row + (long long)(in_x_origin + kx) * channels + c];
-            if (IsMax) {
-                acc = v > acc ? v : acc;
-            } else {
-                acc += v;
-            }
-        }
+    Pooled<int> pooled;
+    const auto load = [](const Q* p) { return (int)*p; };
+    if (!pool2d_window<IsMax>(input, POOL2D_WINDOW_ARGS, -2147483647, load, pooled)) {
+        return;  // the last block is partial
     }
+    int acc = pooled.value;
     if (!IsMax) {
-        const int count = (ky_end - ky_start) * (kx_end - kx_start);
+        const int count = (int)pooled.count;
         acc = acc > 0 ? (acc + count / 2) / count : (acc - count / 2) / count;
     }
-    output[index] = (Q)clamp_int(acc, act_min, act_max);
+    output[pooled.index] = (Q)clamp_int(acc, act_min, act_max);
 }
 
-#define QUANTIZED_POOL2D_PARAMS                                                                \
-    int batches, int in_h, int in_w, int channels, int out_h, int out_w, int filter_h,       \
-    int filter_w, int stride_h, int stride_w, int pad_top, int pad_left, int act_min, int act_max
-#define QUANTIZED_POOL2D_ARGS                                                                  \
-    batches, in_h, in_w, channels, out_h, out_w, filter_h, filter_w, stride_h, stride_w,     \
-    pad_top, pad_left, act_min, act_max
+#define QUANTIZED_POOL2D_PARAMS POOL2D_WINDOW_PARAMS, int act_min, int act_max
+#define QUANTIZED_POOL2D_ARGS POOL2D_WINDOW_ARGS, act_min, act_max
 
 extern "C" __global__ void quantized_average_pool2d_i8(
     const signed char* __restrict__ input, signed char* __restrict__ output, QUANTIZED_POOL2D_PARAMS)
@@ -121,44 +91,22 @@ extern "C" __global__ void quantized_max_pool2d_u8(
 
 template <typename Q>
 __device__ __forceinline__ void quantized_mean_4d(
-    const Q* __restrict__ input, Q* __restrict__ output,
-    int d0, int d1, int d2, int d3, int reduce0, int reduce1, int reduce2, int reduce3,
+    const Q* __restrict__ input, Q* __restrict__ output, MEAN_AXES_PARAMS,
     long long zero_sum, int multiplier, int shift, int out_zero_point, int low, int high)
 {
-    const int k0 = reduce0 ? 1 : d0, k1 = reduce1 ? 1 : d1, k2 = reduce2 ? 1 : d2, k3 = reduce3 ? 1 : d3;
-    const int r0 = reduce0 ? d0 : 1, r1 = reduce1 ? d1 : 1, r2 = reduce2 ? d2 : 1, r3 = reduce3 ? d3 : 1;
-    const long long total = (long long)k0 * k1 * k2 * k3;
-    const long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (index >= total) return;
-
-    long long rest = index;
-    const int c3 = (int)(rest % k3);
-    rest /= k3;
-    const int c2 = (int)(rest % k2);
-    rest /= k2;
-    const int c1 = (int)(rest % k1);
-    const int c0 = (int)(rest / k1);
-
-    int sum = 0;
-    for (int a0 = 0; a0 < r0; ++a0) {
-        for (int a1 = 0; a1 < r1; ++a1) {
-            for (int a2 = 0; a2 < r2; ++a2) {
-                const long long row = (((long long)(c0 + a0) * d1 + (c1 + a1)) * d2 + (c2 + a2)) * d3 + c3;
-                for (int a3 = 0; a3 < r3; ++a3) sum = wrapping_add(sum, (int)input[row + a3]);
-            }
-        }
+    Pooled<int> pooled;  // the sum wraps as TFLite's int32 temp_sum
+    const auto add = [](int sum, const Q* p) { return wrapping_add(sum, (int)*p); };
+    if (!mean_sum(input, MEAN_AXES_ARGS, add, pooled)) {
+        return;  // the last block is partial
     }
-    const int centered = wrap_int32((long long)sum - zero_sum);
+    const int centered = wrap_int32((long long)pooled.value - zero_sum);
     const int raw = multiply_by_quantized_multiplier(centered, multiplier, shift);
-    output[index] = (Q)clamp_int(wrapping_add(raw, out_zero_point), low, high);
+    output[pooled.index] = (Q)clamp_int(wrapping_add(raw, out_zero_point), low, high);
 }
 
 #define QUANTIZED_MEAN_PARAMS                                                                  \
-    int d0, int d1, int d2, int d3, int reduce0, int reduce1, int reduce2, int reduce3,       \
-    long long zero_sum, int multiplier, int shift, int out_zero_point, int low, int high
-#define QUANTIZED_MEAN_ARGS                                                                    \
-    d0, d1, d2, d3, reduce0, reduce1, reduce2, reduce3, zero_sum, multiplier, shift,          \
-    out_zero_point, low, high
+    MEAN_AXES_PARAMS, long long zero_sum, int multiplier, int shift, int out_zero_point, int low, int high
+#define QUANTIZED_MEAN_ARGS MEAN_AXES_ARGS, zero_sum, multiplier, shift, out_zero_point, low, high
 
 extern "C" __global__ void quantized_mean_i8(
     const signed char* __restrict__ input, signed char* __restrict__ output, QUANTIZED_MEAN_PARAMS)

@@ -6,7 +6,8 @@
 //   input  [batches, in_h, in_w, channels]
 //   output [batches, out_h, out_w, channels]
 // The window of output (oy, ox) starts at input row oy * stride_h - pad_top and column
-// ox * stride_w - pad_left and is clipped to the input: only the inside elements count.
+// ox * stride_w - pad_left and is clipped to the input: only the inside elements count
+// (the walk is pooling.cuh, shared with the quantized pools of int8_windows.cu).
 //   average: out = clamp(sum(window) / count)   count = the inside elements (never 0), the
 //            sum in float32 in the order ky, then kx, starting from 0
 //   max:     out = clamp(max(window))          the running max m starts at -inf and takes
@@ -19,7 +20,7 @@
 //
 // Storage float32 or float16 (binary16 bit patterns), computed in float32.
 // Launch: 1-D, blockDim.x * gridDim.x >= batches * out_h * out_w * channels
-// (cuda/windows.py: Pool2DCuda). This file must compile with NVRTC (no system headers; storage.cuh is spliced in)
+// (cuda/windows.py: Pool2DCuda). This file must compile with NVRTC (no system headers; the .cuh headers are spliced in)
 // and with g++ through host_shim/cuda_host.h.
 
 #if !defined(__CUDACC__) && !defined(CUDA_HOST_SHIM)
@@ -29,65 +30,30 @@
 // ---- storage types ---------------------------------------------------------------------------
 
 #include "storage.cuh"  // load_as_float / store_from_float for float and float16 bit patterns
+#include "pooling.cuh"  // the windows' walks, shared with int8_windows.cu
 
 // ---- the kernel body ----------------------------------------------------------------------
 
 template <typename Storage, bool IsMax>
 __device__ __forceinline__ void pool2d_nhwc(
-    const Storage* __restrict__ input, Storage* __restrict__ output,
-    int batches, int in_h, int in_w, int channels, int out_h, int out_w,
-    int filter_h, int filter_w, int stride_h, int stride_w, int pad_top, int pad_left,
-    float act_min, float act_max)
+    const Storage* __restrict__ input, Storage* __restrict__ output, POOL2D_WINDOW_PARAMS, float act_min, float act_max)
 {
-    const long long total = (long long)batches * out_h * out_w * channels;
-    const long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (index >= total) return;  // the last block is partial
-
-    // index = ((b * out_h + oy) * out_w + ox) * channels + c
-    long long rest = index;
-    const int c = (int)(rest % channels);
-    rest /= channels;
-    const int ox = (int)(rest % out_w);
-    rest /= out_w;
-    const int oy = (int)(rest % out_h);
-    const int b = (int)(rest / out_h);
-
-    // The window clipped to the input, as TFLite: filter rows [ky_start, ky_end).
-    const int in_y_origin = oy * stride_h - pad_top;
-    const int in_x_origin = ox * stride_w - pad_left;
-    const int ky_start = in_y_origin < 0 ? -in_y_origin : 0;
-    const int ky_end = in_h - in_y_origin < filter_h ? in_h - in_y_origin : filter_h;
-    const int kx_start = in_x_origin < 0 ? -in_x_origin : 0;
-    const int kx_end = in_w - in_x_origin < filter_w ? in_w - in_x_origin : filter_w;
-    const long long batch_offset = (long long)b * in_h * in_w * channels;
-
-    float acc = IsMax ? -__int_as_float(0x7f800000) : 0.0f;  // -inf, or 0
-    for (int ky = ky_start; ky < ky_end; ++ky) {
-        const long long row = batch_offset + (long long)(in_y_origin + ky) * in_w * channels;
-        for (int kx = kx_start; kx < kx_end; ++kx) {
-            const float v = load_as_float(input + row + (long long)(in_x_origin + kx) * channels + c);
-            if (IsMax) {
-                acc = acc < v ? v : acc;  // std::max(acc, v): NaN loses
-            } else {
-                acc += v;
-            }
-        }
+    const float minus_infinity = -__int_as_float(0x7f800000);
+    Pooled<float> pooled;
+    const auto load = [](const Storage* p) { return load_as_float(p); };
+    if (!pool2d_window<IsMax>(input, POOL2D_WINDOW_ARGS, minus_infinity, load, pooled)) {
+        return;  // the last block is partial
     }
-    if (!IsMax) acc = acc / (float)((ky_end - ky_start) * (kx_end - kx_start));
-
+    float acc = IsMax ? pooled.value : pooled.value / (float)pooled.count;
     acc = acc < act_min ? act_min : acc;
     acc = acc > act_max ? act_max : acc;
-    store_from_float(output + index, acc);
+    store_from_float(output + pooled.index, acc);
 }
 
 // ---- entry points ---------------------------------------------------------------------------
 
-#define POOL2D_PARAMS                                                                          \
-    int batches, int in_h, int in_w, int channels, int out_h, int out_w, int filter_h,       \
-    int filter_w, int stride_h, int stride_w, int pad_top, int pad_left, float act_min, float act_max
-#define POOL2D_ARGS                                                                            \
-    batches, in_h, in_w, channels, out_h, out_w, filter_h, filter_w, stride_h, stride_w,     \
-    pad_top, pad_left, act_min, act_max
+#define POOL2D_PARAMS POOL2D_WINDOW_PARAMS, float act_min, float act_max
+#define POOL2D_ARGS POOL2D_WINDOW_ARGS, act_min, act_max
 
 extern "C" __global__ void average_pool2d_f32(const float* __restrict__ input, float* __restrict__ output, POOL2D_PARAMS)
 {
@@ -123,45 +89,22 @@ extern "C" __global__ void max_pool2d_f16(
 
 template <typename Storage>
 __device__ __forceinline__ void mean_4d(
-    const Storage* __restrict__ input, Storage* __restrict__ output,
-    int d0, int d1, int d2, int d3, int reduce0, int reduce1, int reduce2, int reduce3)
+    const Storage* __restrict__ input, Storage* __restrict__ output, MEAN_AXES_PARAMS)
 {
-    // Extents of the kept axes (1 where reduced) and of the reduced ones (1 where kept).
-    const int k0 = reduce0 ? 1 : d0, k1 = reduce1 ? 1 : d1, k2 = reduce2 ? 1 : d2, k3 = reduce3 ? 1 : d3;
-    const int r0 = reduce0 ? d0 : 1, r1 = reduce1 ? d1 : 1, r2 = reduce2 ? d2 : 1, r3 = reduce3 ? d3 : 1;
-    const long long total = (long long)k0 * k1 * k2 * k3;
-    const long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (index >= total) return;
-
-    long long rest = index;
-    const int c3 = (int)(rest % k3);
-    rest /= k3;
-    const int c2 = (int)(rest % k2);
-    rest /= k2;
-    const int c1 = (int)(rest % k1);
-    const int c0 = (int)(rest / k1);
-
-    float acc = 0.0f;
-    for (int a0 = 0; a0 < r0; ++a0) {
-        for (int a1 = 0; a1 < r1; ++a1) {
-            for (int a2 = 0; a2 < r2; ++a2) {
-                const long long row = (((long long)(c0 + a0) * d1 + (c1 + a1)) * d2 + (c2 + a2)) * d3 + c3;
-                for (int a3 = 0; a3 < r3; ++a3) acc += load_as_float(input + row + a3);
-            }
-        }
+    Pooled<float> pooled;
+    const auto add = [](float sum, const Storage* p) { return sum + load_as_float(p); };
+    if (!mean_sum(input, MEAN_AXES_ARGS, add, pooled)) {
+        return;  // the last block is partial
     }
-    store_from_float(output + index, acc / (float)((long long)r0 * r1 * r2 * r3));
+    store_from_float(output + pooled.index, pooled.value / (float)pooled.count);
 }
 
-#define MEAN_PARAMS int d0, int d1, int d2, int d3, int reduce0, int reduce1, int reduce2, int reduce3
-#define MEAN_ARGS d0, d1, d2, d3, reduce0, reduce1, reduce2, reduce3
-
-extern "C" __global__ void mean_f32(const float* __restrict__ input, float* __restrict__ output, MEAN_PARAMS)
+extern "C" __global__ void mean_f32(const float* __restrict__ input, float* __restrict__ output, MEAN_AXES_PARAMS)
 {
-    mean_4d<float>(input, output, MEAN_ARGS);
+    mean_4d<float>(input, output, MEAN_AXES_ARGS);
 }
 
-extern "C" __global__ void mean_f16(const unsigned short* __restrict__ input, unsigned short* __restrict__ output, MEAN_PARAMS)
+extern "C" __global__ void mean_f16(const unsigned short* __restrict__ input, unsigned short* __restrict__ output, MEAN_AXES_PARAMS)
 {
-    mean_4d<unsigned short>(input, output, MEAN_ARGS);
+    mean_4d<unsigned short>(input, output, MEAN_AXES_ARGS);
 }

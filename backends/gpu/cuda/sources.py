@@ -9,9 +9,10 @@ also check what a GPU launch would pass.
 
 Every source compiles with no system ``#include`` at all: the NVRTC of the pip wheel ships
 no CUDA headers (so no ``cuda_fp16.h``: float16 travels as its bit pattern, see
-``storage.cuh``). The project's own headers, ``storage.cuh`` (float storage) and
-``fixed_point.cuh`` (TFLite's integer requantization arithmetic), are spliced into the
-text by ``read_source``.
+``storage.cuh``). The project's own headers, ``storage.cuh`` (float storage),
+``fixed_point.cuh`` (TFLite's integer requantization arithmetic), ``epilogue.cuh``,
+``mma.cuh``, ``conv2d_window.cuh`` (the direct convolutions' window walk) and ``pooling.cuh``
+(the pools' and MEAN's window walks), are spliced into the text by ``read_source``.
 """
 
 from __future__ import annotations
@@ -81,8 +82,9 @@ def read_source(name: str) -> str:
 
 def splice_headers(text: str) -> str:
     """``text`` with each ``#include "x.cuh"`` of a header shipped here (``storage.cuh``,
-    ``fixed_point.cuh``, ``epilogue.cuh``, ``mma.cuh``) replaced by the header's text: one self-contained source, as
-    NVRTC, CuPy and the host shim read it (tests splice their own kernels this way)."""
+    ``fixed_point.cuh``, ``epilogue.cuh``, ``mma.cuh``, ``conv2d_window.cuh``, ``pooling.cuh``)
+    replaced by the header's text: one self-contained source, as NVRTC, CuPy and the host shim
+    read it (tests splice their own kernels this way)."""
     return _INCLUDE.sub(lambda match: _header(match.group(1)), text)
 
 
