@@ -26,6 +26,7 @@ transfers, synchronizations, allocations, graph replays, device time) are in
 
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
@@ -335,6 +336,20 @@ class PartitionStats:
     #: What each launch of the partition runs: its nodes (several when fusion.py folded them
     #: into one kernel) and, for an op with kernel variants, the variant prepare chose.
     kernels: tuple[str, ...] = ()
+
+    def kernel_variants(self) -> list[tuple[str, int]]:
+        """``kernels`` counted by kind: each label without its node indices (``"CONV_2D v1
+        [tiled]"``, ``"fused: DEPTHWISE_CONV_2D v2 + ADD v1 [direct]"``), with how many
+        of the partition's steps run it; the most frequent first, ties in name order."""
+        counts: dict[str, int] = {}
+        for label in self.kernels:
+            kind = _NODE_INDEX.sub("", label)
+            counts[kind] = counts.get(kind, 0) + 1
+        return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+
+
+#: The node part of a step's label (``"CONV_2D v1 (node 3)"``, see ``GpuPartitionKernel.prepare``).
+_NODE_INDEX = re.compile(r" \(node \d+\)")
 
 
 class _Environment:

@@ -122,6 +122,8 @@ def main(args: argparse.Namespace) -> int:
                 "graph": stats.graph,
                 "counts_launches": choice.delegate.device.counts_launches,
                 "last_invoke": stats.last_invoke.as_dict(),
+                "kernels": list(stats.kernels),  # per step: its node(s) and the variant prepare chose
+                "kernel_variants": [{"kernel": kernel, "count": count} for kernel, count in stats.kernel_variants()],
             }
 
     result: dict[str, Any] = {
@@ -164,6 +166,7 @@ def main(args: argparse.Namespace) -> int:
         out.line()
         out.table(table)
         _device_table(out, partitions)
+        _kernel_lines(out, partitions)
     litert = result["litert"]
     if litert is not None:
         out.line()
@@ -209,6 +212,18 @@ def _device_table(out: Any, partitions: list[dict[str, Any]]) -> None:
         )
     out.line()
     out.table(table)
+
+
+def _kernel_lines(out: Any, partitions: list[dict[str, Any]]) -> None:
+    """Per GPU partition, the kernels its launches run, counted (``PartitionStats.kernel_variants``)."""
+    rows = [p for p in partitions if p.get("device", {}).get("kernel_variants")]
+    if not rows:
+        return
+    out.line()
+    out.line("kernels per partition (its steps counted by op, version and, in brackets, the kernel variant prepare chose)")
+    for entry in rows:
+        counted = ", ".join(f"{v['kernel']} x{v['count']}" for v in entry["device"]["kernel_variants"])
+        out.line(f"partition {entry['partition']} kernels: {counted}")
 
 
 def _compare_litert(data: bytes, interpreter, runs: int, seed: int) -> dict[str, Any]:

@@ -1,10 +1,24 @@
-"""``litedelegate bench``: per-op and per-partition profiles, and the LiteRT comparison."""
+"""``litedelegate bench``: per-op and per-partition profiles, the GPU delegate's kernels per
+partition (as its ``PartitionStats`` report them), and the LiteRT comparison."""
 
 from __future__ import annotations
 
 import importlib.util
+import re
 
-from cli_helpers import DWCONV_DIL2
+import numpy as np
+
+from backends.gpu import GpuDelegate
+from backends.gpu.delegate import PartitionStats
+from cli_helpers import DWCONV_DIL2, MINI_MOBILENET_FLOAT
+from interpreter import Interpreter
+from interpreter.example_model import build_example_model
+from schema.builder import ModelBuilder
+from schema.enums import ActivationFunctionType, BuiltinOperator, Padding
+from schema.params import Conv2DParams
+
+#: The GPU delegate on host emulation without CONV_2D: the example model in three partitions.
+NO_CONV_ON_GPU_HOST = f"backends.gpu:GpuDelegate:device='host',excluded_ops=[{int(BuiltinOperator.CONV_2D)}]"
 
 
 def test_cpu_profile_of_the_example_covers_every_node(cli):
@@ -52,3 +66,83 @@ def test_bench_refuses_a_model_without_kernels_in_one_line(cli, built_models):
     result = cli("bench", built_models["custom_op"], "--runs", "2")
     assert result.returncode == 1
     assert len(result.error_lines) == 1 and "UnsupportedOperatorError" in result.error_lines[0]
+
+
+# -- the kernels each GPU partition runs ------------------------------------------------------------
+
+def gpu_host_partition_stats(model: bytes, **options) -> list[PartitionStats]:
+    """``GpuDelegate(device="host", **options)``'s own stats for ``model``, prepared in this process."""
+    delegate = GpuDelegate(device="host", **options)
+    interpreter = Interpreter(model_content=model, num_threads=1)
+    interpreter.modify_graph_with_delegate(delegate)
+    interpreter.allocate_tensors()
+    return delegate.partition_stats()
+
+
+def convolution_chain_model() -> bytes:
+    """Three float CONV_2D whose shapes call for two kernel variants (two tiled alike, one other)."""
+    rng = np.random.default_rng(3)
+    builder = ModelBuilder()
+    graph = builder.subgraph("main")
+    y = graph.add_input("x", (1, 40, 40, 6))
+    for k, out_channels in enumerate((24, 24, 40)):
+        filters = rng.uniform(-1, 1, (out_channels, 3, 3, 24 if k else 6)).astype(np.float32)
+        out = graph.add_tensor(f"conv{k}", (1, 40, 40, out_channels))
+        graph.add_operator(
+            BuiltinOperator.CONV_2D,
+            [y, graph.add_constant(f"w{k}", filters), graph.add_constant(f"b{k}", rng.uniform(-1, 1, out_channels).astype(np.float32))],
+            [out],
+            Conv2DParams(padding=Padding.SAME, stride_w=1, stride_h=1, fused_activation_function=ActivationFunctionType.RELU),
+        )
+        y = out
+    graph.add_output(y)
+    return builder.build()
+
+
+def kernel_lines(text: str) -> dict[int, str]:
+    """bench's "partition N kernels: ..." lines, by partition."""
+    return {int(m[1]): m[2] for m in re.finditer(r"^partition (\d+) kernels: (.*)$", text, re.MULTILINE)}
+
+
+def test_the_json_lists_each_steps_kernel_as_partition_stats_kernels(cli):
+    (stats,) = gpu_host_partition_stats(MINI_MOBILENET_FLOAT.read_bytes())
+    result = cli("bench", MINI_MOBILENET_FLOAT, "--delegate", "gpu-host", "--runs", "2", "--json")
+    assert result.returncode == 0, result.stderr
+    (partition,) = result.json()["partitions"]
+    assert partition["device"]["kernels"] == list(stats.kernels)
+
+
+def test_the_json_counts_the_kernel_variants_as_partition_stats_kernel_variants(cli, tmp_path):
+    model = convolution_chain_model()
+    (stats,) = gpu_host_partition_stats(model)
+    assert max(count for _, count in stats.kernel_variants()) == 2  # the model has a variant run twice
+    (tmp_path / "convs.tflite").write_bytes(model)
+    result = cli("bench", tmp_path / "convs.tflite", "--delegate", "gpu-host", "--runs", "2", "--json")
+    assert result.returncode == 0, result.stderr
+    (partition,) = result.json()["partitions"]
+    expected = [{"kernel": kernel, "count": count} for kernel, count in stats.kernel_variants()]
+    assert partition["device"]["kernel_variants"] == expected
+
+
+def test_the_text_prints_the_counted_kernel_variants_of_the_partition(cli):
+    (stats,) = gpu_host_partition_stats(MINI_MOBILENET_FLOAT.read_bytes())
+    result = cli("bench", MINI_MOBILENET_FLOAT, "--delegate", "gpu-host", "--runs", "2")
+    assert result.returncode == 0, result.stderr
+    expected = ", ".join(f"{kernel} x{count}" for kernel, count in stats.kernel_variants())
+    assert kernel_lines(result.stdout) == {0: expected}
+
+
+def test_each_partition_prints_its_own_kernels(cli):
+    stats = gpu_host_partition_stats(build_example_model(), excluded_ops=[BuiltinOperator.CONV_2D])
+    result = cli("bench", "--delegate", NO_CONV_ON_GPU_HOST, "--runs", "2")
+    assert result.returncode == 0, result.stderr
+    assert len(stats) == 3
+    assert kernel_lines(result.stdout) == {
+        s.partition: ", ".join(f"{kernel} x{count}" for kernel, count in s.kernel_variants()) for s in stats
+    }
+
+
+def test_a_cpu_only_bench_prints_no_kernels(cli):
+    result = cli("bench", DWCONV_DIL2, "--runs", "2")
+    assert result.returncode == 0, result.stderr
+    assert "kernels per partition" not in result.stdout and kernel_lines(result.stdout) == {}

@@ -9,7 +9,8 @@ multiple of TILE_K, 1x1 and 7x7 filters, stride 2, dilation, groups, batch 1 and
 - its numpy twin (host emulation's launch) computes what the kernel computes (BLAS's order of
   the sums: within 1e-5 in float32, a half's last bit in float16), with as many launches;
 - prepare picks the variant from the shapes (direct for tiny layers and non-finite filters)
-  and the partition stats record it; a model whose convolution is tiled equals the CPU
+  and the partition stats record it (``kernel_variants`` counts them by label, without the
+  node indices, for ``litedelegate bench``); a model whose convolution is tiled equals the CPU
   kernels (TFLite's reference) on the emulated CUDA device.
 The direct kernel itself is checked against a float64 reference of TFLite's loop in
 ``test_conv_kernels.py``.
@@ -22,6 +23,8 @@ import pytest
 from kernel_twin import assert_twin_matches, run_both_ways
 
 from backends.gpu import GpuDelegate, emulated_cuda_device
+from backends.gpu.delegate import PartitionStats
+from backends.gpu.device import DeviceCounters
 from backends.gpu.cuda.conv2d import (
     CONV2D_TILES,
     TINY_OUTPUTS,
@@ -189,6 +192,30 @@ def test_the_partition_stats_record_the_direct_choice_for_a_non_finite_filter():
     interpreter.allocate_tensors()
     (stats,) = delegate.partition_stats()
     assert stats.kernels == ("CONV_2D v1 (node 0) [direct]",)
+
+
+def stats_with_kernels(*labels: str) -> PartitionStats:
+    return PartitionStats(0, tuple(range(len(labels))), DeviceCounters(), DeviceCounters(), 0, None, "off", 0, labels)
+
+
+def test_kernel_variants_count_the_steps_by_their_labels_without_node_indices():
+    stats = stats_with_kernels(
+        "CONV_2D v1 (node 0) [tiled 128x32]", "fused: DEPTHWISE_CONV_2D v2 (node 1) + ADD v1 (node 2) [direct]",
+        "CONV_2D v1 (node 3) [tiled 128x32]", "MEAN v1 (node 4)",
+    )
+    assert stats.kernel_variants() == [
+        ("CONV_2D v1 [tiled 128x32]", 2), ("MEAN v1", 1), ("fused: DEPTHWISE_CONV_2D v2 + ADD v1 [direct]", 1),
+    ]
+
+
+def test_kernel_variants_put_the_most_frequent_first_and_ties_in_name_order():
+    stats = stats_with_kernels(
+        "SOFTMAX v1 (node 0)", "CONV_2D v1 (node 1) [direct]", "CONV_2D v1 (node 2) [tiled 64x64]",
+        "CONV_2D v1 (node 3) [tiled 64x64]", "ADD v1 (node 4)",
+    )
+    assert [kernel for kernel, _ in stats.kernel_variants()] == [
+        "CONV_2D v1 [tiled 64x64]", "ADD v1", "CONV_2D v1 [direct]", "SOFTMAX v1",
+    ]
 
 
 # -- DEPTHWISE_CONV_2D with shared-memory input tiles ------------------------------------------------

@@ -225,7 +225,6 @@ class Conv2D(WeightsOp):
 
     def prepare(self) -> None:
         x, filters = self.inputs[0], self.inputs[1]
-        params = self.params
         group_in = filters.shape[3]
         self.groups = x.shape[3] // group_in
         # The hand-written direct NHWC kernel (cuda/conv2d.cu) with its fused bias +
