@@ -23,7 +23,11 @@ what it measured. Sections:
    per delegated node and kernel variants; mp_face_detection_short_range's throughput at
    batch 1, 8, 32 and 128 (images/s) and host-clock ms per invoke at batch 1;
    mp_pose_detection's and mp_palm_detection_lite's device ms at batch 1; float16 against
-   float32 at batch 8 (``--host`` rehearses it on face detection at batches 1 and 2).
+   float32 at batch 8 (``--host`` rehearses it on face detection at batches 1 and 2);
+8. issue 25's figures: ``benchmarks/gpu_threads.py`` (4 threads against one, each beside its
+   target; the host-side cost of an invoke; placement="auto" against the CPU path on every
+   bundled model), its report embedded and kept as ``DIR/gpu-threads.md`` (``--host``
+   rehearses the threads and the host cost).
 
 Every section catches its own failures (they go into the report) and the run goes on;
 the exit status is 1 when a check failed. ``--host`` runs every section the same way on
@@ -514,12 +518,40 @@ def issue24_section(report: Report, settings: Settings) -> None:
     report.table(["model", "batch", "float32 ms", "float16 ms", "speed-up", "target"], rows)
 
 
+def issue25_section(report: Report, settings: Settings) -> None:
+    """``benchmarks/gpu_threads.py`` (issue 25: threads that scale, placement="auto" against the
+    CPU path) in a subprocess, its report embedded here and kept as ``gpu-threads.md``.
+    ``--host`` rehearses its threads and host-cost parts on host emulation (placement="auto"
+    is tested by tests/gpu/test_placement.py with injected costs; timing every bundled model
+    on the emulated device would take minutes)."""
+    out = report.path.parent / "gpu-threads.md"
+    command = [sys.executable, str(ROOT / "benchmarks" / "gpu_threads.py"), "--out", str(out)]
+    if settings.host:
+        command += ["--host", "--skip-placement", "--seconds", "0.3", "--runs", "5"]
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    timeout = max(150.0, settings.left())
+    try:
+        result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        report.add(f"stopped after {timeout:.0f} s (time budget)", "")
+        if out.exists():
+            report.add(*out.read_text().splitlines()[1:])
+        report.fail("gpu_threads: cut short by the time budget")
+        return
+    body = out.read_text().splitlines()[1:] if out.exists() else result.stdout.splitlines()
+    # Its own headings one level down, under this section's.
+    report.add(*(f"#{line}" if line.startswith("## ") else line for line in body), "")
+    if result.returncode != 0:
+        report.add("```", *result.stderr.splitlines()[-15:], "```", "")
+        report.fail(f"gpu_threads: exit {result.returncode}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=pathlib.Path, required=True, help="directory for device-check.md")
     parser.add_argument("--host", action="store_true", help="run on the emulated CUDA device (no GPU needed)")
     parser.add_argument("--skip-tests", action="store_true", help="leave out section 2 (the pytest run)")
-    parser.add_argument("--budget", type=float, default=330.0, help="seconds the whole run may take (default 330)")
+    parser.add_argument("--budget", type=float, default=450.0, help="seconds the whole run may take (default 450)")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     settings = Settings(args.host, args.budget)
@@ -535,6 +567,7 @@ def main(argv: list[str] | None = None) -> int:
     report.section("5. Latency", lambda: latency_section(report, settings, counters))
     report.section("6. Counters per invoke", lambda: counters_section(report, counters))
     report.section("7. Issue 24: graph nodes, throughput, float16", lambda: issue24_section(report, settings))
+    report.section("8. Issue 25: threads and placement", lambda: issue25_section(report, settings))
     verdict = "all checks passed" if not report.failures else f"{len(report.failures)} check(s) failed"
     report.add("## Result", "", f"{verdict} in {time.perf_counter() - start:.0f} s.", "", *(f"- {f}" for f in report.failures))
     print(report.path.read_text())
