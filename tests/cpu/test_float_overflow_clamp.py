@@ -292,3 +292,28 @@ def test_square_limit_keeps_every_partial_sum_below_the_safe_magnitude():
     assert square_limit(math.inf, 0.0) == -1.0 and square_limit(1.0, math.nan) == -1.0
     zero = np.float32(square_limit(0.0, 1.0))
     assert np.float32(1e38) < zero and not np.float32(np.inf) < zero and not np.float32(np.nan) < zero
+
+
+def signalling_nan_float32() -> np.float32:
+    """A float32 signalling NaN (quiet bit clear): converting it raises FE_INVALID, which
+    numpy reports as a RuntimeWarning unless told otherwise."""
+    return np.array([0x7FA00000], np.uint32).view(np.float32)[0]
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.parametrize("where", ["filter", "bias"])
+def test_conv_with_a_signalling_nan_weight_prepares_without_a_warning_and_matches_litert(where):
+    """A model file may hold any bit pattern (a fuzzed or damaged one, say): the guard's
+    prepare-time norms read a signalling NaN as NaN, silently, and the output is LiteRT's."""
+    weights = np.ones((2, 3, 3, 2), np.float32)
+    bias = np.zeros(2, np.float32)
+    if where == "filter":
+        weights[1, 0, 0, 0] = signalling_nan_float32()
+    else:
+        bias[1] = signalling_nan_float32()
+    model = one_node(B.CONV_2D, [1, 4, 4, 2], weights, bias, Conv2DParams(padding=Padding.SAME, stride_h=1, stride_w=1))
+    x = np.random.default_rng(0).uniform(-1, 1, (1, 4, 4, 2)).astype(np.float32)
+    (expected,) = run_litert(model, [x])
+    (ours,) = run_ours(model, [x])
+    np.testing.assert_array_equal(np.isnan(ours), np.isnan(expected))
+    np.testing.assert_array_equal(ours[~np.isnan(ours)], expected[~np.isnan(expected)])

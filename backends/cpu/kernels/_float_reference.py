@@ -58,7 +58,8 @@ def activation_range(activation: int) -> tuple[float, float]:
 def max_row_norm(weights_by_output: np.ndarray) -> float:
     """``max_o ||w_o||``, in float64, of a ``[outputs, taps]`` matrix (inf or NaN when a
     weight is not finite)."""
-    rows = np.asarray(weights_by_output, np.float64)
+    with np.errstate(invalid="ignore"):  # (a signalling NaN weight: NaN, without a warning)
+        rows = np.asarray(weights_by_output, np.float64)
     if rows.size == 0:
         return 0.0
     return math.sqrt(float(np.max(np.einsum("ij,ij->i", rows, rows))))
@@ -92,7 +93,8 @@ def bias_max(bias: np.ndarray | None) -> float:
     """``max |bias|`` in float64 (0 without a bias; NaN when a bias value is NaN)."""
     if bias is None or bias.size == 0:
         return 0.0
-    return float(np.max(np.abs(np.asarray(bias, np.float64))))
+    with np.errstate(invalid="ignore"):  # (a signalling NaN: NaN, without a warning)
+        return float(np.max(np.abs(np.asarray(bias, np.float64))))
 
 
 def _finish(total: np.ndarray, bias: np.ndarray | None, activation: int, out: np.ndarray) -> None:
