@@ -140,6 +140,23 @@ def run_model(model: bytes, inputs: Sequence[np.ndarray], delegates: Sequence[De
     return _invoke(interpreter, inputs), interpreter
 
 
+def _differences(got: np.ndarray, expected: np.ndarray, tolerance: Tolerance) -> tuple[np.ndarray, np.ndarray]:
+    """``(|got - expected|, the allowed difference)`` per element of two numeric arrays of
+    one shape and dtype: integers (and booleans) in whole steps, floats and complex in
+    float64, where two NaNs, or two equal infinities, differ by 0 and any other NaN by inf."""
+    if expected.dtype.kind not in "fc":
+        diff = np.abs(got.astype(np.int64) - expected.astype(np.int64)) if expected.dtype.kind != "b" else (got != expected).astype(np.int64)
+        return diff, np.full(diff.shape, tolerance.atol)
+    got64 = got.astype(np.complex128 if got.dtype.kind == "c" else np.float64)
+    exp64 = expected.astype(got64.dtype)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # inf - inf, NaN: handled here
+        both_nan = np.isnan(got64) & np.isnan(exp64)
+        same_inf = np.isinf(exp64) & (got64 == exp64)
+        diff = np.where(both_nan | same_inf, 0.0, np.abs(got64 - exp64))
+        diff = np.where(np.isnan(diff), np.inf, diff)
+    return diff, tolerance.bound(np.abs(exp64) if exp64.dtype.kind == "c" else exp64)
+
+
 def _compare(got: np.ndarray, expected: np.ndarray, tolerance: Tolerance, where: str) -> str | None:
     """None when ``got`` matches, else what differs, where, and by how much."""
     if got.shape != expected.shape or got.dtype != expected.dtype:
@@ -153,29 +170,19 @@ def _compare(got: np.ndarray, expected: np.ndarray, tolerance: Tolerance, where:
         index = tuple(int(i) for i in np.argwhere(bad)[0])
         return (f"{where}: {int(bad.sum())} of {got.size} element(s) differ; first at {index}: "
                 f"got {got[index]!r}, CPU {expected[index]!r}")
+    diff, bound = _differences(got, expected, tolerance)
+    bad = diff > bound
+    if not bad.any():
+        return None
     if expected.dtype.kind not in "fc":
-        diff = np.abs(got.astype(np.int64) - expected.astype(np.int64)) if expected.dtype.kind != "b" else (got != expected).astype(np.int64)
-        bad = diff > tolerance.atol
-        if not bad.any():
-            return None
         index = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), diff.shape))
         return (f"{where}: {int(bad.sum())} of {got.size} element(s) differ ({tolerance}); the largest difference, "
                 f"{int(diff[index])}, at {index}: got {got[index]}, CPU {expected[index]}")
-    got64 = got.astype(np.complex128 if got.dtype.kind == "c" else np.float64)
-    exp64 = expected.astype(got64.dtype)
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # inf - inf, NaN: handled below
-        both_nan = np.isnan(got64) & np.isnan(exp64)
-        same_inf = np.isinf(exp64) & (got64 == exp64)
-        diff = np.where(both_nan | same_inf, 0.0, np.abs(got64 - exp64))
-        diff = np.where(np.isnan(diff), np.inf, diff)
-        bound = tolerance.bound(np.abs(exp64) if exp64.dtype.kind == "c" else exp64)
-        bad = diff > bound
-        if not bad.any():
-            return None
+    with np.errstate(over="ignore", invalid="ignore"):
         excess = np.where(bad, diff / np.maximum(bound, np.finfo(np.float64).tiny), 0.0)
     index = tuple(int(i) for i in np.unravel_index(int(np.argmax(excess)), excess.shape))
-    nan_only = int((np.isnan(got64) & ~np.isnan(exp64)).sum())
-    finite = np.abs(exp64[np.isfinite(exp64)])
+    nan_only = int((np.isnan(got) & ~np.isnan(expected)).sum())
+    finite = np.abs(expected[np.isfinite(expected)])
     magnitude = float(finite.max()) if finite.size else float("nan")
     text = (f"{where}: {int(bad.sum())} of {got.size} element(s) differ beyond {tolerance}; max|cpu| = {magnitude:.6g}; "
             f"worst at {index}: got {got[index]}, CPU {expected[index]}, |difference| {diff[index]:.3g} "
@@ -412,29 +419,24 @@ class DiffReport:
 
 
 def _measure(index: int, name: str, got: np.ndarray, expected: np.ndarray, tolerance: Tolerance) -> OutputDiff:
-    """The error of one output (``got``) against the reference (``expected``)."""
+    """The error of one output (``got``) against the reference (``expected``): the same
+    differences ``_compare`` judges (two NaNs, or two equal infinities, differ by 0)."""
     problem = _compare(got, expected, tolerance, f"output {index} {name!r}")
     max_abs = max_rel = 0.0
     steps = None
     mismatched = 0
-    if got.shape == expected.shape and expected.size and expected.dtype.kind in "biufc":
-        if expected.dtype.kind in "iub":
-            difference = np.abs(got.astype(np.int64) - expected.astype(np.int64))
-            steps = int(difference.max())
-            mismatched = int((difference > tolerance.atol).sum())
-        else:
-            with np.errstate(invalid="ignore", over="ignore"):
-                difference = np.abs(got.astype(np.complex128 if got.dtype.kind == "c" else np.float64) - expected)
-                difference = np.where(np.isnan(difference), np.inf, difference)
-                mismatched = int((difference > tolerance.bound(np.abs(expected) if expected.dtype.kind == "c" else
-                                                               expected.astype(np.float64))).sum())
+    if got.shape == expected.shape and got.dtype == expected.dtype and expected.size and expected.dtype.kind in "biufc":
+        difference, bound = _differences(got, expected, tolerance)
+        mismatched = int((difference > bound).sum())
         max_abs = float(difference.max())
+        if expected.dtype.kind in "iub":
+            steps = int(max_abs)
         magnitude = float(np.max(np.abs(expected[np.isfinite(expected)]))) if np.isfinite(expected).any() else 0.0
         max_rel = max_abs / magnitude if magnitude else (0.0 if max_abs == 0 else float("inf"))
     elif problem:
         mismatched = int(got.size)
     return OutputDiff(index, name, str(expected.dtype), tuple(expected.shape), max_abs, max_rel, steps,
-                      mismatched if problem else 0, int(expected.size), str(tolerance), problem is None, problem or "")
+                      mismatched, int(expected.size), str(tolerance), problem is None, problem or "")
 
 
 def _worse(a: OutputDiff | None, b: OutputDiff) -> OutputDiff:

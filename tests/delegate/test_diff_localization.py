@@ -193,3 +193,15 @@ def test_assert_matches_cpu_compares_intermediates_when_asked(tmp_path):
     assert_matches_cpu(model, lambda: OneWrongDelegate(path, -1), invokes=1, intermediates=True)
     with pytest.raises(AssertionError, match=rf"node {WRONG_FC} FULLY_CONNECTED v4"):
         assert_matches_cpu(model, lambda: OneWrongDelegate(path, WRONG_FC), invokes=1, intermediates=True)
+
+
+def test_an_output_judged_within_tolerance_reports_the_differences_it_was_judged_by():
+    """``diff``'s per-output figures come from the same differences as its verdict: two NaNs
+    (or two equal infinities) differ by 0, so a matching output never reports inf."""
+    from interpreter.testing import DEFAULT_TOLERANCES, _measure
+
+    expected = np.array([1.0, np.nan, np.inf, -2.0], np.float32)
+    same = _measure(0, "y", expected.copy(), expected, DEFAULT_TOLERANCES["float32"])
+    assert same.within and (same.max_abs, same.mismatched) == (0.0, 0)
+    off = _measure(0, "y", np.array([1.0, 3.0, np.inf, -2.0], np.float32), expected, DEFAULT_TOLERANCES["float32"])
+    assert not off.within and (off.max_abs, off.mismatched) == (np.inf, 1)
