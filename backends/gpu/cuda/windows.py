@@ -32,6 +32,7 @@ from backends.gpu.cuda.sources import (
     _storage_kernel,
     activation_range,
     depthwise_launch_config,
+    depthwise_tap_sums,
     elementwise_launch_config,
 )
 from schema.enums import ActivationFunctionType, Padding
@@ -552,24 +553,7 @@ def depthwise_sums(x: np.ndarray, w: np.ndarray, geometry: DepthwiseGeometry) ->
     """``sum_{ky, kx} in * filter`` of every output, float32 ``[N, OH, OW, C*M]``: each tap
     in the kernel's order (ky, then kx), skipped where it falls outside the input, added
     to the block of outputs where it falls inside (vectorized over that block)."""
-    from backends.cpu.kernels._window import _clipped_axis
-
-    g = geometry
-    x, w = x.astype(F32, copy=False), w.astype(F32, copy=False)[0]
-    if g.multiplier > 1:
-        x = np.repeat(x, g.multiplier, axis=3)  # input channel c feeds outputs c*M .. c*M + M-1
-    acc = np.zeros(g.out_shape, F32)
-    for ky in range(g.filter_h):
-        rows = _clipped_axis(ky * g.dilation_h - g.pad_top, g.stride_h, g.out_h, g.in_h)
-        if rows is None:
-            continue
-        for kx in range(g.filter_w):
-            cols = _clipped_axis(kx * g.dilation_w - g.pad_left, g.stride_w, g.out_w, g.in_w)
-            if cols is None:
-                continue
-            (out_rows, in_rows), (out_cols, in_cols) = rows, cols
-            acc[:, out_rows, out_cols] += x[:, in_rows, in_cols] * w[ky, kx]
-    return acc
+    return depthwise_tap_sums(x.astype(F32, copy=False), w.astype(F32, copy=False)[0], geometry, F32)
 
 
 def depthwise_conv2d_fused_twin(
