@@ -26,6 +26,7 @@ from backends.gpu.cuda.sources import (
     _Launcher,
     _MAX_GRID_YZ,
     _clamp_into,
+    _contiguous,
     _pair,
     _padding,
     _storage_kernel,
@@ -278,11 +279,6 @@ def conv2d_args(x: Any, w: Any, b: Any, out: Any, geometry: Conv2DGeometry, boun
     absent bias (a null pointer)."""
     act_min, act_max = bounds
     return (x, w, null if b is None else b, out, *geometry.scalar_args(), np.float32(act_min), np.float32(act_max))
-
-
-def _contiguous(xp: Any, array: Any) -> Any:
-    """``array`` itself when C-contiguous, else a C-contiguous copy (one launch)."""
-    return array if array.flags.c_contiguous else xp.ascontiguousarray(array)
 
 
 def _check_out(xp: Any, out: Any, shape: tuple[int, ...], storage: np.dtype) -> Any:

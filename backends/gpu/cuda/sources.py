@@ -414,6 +414,12 @@ _MAX_GRID_YZ = 65535
 
 # -- numpy twins (host emulation runs these, one launch each; see _Launcher) -----------------------
 
+def _contiguous(xp: Any, array: Any) -> Any:
+    """``array`` itself when C-contiguous (the kernels read pointers), else a C-contiguous
+    copy (one launch)."""
+    return array if array.flags.c_contiguous else xp.ascontiguousarray(array)
+
+
 def _as_float32(array: np.ndarray | None) -> np.ndarray | None:
     return None if array is None else array.astype(np.float32, copy=False)
 

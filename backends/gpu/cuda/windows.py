@@ -27,6 +27,7 @@ from backends.gpu.cuda.sources import (
     DepthwiseGeometry,
     _Launcher,
     _clamp_into,
+    _contiguous,
     _pair,
     _padding,
     _storage_kernel,
@@ -44,11 +45,6 @@ def _check_storage(storage: np.dtype, *arrays: Any) -> None:
     for array in arrays:
         if array.dtype != storage:
             raise TypeError(f"expected {storage} arrays, got {array.dtype}")
-
-
-def _contiguous(xp: Any, array: Any) -> Any:
-    """``array`` itself when C-contiguous (the kernels read pointers), else a copy."""
-    return array if array.flags.c_contiguous else xp.ascontiguousarray(array)
 
 
 def _output(xp: Any, out: Any, shape: tuple[int, ...], dtype: Any) -> Any:
