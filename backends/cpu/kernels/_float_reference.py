@@ -40,8 +40,7 @@ import math
 import numpy as np
 
 from backends.cpu.common import calculate_activation_range
-from backends.cpu.kernels._window import WindowGeometry, _clipped_axis
-from schema.enums import ActivationFunctionType
+from backends.cpu.kernels._window import WindowGeometry, taps_inside_input
 
 FLT_MAX = float(np.finfo(np.float32).max)
 
@@ -105,22 +104,6 @@ def _finish(total: np.ndarray, bias: np.ndarray | None, activation: int, out: np
     np.clip(total, np.float32(low), np.float32(high), out=out)
 
 
-def _taps(geometry: WindowGeometry):
-    """``(ky, kx, output_index, input_index)`` for every filter tap that sees the input,
-    in TFLite's order (row-major), with the output positions where it falls inside the
-    input and the input pixels it reads there (NHWC slices)."""
-    g, every = geometry, slice(None)
-    for ky in range(g.filter_h):
-        rows = _clipped_axis(ky * g.dilation_h - g.pad_top, g.stride_h, g.out_h, g.in_h)
-        if rows is None:
-            continue
-        for kx in range(g.filter_w):
-            cols = _clipped_axis(kx * g.dilation_w - g.pad_left, g.stride_w, g.out_w, g.in_w)
-            if cols is None:
-                continue
-            yield ky, kx, (every, rows[0], cols[0], every), (every, rows[1], cols[1], every)
-
-
 def conv_reference(
     x: np.ndarray, filters: np.ndarray, bias: np.ndarray | None, geometry: WindowGeometry, activation: int,
     out: np.ndarray,
@@ -136,7 +119,7 @@ def conv_reference(
     total = np.zeros(out.shape, np.float32)
     product = np.empty(out.shape, np.float32)
     with np.errstate(all="ignore"):
-        for ky, kx, out_index, in_index in _taps(geometry):
+        for ky, kx, out_index, in_index in taps_inside_input(geometry):
             pixels, target, part = x[in_index], total[out_index], product[out_index]
             for i in range(group_in):
                 np.multiply(pixels[..., first + i], filters[:, ky, kx, i], out=part)
@@ -157,7 +140,7 @@ def depthwise_reference(
     total = np.zeros(out.shape, np.float32)
     product = np.empty(out.shape, np.float32)
     with np.errstate(all="ignore"):
-        for ky, kx, out_index, in_index in _taps(geometry):
+        for ky, kx, out_index, in_index in taps_inside_input(geometry):
             target, part = total[out_index], product[out_index]
             np.multiply(x[in_index][..., source], filters[0, ky, kx], out=part)
             np.add(target, part, out=target)

@@ -8,9 +8,9 @@ Nothing here registers a kernel. The pieces:
 - ``PaddedInput``: a padded copy of the input whose buffer is allocated once (in
   prepare) and whose interior is refreshed at every invoke; its border keeps the
   fill value (0 for sums, -inf for max);
-- ``WindowGeometry.clipped_taps``: for each filter tap, the block of output
-  positions where it falls inside the input and the strided block of input it reads
-  there (for tap loops that need no padded copy);
+- ``taps_inside_input`` (and ``WindowGeometry.clipped_taps``, its list): for each
+  filter tap, the block of output positions where it falls inside the input and the
+  strided block of input it reads there (for tap loops that need no padded copy);
 - ``window_view``: all taps at once, as a read-only view
   ``[N, OH, OW, KH, KW, C]`` (numpy's ``sliding_window_view``), for im2col;
 - ``activation_bounds`` / ``clamp``: the fused activation as these float kernels
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -132,15 +132,7 @@ class WindowGeometry:
         Returns ``(output_index, input_index)`` pairs of slices for NHWC arrays: a window
         op that combines taps can then work on the unpadded input.
         """
-        plan = []
-        for ky in range(self.filter_h):
-            rows = _clipped_axis(ky * self.dilation_h - self.pad_top, self.stride_h, self.out_h, self.in_h)
-            for kx in range(self.filter_w):
-                cols = _clipped_axis(kx * self.dilation_w - self.pad_left, self.stride_w, self.out_w, self.in_w)
-                if rows is not None and cols is not None:
-                    (out_rows, in_rows), (out_cols, in_cols), every = rows, cols, slice(None)
-                    plan.append(((every, out_rows, out_cols, every), (every, in_rows, in_cols, every)))
-        return plan
+        return [(out_index, in_index) for _, _, out_index, in_index in taps_inside_input(self)]
 
     def cropped_to_input(self) -> "WindowGeometry":
         """The same windows without the filter rows and columns that never touch the input
@@ -289,6 +281,27 @@ def _clipped_axis(offset: int, stride: int, out_size: int, in_size: int) -> tupl
         return None
     start = first * stride + offset
     return slice(first, last + 1), slice(start, start + (last - first) * stride + 1, stride)
+
+
+def taps_inside_input(geometry: Any) -> Iterator[tuple[int, int, tuple[slice, ...], tuple[slice, ...]]]:
+    """``(ky, kx, output_index, input_index)`` for every filter tap that sees the input,
+    in TFLite's order (row-major: ky, then kx), with the output positions where it falls
+    inside the input and the input pixels it reads there (NHWC slices; on an array of
+    more axes they index the first four). Taps that see only the padding are skipped.
+
+    ``geometry`` is any window geometry with TFLite's field names (``WindowGeometry``,
+    the GPU's ``DepthwiseGeometry``): ``filter_h/w``, ``stride_h/w``, ``dilation_h/w``,
+    ``pad_top``, ``pad_left``, ``out_h/w``, ``in_h/w``."""
+    g, every = geometry, slice(None)
+    for ky in range(g.filter_h):
+        rows = _clipped_axis(ky * g.dilation_h - g.pad_top, g.stride_h, g.out_h, g.in_h)
+        if rows is None:
+            continue
+        for kx in range(g.filter_w):
+            cols = _clipped_axis(kx * g.dilation_w - g.pad_left, g.stride_w, g.out_w, g.in_w)
+            if cols is None:
+                continue
+            yield ky, kx, (every, rows[0], cols[0], every), (every, rows[1], cols[1], every)
 
 
 class PaddedInput:

@@ -20,12 +20,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from backends.cpu.kernels._window import WindowGeometry, _clipped_axis, window_view
+from backends.cpu.kernels._window import WindowGeometry, taps_inside_input, window_view
 from backends.gpu.cuda.sources import (
     MATMUL_ROWS,
     _Launcher,
     _MAX_GRID_YZ,
     _clamp_into,
+    _contiguous,
     _pair,
     _padding,
     _storage_kernel,
@@ -280,11 +281,6 @@ def conv2d_args(x: Any, w: Any, b: Any, out: Any, geometry: Conv2DGeometry, boun
     return (x, w, null if b is None else b, out, *geometry.scalar_args(), np.float32(act_min), np.float32(act_max))
 
 
-def _contiguous(xp: Any, array: Any) -> Any:
-    """``array`` itself when C-contiguous, else a C-contiguous copy (one launch)."""
-    return array if array.flags.c_contiguous else xp.ascontiguousarray(array)
-
-
 def _check_out(xp: Any, out: Any, shape: tuple[int, ...], storage: np.dtype) -> Any:
     if out is None:
         return xp.empty(shape, dtype=storage)
@@ -453,18 +449,12 @@ def _window_sums(x: np.ndarray, w: np.ndarray, geometry: Conv2DGeometry) -> np.n
         products = np.matmul(columns.reshape(groups, rows, -1), w.reshape(groups, -1, group_out))  # [groups, M, O]
         return np.ascontiguousarray(products.transpose(1, 0, 2)).reshape(geometry.out_shape)
     acc = np.zeros((g.batch, g.out_h, g.out_w, groups, group_out), np.float32)
-    for ky in range(g.filter_h):
-        for kx in range(g.filter_w):
-            rows = _clipped_axis(ky * g.dilation_h - g.pad_top, g.stride_h, g.out_h, g.in_h)
-            cols = _clipped_axis(kx * g.dilation_w - g.pad_left, g.stride_w, g.out_w, g.in_w)
-            if rows is None or cols is None:
-                continue
-            (out_rows, in_rows), (out_cols, in_cols) = rows, cols
-            taps = x[:, in_rows, in_cols, :]  # [N, h, w, groups * I]
-            shape = taps.shape[:3]
-            per_group = taps.reshape(-1, groups, group_in).transpose(1, 0, 2)  # [groups, M, I]
-            products = np.matmul(per_group, w[:, ky, kx])  # [groups, M, O]
-            acc[:, out_rows, out_cols] += products.transpose(1, 0, 2).reshape(*shape, groups, group_out)
+    for ky, kx, out_index, in_index in taps_inside_input(g):
+        taps = x[in_index]  # [N, h, w, groups * I]
+        shape = taps.shape[:3]
+        per_group = taps.reshape(-1, groups, group_in).transpose(1, 0, 2)  # [groups, M, I]
+        products = np.matmul(per_group, w[:, ky, kx])  # [groups, M, O]
+        acc[out_index] += products.transpose(1, 0, 2).reshape(*shape, groups, group_out)
     return acc.reshape(geometry.out_shape)
 
 

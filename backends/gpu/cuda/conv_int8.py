@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from backends.cpu.kernels._window import _clipped_axis, window_view
+from backends.cpu.kernels._window import window_view
 from backends.cpu.kernels.fully_connected_quantized import rescale_double
 from backends.cpu.quantization import exact_float_dtype, multiply_by_quantized_multiplier, wrap_int32
 from backends.gpu.cuda.conv2d import (
@@ -39,7 +39,7 @@ from backends.gpu.cuda.conv2d import (
     conv2d_launch_config,
     matmul_bias_act_launch_config,
 )
-from backends.gpu.cuda.sources import DepthwiseGeometry, _Launcher, depthwise_launch_config
+from backends.gpu.cuda.sources import DepthwiseGeometry, _Launcher, depthwise_launch_config, depthwise_tap_sums
 
 _NULL = np.uint64(0)  # an absent pointer argument, passed by value: 8 zero bytes
 _TYPES = {np.dtype(np.int8): "int8", np.dtype(np.uint8): "uint8"}
@@ -215,22 +215,9 @@ def depthwise_conv2d_int8_twin(x: np.ndarray, w: np.ndarray, bias: np.ndarray | 
     """``depthwise_conv2d_int8/_uint8`` in numpy: for each tap (ky, then kx) the strided
     block of input it reads, times the tap's weights, added where it falls inside (the
     kernel skips the others), in int64; then the epilogue (:func:`_requantize_into`)."""
-    g = geometry
     shifted = x.astype(np.int64) + stage.input_offset
-    if g.multiplier > 1:
-        shifted = np.repeat(shifted, g.multiplier, axis=3)  # input channel c feeds outputs c*M .. c*M + M-1
     weights = w[0].astype(np.int64) + stage.filter_offset  # [KH, KW, C*M]
-    acc = np.zeros(g.out_shape, np.int64)
-    for ky in range(g.filter_h):
-        rows = _clipped_axis(ky * g.dilation_h - g.pad_top, g.stride_h, g.out_h, g.in_h)
-        if rows is None:
-            continue
-        for kx in range(g.filter_w):
-            cols = _clipped_axis(kx * g.dilation_w - g.pad_left, g.stride_w, g.out_w, g.in_w)
-            if cols is None:
-                continue
-            (out_rows, in_rows), (out_cols, in_cols) = rows, cols
-            acc[:, out_rows, out_cols] += shifted[:, in_rows, in_cols] * weights[ky, kx]
+    acc = depthwise_tap_sums(shifted, weights, geometry, np.int64)
     _requantize_into(out, acc, bias, multipliers, shifts, stage)
 
 

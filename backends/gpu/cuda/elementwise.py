@@ -97,8 +97,12 @@ def unary_args(x: Any, out: Any, op: str, alpha: float, bounds: tuple[float, flo
     return (x, out, np.int64(out.size), np.int32(UNARY_OPS[op]), F32(alpha), F32(bounds[0]), F32(bounds[1]))
 
 
-def _broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...]:
-    return tuple(int(d) for d in np.broadcast_shapes(*(tuple(s) for s in shapes)))
+def broadcast_pair_shape(a: Any, b: Any) -> tuple[int, ...]:
+    """The shape ``a`` and ``b`` broadcast to (numpy's rules); ValueError above ``MAX_RANK``."""
+    shape = tuple(int(d) for d in np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
+    if len(shape) > MAX_RANK:
+        raise ValueError(f"broadcasting {list(a.shape)} with {list(b.shape)} has rank {len(shape)}; at most {MAX_RANK}")
+    return shape
 
 
 def _prepared(xp: Any, storage: np.dtype, *arrays: Any) -> list[Any]:
@@ -152,9 +156,7 @@ class ElementwiseBinaryCuda(_Launcher):
 
     def __call__(self, a: Any, b: Any, out: Any = None) -> Any:
         a, b = _prepared(self.xp, self.storage, a, b)
-        shape = _broadcast_shape(a.shape, b.shape)
-        if len(shape) > MAX_RANK:
-            raise ValueError(f"broadcasting {list(a.shape)} with {list(b.shape)} has rank {len(shape)}; at most {MAX_RANK}")
+        shape = broadcast_pair_shape(a, b)
         out = _output(self.xp, out, shape, self.storage)
         if out.size == 0:
             return out

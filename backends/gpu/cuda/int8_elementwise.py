@@ -31,8 +31,8 @@ import numpy as np
 from backends.cpu.kernels.dequantize import dequantize_affine
 from backends.cpu.kernels.quantize import quantize_quotient
 from backends.cpu.quantization import multiply_by_quantized_multiplier
-from backends.gpu.cuda.elementwise import MAX_RANK, broadcast_strides
-from backends.gpu.cuda.sources import _Launcher, elementwise_launch_config
+from backends.gpu.cuda.elementwise import MAX_RANK, broadcast_pair_shape, broadcast_strides
+from backends.gpu.cuda.sources import _Launcher, _contiguous, elementwise_launch_config
 
 #: ``enum QuantizedBinaryOp`` of int8_elementwise.cu (a test checks the two agree).
 BINARY_OPS: dict[str, int] = {"ADD": 0, "SUB": 1, "MUL": 2}
@@ -48,10 +48,6 @@ def _code(dtype: Any, table: dict, what: str) -> str:
     if dtype not in table:
         raise TypeError(f"{what} must be {' or '.join(str(d) for d in table)}, not {dtype}")
     return table[dtype]
-
-
-def _contiguous(xp: Any, array: Any) -> Any:
-    return array if array.flags.c_contiguous else xp.ascontiguousarray(array)
 
 
 # -- ADD / SUB / MUL ------------------------------------------------------------------------------
@@ -121,9 +117,7 @@ class QuantizedBinaryCuda(_Launcher):
         for array in (a, b):
             if array.dtype != self.dtype:
                 raise TypeError(f"expected {self.dtype} arrays, got {array.dtype}")
-        shape = tuple(int(d) for d in np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
-        if len(shape) > MAX_RANK:
-            raise ValueError(f"broadcasting {list(a.shape)} with {list(b.shape)} has rank {len(shape)}; at most {MAX_RANK}")
+        shape = broadcast_pair_shape(a, b)
         a, b = _contiguous(self.xp, a), _contiguous(self.xp, b)
         out = self.xp.empty(shape, dtype=self.dtype)
         if out.size == 0:
@@ -187,9 +181,7 @@ class PairLookupCuda(_Launcher):
     def __call__(self, a: Any, b: Any, table: Any) -> Any:
         if a.dtype.itemsize != 1 or b.dtype.itemsize != 1 or table.dtype.itemsize != 1 or tuple(table.shape) != (65536,):
             raise TypeError("expected 8-bit inputs and a [65536] 8-bit table")
-        shape = tuple(int(d) for d in np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
-        if len(shape) > MAX_RANK:
-            raise ValueError(f"broadcasting {list(a.shape)} with {list(b.shape)} has rank {len(shape)}; at most {MAX_RANK}")
+        shape = broadcast_pair_shape(a, b)
         a, b = _contiguous(self.xp, a), _contiguous(self.xp, b)
         out = self.xp.empty(shape, dtype=table.dtype)
         if out.size == 0:

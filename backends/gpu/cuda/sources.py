@@ -414,6 +414,12 @@ _MAX_GRID_YZ = 65535
 
 # -- numpy twins (host emulation runs these, one launch each; see _Launcher) -----------------------
 
+def _contiguous(xp: Any, array: Any) -> Any:
+    """``array`` itself when C-contiguous (the kernels read pointers), else a C-contiguous
+    copy (one launch)."""
+    return array if array.flags.c_contiguous else xp.ascontiguousarray(array)
+
+
 def _as_float32(array: np.ndarray | None) -> np.ndarray | None:
     return None if array is None else array.astype(np.float32, copy=False)
 
@@ -427,29 +433,30 @@ def _clamp_into(out: np.ndarray, values: np.ndarray, act_min: float, act_max: fl
         out[...] = np.clip(values, np.float32(act_min), np.float32(act_max))
 
 
+def depthwise_tap_sums(x: np.ndarray, weights: np.ndarray, geometry: DepthwiseGeometry, dtype: Any) -> np.ndarray:
+    """``sum_{ky, kx} x * weights`` of every depthwise output ``[N, OH, OW, C*M]``, summed
+    in ``dtype`` (float32 for the float kernels, int64 for the quantized one, whose ``x``
+    and ``weights`` come with their zero points added): each tap in the kernels' order (ky, then kx),
+    skipped where it falls outside the input, added to the block of outputs where it falls
+    inside (vectorized over that block; ``taps_inside_input``). ``x`` is the NHWC input,
+    ``weights`` the ``[KH, KW, C*M]`` filter."""
+    from backends.cpu.kernels._window import taps_inside_input
+
+    if geometry.multiplier > 1:
+        x = np.repeat(x, geometry.multiplier, axis=3)  # input channel c feeds outputs c*M .. c*M + M-1
+    acc = np.zeros(geometry.out_shape, dtype)
+    for ky, kx, out_index, in_index in taps_inside_input(geometry):
+        acc[out_index] += x[in_index] * weights[ky, kx]
+    return acc
+
+
 def depthwise_conv2d_twin(
     x: np.ndarray, w: np.ndarray, b: np.ndarray | None, out: np.ndarray, *, geometry: DepthwiseGeometry, activation: int
 ) -> None:
     """``depthwise_conv2d_f32/_f16`` in numpy: the taps in the kernel's order (ky, then
     kx), taps outside the input skipped, float32 sums, then bias and the clamp. Each tap
     adds the strided block of input it reads to the block of outputs where it falls inside."""
-    from backends.cpu.kernels._window import _clipped_axis
-
-    g = geometry
-    x, w = _as_float32(x), _as_float32(w)[0]
-    if g.multiplier > 1:
-        x = np.repeat(x, g.multiplier, axis=3)  # input channel c feeds outputs c*M .. c*M + M-1
-    acc = np.zeros(g.out_shape, np.float32)
-    for ky in range(g.filter_h):
-        rows = _clipped_axis(ky * g.dilation_h - g.pad_top, g.stride_h, g.out_h, g.in_h)
-        if rows is None:
-            continue
-        for kx in range(g.filter_w):
-            cols = _clipped_axis(kx * g.dilation_w - g.pad_left, g.stride_w, g.out_w, g.in_w)
-            if cols is None:
-                continue
-            (out_rows, in_rows), (out_cols, in_cols) = rows, cols
-            acc[:, out_rows, out_cols] += x[:, in_rows, in_cols] * w[ky, kx]
+    acc = depthwise_tap_sums(_as_float32(x), _as_float32(w)[0], geometry, np.float32)
     if b is not None:
         acc += _as_float32(b)
     _clamp_into(out, acc, *activation_range(activation))

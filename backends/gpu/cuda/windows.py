@@ -27,11 +27,13 @@ from backends.gpu.cuda.sources import (
     DepthwiseGeometry,
     _Launcher,
     _clamp_into,
+    _contiguous,
     _pair,
     _padding,
     _storage_kernel,
     activation_range,
     depthwise_launch_config,
+    depthwise_tap_sums,
     elementwise_launch_config,
 )
 from schema.enums import ActivationFunctionType, Padding
@@ -43,11 +45,6 @@ def _check_storage(storage: np.dtype, *arrays: Any) -> None:
     for array in arrays:
         if array.dtype != storage:
             raise TypeError(f"expected {storage} arrays, got {array.dtype}")
-
-
-def _contiguous(xp: Any, array: Any) -> Any:
-    """``array`` itself when C-contiguous (the kernels read pointers), else a copy."""
-    return array if array.flags.c_contiguous else xp.ascontiguousarray(array)
 
 
 def _output(xp: Any, out: Any, shape: tuple[int, ...], dtype: Any) -> Any:
@@ -552,24 +549,7 @@ def depthwise_sums(x: np.ndarray, w: np.ndarray, geometry: DepthwiseGeometry) ->
     """``sum_{ky, kx} in * filter`` of every output, float32 ``[N, OH, OW, C*M]``: each tap
     in the kernel's order (ky, then kx), skipped where it falls outside the input, added
     to the block of outputs where it falls inside (vectorized over that block)."""
-    from backends.cpu.kernels._window import _clipped_axis
-
-    g = geometry
-    x, w = x.astype(F32, copy=False), w.astype(F32, copy=False)[0]
-    if g.multiplier > 1:
-        x = np.repeat(x, g.multiplier, axis=3)  # input channel c feeds outputs c*M .. c*M + M-1
-    acc = np.zeros(g.out_shape, F32)
-    for ky in range(g.filter_h):
-        rows = _clipped_axis(ky * g.dilation_h - g.pad_top, g.stride_h, g.out_h, g.in_h)
-        if rows is None:
-            continue
-        for kx in range(g.filter_w):
-            cols = _clipped_axis(kx * g.dilation_w - g.pad_left, g.stride_w, g.out_w, g.in_w)
-            if cols is None:
-                continue
-            (out_rows, in_rows), (out_cols, in_cols) = rows, cols
-            acc[:, out_rows, out_cols] += x[:, in_rows, in_cols] * w[ky, kx]
-    return acc
+    return depthwise_tap_sums(x.astype(F32, copy=False), w.astype(F32, copy=False)[0], geometry, F32)
 
 
 def depthwise_conv2d_fused_twin(

@@ -223,10 +223,9 @@ class FloatOp(GpuOp):
                     f"{role} {tensor.name!r} is {tensor.type_name}; the GPU delegate runs "
                     f"{builtin_operator_name(op)} on {expected_name} tensors only"
                 )
-            if len(tensor.shape) > MAX_RANK:
-                return f"{role} {tensor.name!r} has rank {len(tensor.shape)}; at most {MAX_RANK} is supported"
-            if tensor.is_dynamic:
-                return f"{role} {tensor.name!r} has a shape known only at run time (dynamic tensor)"
+            reason = shape_reason(role, tensor)
+            if reason:
+                return reason
         return cls.node_reason(node, op, version, tensors)
 
     @classmethod
@@ -252,6 +251,16 @@ def type_names(types: Sequence[int]) -> str:
     return "/".join(TensorType(t).name for t in types)
 
 
+def shape_reason(role: str, tensor: RuntimeTensor) -> str | None:
+    """Why ``tensor``'s shape cannot be a data tensor's on the GPU: a rank above
+    ``MAX_RANK``, or a shape known only at run time. None when it can."""
+    if len(tensor.shape) > MAX_RANK:
+        return f"{role} {tensor.name!r} has rank {len(tensor.shape)}; at most {MAX_RANK} is supported"
+    if tensor.is_dynamic:
+        return f"{role} {tensor.name!r} has a shape known only at run time (dynamic tensor)"
+    return None
+
+
 def tensor_reason(role: str, tensor: RuntimeTensor, types: Sequence[int], op: int) -> str | None:
     """Why ``tensor`` cannot be one of the op's data tensors: its type, rank, or a shape
     known only at run time. None when it can."""
@@ -260,11 +269,7 @@ def tensor_reason(role: str, tensor: RuntimeTensor, types: Sequence[int], op: in
             f"{role} {tensor.name!r} is {tensor.type_name}; the GPU delegate runs "
             f"{builtin_operator_name(op)} on {type_names(types)} tensors"
         )
-    if len(tensor.shape) > MAX_RANK:
-        return f"{role} {tensor.name!r} has rank {len(tensor.shape)}; at most {MAX_RANK} is supported"
-    if tensor.is_dynamic:
-        return f"{role} {tensor.name!r} has a shape known only at run time (dynamic tensor)"
-    return None
+    return shape_reason(role, tensor)
 
 
 def inputs_reason(node: Node, count: int, what: str) -> str | None:
@@ -285,6 +290,13 @@ def broadcast_reason(*tensors: RuntimeTensor) -> str | None:
         listed = " with ".join(str(list(s)) for s in shapes)
         return f"broadcasting {listed} has rank {len(shape)}; at most {MAX_RANK} is supported"
     return None
+
+
+def binary_inputs_reason(node: Node, tensors: Sequence[RuntimeTensor]) -> str | None:
+    """A reason when the node is not two present inputs (x, y) that broadcast together
+    up to rank 4 (``inputs_reason``, then ``broadcast_reason``)."""
+    reason = inputs_reason(node, 2, "x, y")
+    return reason or broadcast_reason(*(tensors[i] for i in node.inputs))
 
 
 class TypedOp(GpuOp):

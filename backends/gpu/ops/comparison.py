@@ -40,7 +40,14 @@ from backends.cpu.kernels.binary_quantized import pair_table
 from backends.cpu.kernels.compare_quantized import QuantizedComparison as CpuQuantizedComparison
 from backends.cpu.quantization import is_quantized
 from backends.gpu.cuda.int8_elementwise import PairLookupCuda
-from backends.gpu.ops.base import MAX_RANK, TypedOp, broadcast_reason, inputs_reason, tensor_reason
+from backends.gpu.ops.base import (
+    MAX_RANK,
+    TypedOp,
+    binary_inputs_reason,
+    broadcast_reason,
+    inputs_reason,
+    tensor_reason,
+)
 from backends.gpu.ops.quantized_base import configured_cpu_kernel, cpu_kernel_reason, node_tensors
 from schema.enums import BuiltinOperator, TensorType
 
@@ -211,8 +218,7 @@ class Logical(TypedOp):
     def node_reason(cls, node, op, version, tensors):
         if op == B.LOGICAL_NOT:
             return inputs_reason(node, 1, "x")
-        reason = inputs_reason(node, 2, "x, y")
-        return reason or broadcast_reason(*(tensors[i] for i in node.inputs))
+        return binary_inputs_reason(node, tensors)
 
     def prepare(self) -> None:
         xp = self.xp

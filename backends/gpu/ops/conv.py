@@ -146,6 +146,19 @@ def bias_count_reason(bias, count: int) -> str | None:
     return None
 
 
+def window_bias_activation_reason(node, tensors, filter_hw: tuple[int, int], out_channels: int) -> str | None:
+    """The last checks of a float convolution (CONV_2D, DEPTHWISE_CONV_2D): its window over
+    the input (``conv_window_reason``), one bias value per output channel, the fused
+    activation."""
+    x, params = tensors[node.inputs[0]], node.params
+    _, reason = conv_window_reason(x.shape, filter_hw, params, (params.dilation_h_factor, params.dilation_w_factor))
+    return (
+        reason
+        or bias_count_reason(input_tensor(node, tensors, 2), out_channels)
+        or fused_activation_reason(params)
+    )
+
+
 class WeightsOp(FloatOp):
     """Shared: the weights laid out at prepare and the optional bias (input 2, uploaded
     once when constant, in the storage dtype the fused kernels read)."""
@@ -215,13 +228,7 @@ class Conv2D(WeightsOp):
         groups = channels // group_in
         if out_channels % groups:
             return f"grouped convolution: output channels ({out_channels}) must be a multiple of groups ({groups})"
-        params = node.params
-        _, reason = conv_window_reason(x.shape, (kh, kw), params, (params.dilation_h_factor, params.dilation_w_factor))
-        return (
-            reason
-            or bias_count_reason(input_tensor(node, tensors, 2), out_channels)
-            or fused_activation_reason(params)
-        )
+        return window_bias_activation_reason(node, tensors, (kh, kw), out_channels)
 
     def prepare(self) -> None:
         x, filters = self.inputs[0], self.inputs[1]
@@ -298,8 +305,21 @@ def accumulator_reason(filter_abs_sums: np.ndarray, x, bias) -> str | None:
     return None
 
 
+def quantized_conv_inputs_reason(node, tensors) -> str | None:
+    """The first checks of a quantized convolution (CONV_2D, DEPTHWISE_CONV_2D): input and
+    filter present (the bias optional), a constant filter, both 4-D."""
+    if len(node.inputs) not in (2, 3) or node.inputs[0] < 0 or node.inputs[1] < 0:
+        return f"expected inputs (input, filter[, bias]), got {len(node.inputs)} inputs"
+    x, w = tensors[node.inputs[0]], tensors[node.inputs[1]]
+    if not w.is_constant:
+        return "the filter must be a constant tensor (the GPU kernel lays it out once, at prepare)"
+    if len(x.shape) != 4 or len(w.shape) != 4:
+        return f"input and filter must be 4-D, got {list(x.shape)} and {list(w.shape)}"
+    return None
+
+
 def bias_reason(node, tensors, channels: int) -> str | None:
-    bias = tensors[node.inputs[2]] if len(node.inputs) > 2 and node.inputs[2] >= 0 else None
+    bias = conv_bias(node, tensors)
     if bias is None:
         return None
     if bias.type != T.INT32 or not bias.is_constant:
@@ -363,7 +383,7 @@ class QuantizedConvOp(QuantizedOp):
 
 def conv_bias(node, tensors):
     """A convolution's bias tensor, or None when the node has none."""
-    return tensors[node.inputs[2]] if len(node.inputs) > 2 and node.inputs[2] >= 0 else None
+    return input_tensor(node, tensors, 2)
 
 
 class QuantizedConv2D(QuantizedConvOp):
@@ -375,13 +395,10 @@ class QuantizedConv2D(QuantizedConvOp):
 
     @classmethod
     def node_reason(cls, node, op, version, tensors):
-        if len(node.inputs) not in (2, 3) or node.inputs[0] < 0 or node.inputs[1] < 0:
-            return f"expected inputs (input, filter[, bias]), got {len(node.inputs)} inputs"
+        reason = quantized_conv_inputs_reason(node, tensors)
+        if reason:
+            return reason
         x, w, out = tensors[node.inputs[0]], tensors[node.inputs[1]], tensors[node.outputs[0]]
-        if not w.is_constant:
-            return "the filter must be a constant tensor (the GPU kernel lays it out once, at prepare)"
-        if len(x.shape) != 4 or len(w.shape) != 4:
-            return f"input and filter must be 4-D, got {list(x.shape)} and {list(w.shape)}"
         if not per_tensor(x) or not per_tensor(out):
             return "the input and the output must be quantized per tensor"
         out_channels, kh, kw, group_in = (int(d) for d in w.shape)

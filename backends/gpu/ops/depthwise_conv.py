@@ -45,21 +45,32 @@ import numpy as np
 
 from backends.cpu.kernels._quantized_window import zero_point_of
 from backends.cpu.kernels._window import WindowGeometry
-from backends.gpu.ops.base import fused_activation_reason, input_tensor
+from backends.gpu.ops.base import fused_activation_reason
 from backends.gpu.ops.conv import (
     QuantizedConvOp,
     WeightsOp,
     accumulator_reason,
-    bias_count_reason,
     conv_bias,
     conv_inputs_reason,
-    conv_window_reason,
+    quantized_conv_inputs_reason,
+    window_bias_activation_reason,
 )
 from backends.gpu.ops.quantized_base import per_tensor
 from schema.enums import BuiltinOperator, TensorType
 
 B = BuiltinOperator
 T = TensorType
+
+
+def depthwise_filter_reason(x, w) -> str | None:
+    """Why ``w`` is not a depthwise filter of the 4-D input ``x``: TFLite's ``[1, KH, KW,
+    C*M]``, its channels a multiple of the input's (the depth multiplier M)."""
+    if w.shape[0] != 1:
+        return f"filter must be [1, KH, KW, C*M], got {list(w.shape)}"
+    out_channels, channels = w.shape[3], x.shape[3]
+    if channels <= 0 or out_channels % channels:
+        return f"filter channels ({out_channels}) must be a multiple of the input channels ({channels})"
+    return None
 
 
 class DepthwiseConv2D(WeightsOp):
@@ -74,19 +85,11 @@ class DepthwiseConv2D(WeightsOp):
         if reason:
             return reason
         x, w = tensors[node.inputs[0]], tensors[node.inputs[1]]
-        if w.shape[0] != 1:
-            return f"filter must be [1, KH, KW, C*M], got {list(w.shape)}"
+        reason = depthwise_filter_reason(x, w)
+        if reason:
+            return reason
         _, kh, kw, out_channels = w.shape
-        channels = x.shape[3]
-        if channels <= 0 or out_channels % channels:
-            return f"filter channels ({out_channels}) must be a multiple of the input channels ({channels})"
-        params = node.params
-        _, reason = conv_window_reason(x.shape, (kh, kw), params, (params.dilation_h_factor, params.dilation_w_factor))
-        return (
-            reason
-            or bias_count_reason(input_tensor(node, tensors, 2), out_channels)
-            or fused_activation_reason(params)
-        )
+        return window_bias_activation_reason(node, tensors, (kh, kw), out_channels)
 
     def prepare(self) -> None:
         x, filters = self.inputs[0], self.inputs[1]
@@ -157,19 +160,13 @@ class QuantizedDepthwiseConv2D(QuantizedConvOp):
 
     @classmethod
     def node_reason(cls, node, op, version, tensors):
-        if len(node.inputs) not in (2, 3) or node.inputs[0] < 0 or node.inputs[1] < 0:
-            return f"expected inputs (input, filter[, bias]), got {len(node.inputs)} inputs"
+        reason = quantized_conv_inputs_reason(node, tensors) or depthwise_filter_reason(
+            tensors[node.inputs[0]], tensors[node.inputs[1]]
+        )
+        if reason:
+            return reason
         x, w, out = tensors[node.inputs[0]], tensors[node.inputs[1]], tensors[node.outputs[0]]
-        if not w.is_constant:
-            return "the filter must be a constant tensor (the GPU kernel lays it out once, at prepare)"
-        if len(x.shape) != 4 or len(w.shape) != 4:
-            return f"input and filter must be 4-D, got {list(x.shape)} and {list(w.shape)}"
-        if w.shape[0] != 1:
-            return f"filter must be [1, KH, KW, C*M], got {list(w.shape)}"
         _, kh, kw, out_channels = w.shape
-        channels = x.shape[3]
-        if channels <= 0 or out_channels % channels:
-            return f"filter channels ({out_channels}) must be a multiple of the input channels ({channels})"
         if not per_tensor(x) or not per_tensor(out):
             return "the input and the output must be quantized per tensor"
         reason = cls.filter_quantization_reason(x, w, out_channels, 3) or cls.bias_and_window_reason(

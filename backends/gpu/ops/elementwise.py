@@ -56,18 +56,16 @@ from typing import Any
 
 import numpy as np
 
-from backends.cpu.common import broadcast_shape
 from backends.cpu.kernels.binary_quantized import QuantizedAddSub, QuantizedMul, pair_table
 from backends.gpu.cuda.elementwise import ElementwiseBinaryCuda
 from backends.gpu.cuda.int8_elementwise import PairLookupCuda, QuantizedBinaryCuda, QuantizedBinaryParams
 from backends.gpu.ops.base import (
-    MAX_RANK,
     FloatOp,
     TypedOp,
+    binary_inputs_reason,
     broadcast_reason,
     fused_activation,
     fused_activation_reason,
-    inputs_reason,
 )
 from backends.gpu.ops.quantized_base import (
     QuantizedOp,
@@ -93,13 +91,7 @@ class Binary(FloatOp):
         if len(node.inputs) != 2 or min(node.inputs) < 0:
             return f"expected 2 inputs, got {len(node.inputs)}"
         x, y = (tensors[i] for i in node.inputs)
-        try:
-            shape = broadcast_shape(x.shape, y.shape)
-        except ValueError as error:
-            return str(error)
-        if len(shape) > MAX_RANK:
-            return f"broadcasting {list(x.shape)} with {list(y.shape)} has rank {len(shape)}; at most {MAX_RANK} is supported"
-        return fused_activation_reason(node.params)
+        return broadcast_reason(x, y) or fused_activation_reason(node.params)
 
     def prepare(self) -> None:
         self.kernel = ElementwiseBinaryCuda(
@@ -127,13 +119,11 @@ class QuantizedBinary(QuantizedOp):
         for tensor in (x, y, tensors[node.outputs[0]]):
             if not per_tensor(tensor):
                 return f"tensor {tensor.name!r} is quantized per channel; only per-tensor is supported"
-        try:
-            shape = broadcast_shape(x.shape, y.shape)
-        except ValueError as error:
-            return str(error)
-        if len(shape) > MAX_RANK:
-            return f"broadcasting {list(x.shape)} with {list(y.shape)} has rank {len(shape)}; at most {MAX_RANK} is supported"
-        return fused_activation_reason(node.params) or cpu_kernel_reason(cls.KERNELS[op], node, op, version, tensors)
+        return (
+            broadcast_reason(x, y)
+            or fused_activation_reason(node.params)
+            or cpu_kernel_reason(cls.KERNELS[op], node, op, version, tensors)
+        )
 
     def prepare(self) -> None:
         kernel = configured_cpu_kernel(self.KERNELS[self.op], self.node, self.op, self.version, node_tensors(self))
@@ -161,11 +151,7 @@ class MaximumMinimum(TypedOp):
 
     @classmethod
     def node_reason(cls, node, op, version, tensors):
-        reason = inputs_reason(node, 2, "x, y")
-        if reason:
-            return reason
-        x, y = (tensors[i] for i in node.inputs)
-        return broadcast_reason(x, y)
+        return binary_inputs_reason(node, tensors)
 
     def prepare(self) -> None:
         xp = self.xp
@@ -203,11 +189,7 @@ class FloatBinaryMath(FloatOp):
 
     @classmethod
     def node_reason(cls, node, op, version, tensors):
-        reason = inputs_reason(node, 2, "x, y")
-        if reason:
-            return reason
-        x, y = (tensors[i] for i in node.inputs)
-        return broadcast_reason(x, y)
+        return binary_inputs_reason(node, tensors)
 
     def prepare(self) -> None:
         self.out_shape = tuple(self.outputs[0].shape)

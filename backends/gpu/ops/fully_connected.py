@@ -80,6 +80,25 @@ def fully_connected_inputs_reason(node) -> str | None:
     return None
 
 
+def dense_weights_reason(w) -> str | None:
+    """Why ``w`` is not the dense 2-D ``[units, depth]`` weights of a FULLY_CONNECTED."""
+    if w.sparsity is not None:
+        return "sparse weights are not supported"
+    if len(w.shape) != 2:
+        return f"weights must be 2-D [units, depth], got {list(w.shape)}"
+    return None
+
+
+def input_rows_reason(x, depth: int, params) -> str | None:
+    """Why the input ``x`` cannot be read as rows of ``depth`` values (with
+    ``keep_num_dims``: its last axis must be that depth)."""
+    if depth <= 0 or x.num_elements % depth:
+        return f"input of shape {list(x.shape)} cannot be split into rows of depth {depth}"
+    if getattr(params, "keep_num_dims", False) and (not x.shape or x.shape[-1] != depth):
+        return f"keep_num_dims: the input's last axis ({list(x.shape)}) must be the depth {depth}"
+    return None
+
+
 class FullyConnected(WeightsOp):
     """FULLY_CONNECTED versions 1, 5 and 6 (float32, DEFAULT weights, optional bias; v5:
     keep_num_dims, v6: no bias slot)."""
@@ -96,15 +115,13 @@ class FullyConnected(WeightsOp):
         if reason:
             return reason + " (the GPU kernel transposes them once, at prepare)"
         x, w = tensors[node.inputs[0]], tensors[node.inputs[1]]
-        if w.sparsity is not None:
-            return "sparse weights are not supported"
-        if len(w.shape) != 2:
-            return f"weights must be 2-D [units, depth], got {list(w.shape)}"
+        reason = dense_weights_reason(w)
+        if reason:
+            return reason
         units, depth = w.shape
-        if depth <= 0 or x.num_elements % depth:
-            return f"input of shape {list(x.shape)} cannot be split into rows of depth {depth}"
-        if getattr(params, "keep_num_dims", False) and (not x.shape or x.shape[-1] != depth):
-            return f"keep_num_dims: the input's last axis ({list(x.shape)}) must be the depth {depth}"
+        reason = input_rows_reason(x, depth, params)
+        if reason:
+            return reason
         from backends.gpu.cuda.conv2d import matmul_launch_reason
 
         # TFLite's FULLY_CONNECTED has no float TANH / SIGN_BIT (its Prepare fails).
@@ -162,17 +179,15 @@ class QuantizedFullyConnected(QuantizedOp):
         x, w, out = tensors[node.inputs[0]], tensors[node.inputs[1]], tensors[node.outputs[0]]
         if not w.is_constant:
             return "the weights must be a constant tensor (the GPU kernel lays them out once, at prepare)"
-        if w.sparsity is not None:
-            return "sparse weights are not supported"
-        if len(w.shape) != 2:
-            return f"weights must be 2-D [units, depth], got {list(w.shape)}"
+        reason = dense_weights_reason(w)
+        if reason:
+            return reason
         units, depth = (int(d) for d in w.shape)
         if depth <= 0 or units <= 0:
             return f"weights of shape {list(w.shape)} are empty"
-        if x.num_elements % depth:
-            return f"input of shape {list(x.shape)} cannot be split into rows of depth {depth}"
-        if getattr(params, "keep_num_dims", False) and (not x.shape or x.shape[-1] != depth):
-            return f"keep_num_dims: the input's last axis ({list(x.shape)}) must be the depth {depth}"
+        reason = input_rows_reason(x, depth, params)
+        if reason:
+            return reason
         if not per_tensor(x) or not per_tensor(out):
             return "the input and the output must be quantized per tensor"
         q = w.quantization
@@ -186,7 +201,7 @@ class QuantizedFullyConnected(QuantizedOp):
                 )
         elif not per_tensor(w):
             return "the weights must have one zero point"
-        bias = tensors[node.inputs[2]] if len(node.inputs) > 2 and node.inputs[2] >= 0 else None
+        bias = input_tensor(node, tensors, 2)
         if bias is not None:
             if bias.type != T.INT32 or not bias.is_constant:
                 return f"the bias must be a constant INT32 tensor, got {'a runtime' if not bias.is_constant else bias.type_name} tensor"

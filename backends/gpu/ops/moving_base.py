@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 
 from backends.cpu.kernels.reshape import quantization_params
-from backends.gpu.ops.base import MAX_RANK, GpuOp, TypeReason
+from backends.gpu.ops.base import GpuOp, TypeReason, shape_reason, type_names
 from delegate_sdk.node import Node
 from delegate_sdk.tensor import RuntimeTensor
 from schema.enums import TensorType, builtin_operator_name
@@ -32,18 +32,18 @@ MOVED_TYPES = (T.FLOAT32, T.INT8, T.UINT8)
 INT8_TYPES = (T.INT8, T.UINT8)
 
 
-def type_names(types: Sequence[int]) -> str:
-    return "/".join(TensorType(t).name for t in types)
-
-
-def constant_int_reason(tensor: RuntimeTensor | None, what: str, types: Sequence[int] = (T.INT32, T.INT64)) -> str | None:
-    """A reason when ``tensor`` is not a constant integer tensor of ``types``."""
+def constant_int_reason(
+    tensor: RuntimeTensor | None, what: str, types: Sequence[int] = (T.INT32, T.INT64),
+    needed_because: str = "the GPU kernel reads it at prepare",
+) -> str | None:
+    """A reason when ``tensor`` is not a constant integer tensor of ``types`` (the message
+    says why it must be constant: ``needed_because``)."""
     if tensor is None:
         return f"the {what} input is missing"
     if tensor.type not in types:
         return f"{what} {tensor.name!r} is {tensor.type_name}; it must be {' or '.join(TensorType(t).name for t in types)}"
     if not tensor.is_constant:
-        return f"the {what} must be a constant tensor (the GPU kernel reads it at prepare)"
+        return f"the {what} must be a constant tensor ({needed_because})"
     return None
 
 
@@ -86,10 +86,9 @@ class MovingOp(GpuOp):
             tensor = tensors[index]
             if tensor.type not in cls.data_types:
                 return TypeReason(f"{role} {tensor.name!r} is {tensor.type_name}; the GPU delegate runs {name} on {type_names(cls.data_types)} tensors")
-            if len(tensor.shape) > MAX_RANK:
-                return f"{role} {tensor.name!r} has rank {len(tensor.shape)}; at most {MAX_RANK} is supported"
-            if tensor.is_dynamic:
-                return f"{role} {tensor.name!r} has a shape known only at run time (dynamic tensor)"
+            reason = shape_reason(role, tensor)
+            if reason:
+                return reason
             q = tensor.quantization
             if tensor.type in INT8_TYPES and q is not None and q.is_per_channel:
                 return f"{role} {tensor.name!r} is quantized per channel; only per-tensor quantization is supported"
@@ -112,13 +111,7 @@ class MovingOp(GpuOp):
 def constant_shape_int_reason(tensor, what: str, types=(T.INT32, T.INT64)) -> str | None:
     """A reason when ``tensor`` is not a constant integer tensor of ``types`` (an input the
     output shape depends on: PAD's paddings, RESIZE's size)."""
-    if tensor is None:
-        return f"the {what} input is missing"
-    if tensor.type not in types:
-        return f"{what} {tensor.name!r} is {tensor.type_name}; it must be {' or '.join(TensorType(t).name for t in types)}"
-    if not tensor.is_constant:
-        return f"the {what} must be a constant tensor (the output shape depends on it)"
-    return None
+    return constant_int_reason(tensor, what, types, "the output shape depends on it")
 
 
 #: The element types these ops move: float32 (in the storage dtype), int8, uint8, int32.

@@ -51,6 +51,17 @@ from schema.enums import BuiltinOperator, MirrorPadMode
 B = BuiltinOperator
 
 
+def paddings_reason(paddings, rank: int) -> str | None:
+    """Why the constant ``paddings`` are not the ``[rank, 2]`` (before, after) counts of a
+    padding op, none negative."""
+    if paddings.shape != (rank, 2):
+        return f"paddings has shape {list(paddings.shape)}; it must be [{rank}, 2]"
+    pads = np.asarray(paddings.data).astype(np.int64).reshape(rank, 2)
+    if (pads < 0).any():
+        return f"paddings {pads.tolist()} has a negative entry"
+    return None
+
+
 class Pad(FloatOp):
     """PAD version 1 (float32, rank <= 4, constant paddings, value 0)."""
 
@@ -62,15 +73,7 @@ class Pad(FloatOp):
         if len(node.inputs) != 2 or min(node.inputs) < 0:
             return f"expected inputs (input, paddings), got {len(node.inputs)} inputs"
         x, paddings = (tensors[i] for i in node.inputs)
-        reason = constant_shape_int_reason(paddings, "paddings")
-        if reason:
-            return reason
-        rank = len(x.shape)
-        if paddings.shape != (rank, 2):
-            return f"paddings has shape {list(paddings.shape)}; it must be [{rank}, 2]"
-        if (np.asarray(paddings.data) < 0).any():
-            return f"paddings {np.asarray(paddings.data).tolist()} has a negative entry"
-        return None
+        return constant_shape_int_reason(paddings, "paddings") or paddings_reason(paddings, len(x.shape))
 
     def prepare(self) -> None:
         x = self.inputs[0]
@@ -96,14 +99,11 @@ class ConstantPad(MovingOp):
         reason = constant_int_reason(paddings, "paddings")
         if reason:
             return reason
-        rank = len(x.shape)
-        if rank == 0:
+        if len(x.shape) == 0:
             return "a scalar input cannot be padded on the GPU"
-        if paddings.shape != (rank, 2):
-            return f"paddings has shape {list(paddings.shape)}; it must be [{rank}, 2]"
-        pads = np.asarray(paddings.data).astype(np.int64)
-        if (pads < 0).any():
-            return f"paddings {pads.reshape(rank, 2).tolist()} has a negative entry"
+        reason = paddings_reason(paddings, len(x.shape))
+        if reason:
+            return reason
         value = input_tensor(node, tensors, 2)
         if value is not None:
             if value.num_elements != 1:
@@ -182,15 +182,14 @@ class MirrorPad(LayoutOp):
         rank = len(x.shape)
         if rank == 0:
             return "a scalar input cannot be padded on the GPU"
-        if paddings.shape != (rank, 2):
-            return f"paddings has shape {list(paddings.shape)}; it must be [{rank}, 2]"
+        reason = paddings_reason(paddings, rank)
+        if reason:
+            return reason
         mode = int(getattr(node.params, "mode", MirrorPadMode.REFLECT))
         if mode not in (MirrorPadMode.REFLECT, MirrorPadMode.SYMMETRIC):
             return f"mirror pad mode {mode} is not REFLECT or SYMMETRIC"
         edge = 1 if mode == MirrorPadMode.REFLECT else 0
         pads = np.asarray(paddings.data).astype(np.int64).reshape(rank, 2)
-        if (pads < 0).any():
-            return f"paddings {pads.tolist()} has a negative entry"
         for axis, ((before, after), size) in enumerate(zip(pads.tolist(), x.shape)):
             if max(before, after) > size - edge:
                 name = MirrorPadMode(mode).name

@@ -22,7 +22,7 @@ import numpy as np
 
 from backends.cpu.kernel import CpuKernel
 from backends.cpu.quantization import Requantizer, is_quantized
-from backends.gpu.ops.base import MAX_RANK, GpuOp, TypeReason
+from backends.gpu.ops.base import GpuOp, TypeReason, shape_reason
 from delegate_sdk.node import Node
 from delegate_sdk.tensor import RuntimeTensor
 from schema.enums import TensorType, builtin_operator_name
@@ -63,10 +63,9 @@ class QuantizedOp(GpuOp):
             tensor = tensors[index]
             if tensor.type not in INT8_TYPES or not is_quantized(tensor):
                 return TypeReason(f"{role} {tensor.name!r} is {tensor.type_name}; the GPU delegate's quantized {name} takes int8/uint8 tensors with a scale")
-            if len(tensor.shape) > MAX_RANK:
-                return f"{role} {tensor.name!r} has rank {len(tensor.shape)}; at most {MAX_RANK} is supported"
-            if tensor.is_dynamic:
-                return f"{role} {tensor.name!r} has a shape known only at run time (dynamic tensor)"
+            reason = shape_reason(role, tensor)
+            if reason:
+                return reason
             kinds.add(tensor.type)
         if len(kinds) > 1:
             return TypeReason(f"{name} mixes int8 and uint8 tensors")

@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from backends.cpu.kernels.reduce import reduced_shape
+from backends.cpu.kernels.reduce import reduced_shape, resolve_axes
 from backends.cpu.kernels.reduce_quantized import folded_multiplier, mean_sum_multiplier
 from backends.cpu.quantization import legacy_params
 from backends.gpu.cuda.int8_windows import QuantizedMeanCuda, QuantizedMeanParams
@@ -69,21 +69,6 @@ from schema.enums import BuiltinOperator, TensorType
 
 B = BuiltinOperator
 T = TensorType
-
-
-def resolve_axes(values, rank: int) -> tuple[int, ...]:
-    """TFLite's ``ResolveAxis``: wrap negative axes, drop duplicates, keep the order
-    (ValueError for an axis out of range). A scalar reduces nothing."""
-    if rank == 0:
-        return ()
-    resolved: list[int] = []
-    for value in np.asarray(values).reshape(-1).tolist():
-        axis = value + rank if value < 0 else value
-        if not 0 <= axis < rank:
-            raise ValueError(f"axis {value} is out of range for an input of rank {rank}")
-        if axis not in resolved:
-            resolved.append(axis)
-    return tuple(resolved)
 
 
 def axes_reason(node, tensors) -> str | None:

@@ -20,6 +20,18 @@ B = BuiltinOperator
 T = TensorType
 
 
+def reshape_inputs_reason(node, tensors) -> str | None:
+    """Why a RESHAPE's inputs cannot run (any type): the input missing, or a shape tensor
+    known only at run time. As TFLite (and the CPU kernel), the shape tensor is read only
+    when it is an int32 vector; otherwise the params give the new shape."""
+    if not node.inputs or node.inputs[0] < 0:
+        return "the input is missing"
+    shape = input_tensor(node, tensors, 1)
+    if shape is not None and len(shape.shape) == 1 and shape.type == T.INT32 and not shape.is_constant:
+        return "the shape tensor must be constant (a shape known only at run time is not supported)"
+    return None
+
+
 class Reshape(FloatOp):
     """RESHAPE version 1 (float32): the values under the output's static shape."""
 
@@ -28,14 +40,7 @@ class Reshape(FloatOp):
 
     @classmethod
     def node_reason(cls, node, op, version, tensors):
-        if not node.inputs or node.inputs[0] < 0:
-            return "the input is missing"
-        shape = input_tensor(node, tensors, 1)
-        # As TFLite (and the CPU kernel), the shape tensor is read only when it is an int32
-        # vector; otherwise the params give the new shape.
-        if shape is not None and len(shape.shape) == 1 and shape.type == T.INT32 and not shape.is_constant:
-            return "the shape tensor must be constant (a shape known only at run time is not supported)"
-        return None
+        return reshape_inputs_reason(node, tensors)
 
     def prepare(self) -> None:
         self.out_shape = tuple(self.outputs[0].shape)
@@ -60,14 +65,7 @@ class QuantizedReshape(MovingOp):
 
     @classmethod
     def node_reason(cls, node, op, version, tensors):
-        if not node.inputs or node.inputs[0] < 0:
-            return "the input is missing"
-        shape = input_tensor(node, tensors, 1)
-        # As TFLite (and the CPU kernel), the shape tensor is read only when it is an int32
-        # vector; otherwise the params give the new shape.
-        if shape is not None and len(shape.shape) == 1 and shape.type == T.INT32 and not shape.is_constant:
-            return "the shape tensor must be constant (a shape known only at run time is not supported)"
-        return quantization_differs(tensors[node.inputs[0]], tensors[node.outputs[0]])
+        return reshape_inputs_reason(node, tensors) or quantization_differs(tensors[node.inputs[0]], tensors[node.outputs[0]])
 
     def prepare(self) -> None:
         self.out_shape = tuple(self.outputs[0].shape)
