@@ -53,7 +53,7 @@ def test_compile_options_are_those_cupy_rawmodule_adds():
 
 def test_infinity_which_nvcc_accepts_is_rejected_with_its_line_number():
     source = read_source("depthwise_conv2d.cu")
-    line = "    float acc = 0.0f;"
+    line = "    float acc = sum.acc;"
     lines = source.splitlines()
     number = lines.index(line) + 1
     broken = "\n".join(lines[: number - 1] + ["    float acc = -INFINITY;"] + lines[number:])

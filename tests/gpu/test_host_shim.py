@@ -643,7 +643,7 @@ def test_depthwise_cu_is_clean_under_address_sanitizer_on_boundary_shapes():
 
 BREAKAGES = {
     # The partial last block runs past the output.
-    "no-index-guard": ("if (index >= total) return;", ""),
+    "no-index-guard": ("if (index >= total) return false;", ""),
     # Padding columns read outside the input rows.
     "no-column-bounds-check": ("if (ix < 0 || ix >= in_w) continue;", ""),
 }

@@ -22,8 +22,9 @@
 // Launch (conv_int8.py: conv2d_int8_launch_config): as conv2d.cu, 1-D, one thread per (group of
 // CONV2D_PIXELS consecutive output pixels, output channel), the channel fastest, so that a warp
 // reads consecutive filter values and shares its input values. The walk over each thread's
-// windows is conv2d.cu's (conv2d_window.cuh), with the quantized multiply-add below. Pixels past
-// the end compute on the last pixel (valid memory) and are not stored.
+// windows is conv2d.cu's (conv2d_window.cuh), with the quantized multiply-add of conv_int8.cuh
+// (depthwise_conv2d_int8.cu's too). Pixels past the end compute on the last pixel (valid memory)
+// and are not stored.
 //
 // This file must compile with NVRTC (no system headers; the .cuh headers are spliced in) and with
 // g++ through host_shim/cuda_host.h.
@@ -33,32 +34,12 @@
 #endif
 
 #include "fixed_point.cuh"  // multiply_by_quantized_multiplier, wrapping int32 arithmetic, clamp_int
+#include "conv_int8.cuh"  // the tensors and output stage as the kernels take them, QuantizedMultiplyAdd
 #include "conv2d_window.cuh"  // the threads' pixels and the walk over the taps (CONV2D_PIXELS), as conv2d.cu
-
-// The quantized multiply-add of the walk: the offset values' product added to the int32 sum,
-// wrapping as TFLite's int32 accumulator.
-struct QuantizedMultiplyAdd {
-    int input_offset, filter_offset;
-
-    template <typename T>
-    __device__ __forceinline__ int weight(const T* w) const { return (int)*w + filter_offset; }
-
-    template <typename T>
-    __device__ __forceinline__ int operator()(int acc, int w, const T* x) const {
-        return wrapping_add(acc, wrapping_mul(w, (int)*x + input_offset));
-    }
-};
 
 template <typename T>
 __device__ __forceinline__ void conv2d_quantized(
-    const T* __restrict__ input,
-    const T* __restrict__ filter,
-    const int* __restrict__ bias,  // may be null
-    const int* __restrict__ multipliers,
-    const int* __restrict__ shifts,
-    T* __restrict__ output,
-    CONV2D_WINDOW_PARAMS,
-    int input_offset, int filter_offset, int output_offset, int act_min, int act_max)
+    QUANTIZED_CONV_TENSORS(T), CONV2D_WINDOW_PARAMS, QUANTIZED_OUTPUT_STAGE_PARAMS)
 {
     ConvolutionSums<int> sums;
     if (!convolution_sums(input, filter, CONV2D_WINDOW_ARGS, QuantizedMultiplyAdd{input_offset, filter_offset}, sums)) {
@@ -70,8 +51,8 @@ __device__ __forceinline__ void conv2d_quantized(
     const int multiplier = multipliers[oc];
     const int shift = shifts[oc];
     for (int r = 0; r < sums.count; ++r) {
-        const int scaled = multiply_by_quantized_multiplier(wrapping_add(sums.acc[r], b), multiplier, shift);
-        output[(sums.first_pixel + r) * out_channels + oc] = (T)clamp_int(scaled + output_offset, act_min, act_max);
+        output[(sums.first_pixel + r) * out_channels + oc] =
+            (T)quantized_output(wrapping_add(sums.acc[r], b), multiplier, shift, output_offset, act_min, act_max);
     }
 }
 
@@ -80,21 +61,13 @@ __device__ __forceinline__ void conv2d_quantized(
 // conv2d_int8_args).
 
 extern "C" __global__ void conv2d_int8(
-    const signed char* __restrict__ input, const signed char* __restrict__ filter, const int* __restrict__ bias,
-    const int* __restrict__ multipliers, const int* __restrict__ shifts, signed char* __restrict__ output,
-    CONV2D_WINDOW_PARAMS, int input_offset, int filter_offset, int output_offset, int act_min, int act_max)
+    QUANTIZED_CONV_TENSORS(signed char), CONV2D_WINDOW_PARAMS, QUANTIZED_OUTPUT_STAGE_PARAMS)
 {
-    conv2d_quantized<signed char>(
-        input, filter, bias, multipliers, shifts, output, CONV2D_WINDOW_ARGS,
-        input_offset, filter_offset, output_offset, act_min, act_max);
+    conv2d_quantized<signed char>(QUANTIZED_CONV_TENSOR_ARGS, CONV2D_WINDOW_ARGS, QUANTIZED_OUTPUT_STAGE_ARGS);
 }
 
 extern "C" __global__ void conv2d_uint8(
-    const unsigned char* __restrict__ input, const unsigned char* __restrict__ filter, const int* __restrict__ bias,
-    const int* __restrict__ multipliers, const int* __restrict__ shifts, unsigned char* __restrict__ output,
-    CONV2D_WINDOW_PARAMS, int input_offset, int filter_offset, int output_offset, int act_min, int act_max)
+    QUANTIZED_CONV_TENSORS(unsigned char), CONV2D_WINDOW_PARAMS, QUANTIZED_OUTPUT_STAGE_PARAMS)
 {
-    conv2d_quantized<unsigned char>(
-        input, filter, bias, multipliers, shifts, output, CONV2D_WINDOW_ARGS,
-        input_offset, filter_offset, output_offset, act_min, act_max);
+    conv2d_quantized<unsigned char>(QUANTIZED_CONV_TENSOR_ARGS, CONV2D_WINDOW_ARGS, QUANTIZED_OUTPUT_STAGE_ARGS);
 }

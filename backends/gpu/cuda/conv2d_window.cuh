@@ -20,7 +20,7 @@
 // (one broadcast load). Each filter value a thread reads feeds CONV2D_PIXELS sums. Pixels past
 // the end compute on the last pixel (valid memory) and are not counted.
 //
-// The multiply-add is a functor with two members (see conv2d.cu and conv2d_int8.cu):
+// The multiply-add is a functor with two members (see conv2d.cu and conv_int8.cuh):
 //   W   weight(const T* w)                   a filter value, read once per tap and i
 //   Acc operator()(Acc acc, W w, const T* x) acc plus the product of w and the input value x
 //

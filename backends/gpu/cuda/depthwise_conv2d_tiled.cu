@@ -15,10 +15,11 @@
 // value is read from global memory once per block instead of once per tap.
 //
 // The sum of each output runs in one thread over (ky, kx) in order, skipping the taps outside the
-// input, with the same expression as depthwise_conv2d.cu (acc += in * w): the results are the
-// direct kernel's. Storage: float32 or float16 (binary16 bit patterns); the patch holds float32.
-// This file must compile with NVRTC (no system headers; storage.cuh and epilogue.cuh are spliced
-// in) and with g++ through host_shim/cuda_host.h, in its cooperative mode.
+// input (depthwise_window.cuh's walk, as depthwise_conv2d.cu), with the same expression as
+// depthwise_conv2d.cu (acc += in * w): the results are the direct kernel's. Storage: float32 or
+// float16 (binary16 bit patterns); the patch holds float32. This file must compile with NVRTC
+// (no system headers; the .cuh headers are spliced in) and with g++ through host_shim/cuda_host.h,
+// in its cooperative mode.
 
 #if !defined(__CUDACC__) && !defined(CUDA_HOST_SHIM)
 #error "compile this file with NVRTC (or nvcc), or with g++ after including host_shim/cuda_host.h"
@@ -31,21 +32,27 @@
 
 #include "storage.cuh"   // load_as_float / store_from_float for float and float16 bit patterns
 #include "epilogue.cuh"  // the fused residual ADD / PRELU / RELU after the bias and clamp
+#include "coordinates.cuh"  // for depthwise_window.cuh
+#include "depthwise_window.cuh"  // the walk over the taps (depthwise_taps), DEPTHWISE_WINDOW_PARAMS
+
+// A tap of this kernel: the input value from the block's patch in shared memory (patch row 0 is
+// input row origin_y), the filter value from global memory; acc += in * w as depthwise_conv2d.cu.
+template <typename Storage>
+struct PatchTap {
+    const float (*patch)[DW_PATCH][DW_CHANNELS];
+    int origin_y, origin_x;  // the patch's input position
+    int c;                   // the thread's channel in the patch
+    const Storage* filter;
+    int oc, out_channels;
+
+    __device__ __forceinline__ float operator()(float acc, int iy, int ix, int tap) const {
+        return acc + patch[iy - origin_y][ix - origin_x][c] * load_as_float(filter + tap * out_channels + oc);
+    }
+};
 
 template <typename Storage>
 __device__ __forceinline__ void depthwise_conv2d_tiled_nhwc(
-    const Storage* __restrict__ input,
-    const Storage* __restrict__ filter,
-    const Storage* __restrict__ bias,  // may be null
-    Storage* __restrict__ output,
-    int batches, int in_h, int in_w, int in_channels,
-    int out_h, int out_w, int multiplier,
-    int filter_h, int filter_w,
-    int stride_h, int stride_w,
-    int dilation_h, int dilation_w,
-    int pad_top, int pad_left,
-    float act_min, float act_max,
-    const Epilogue epilogue)
+    DEPTHWISE_FLOAT_TENSORS(Storage), DEPTHWISE_WINDOW_PARAMS, float act_min, float act_max, const Epilogue epilogue)
 {
     constexpr int PIXEL_THREADS = DW_THREADS / DW_CHANNELS;              // 16
     constexpr int OUTPUTS = DW_TILE * DW_TILE / PIXEL_THREADS;           // 4 outputs per thread
@@ -83,22 +90,16 @@ __device__ __forceinline__ void depthwise_conv2d_tiled_nhwc(
     const int c = t % DW_CHANNELS;
     const int oc = oc0 + c;
     if (oc >= out_channels) return;  // after the only barrier: no thread waits for this one
+    const PatchTap<Storage> tap = {patch, origin_y, origin_x, c, filter, oc, out_channels};
     for (int k = 0; k < OUTPUTS; ++k) {
         const int q = t / DW_CHANNELS + k * PIXEL_THREADS;  // pixel of the tile
         const int py = q / DW_TILE, px = q % DW_TILE;
         const int oy = tile_y0 + py, ox = tile_x0 + px;
         if (oy >= out_h || ox >= out_w) continue;
-        float acc = 0.0f;
-        for (int ky = 0; ky < filter_h; ++ky) {
-            const int iy = origin_y + py * stride_h + ky * dilation_h;
-            if (iy < 0 || iy >= in_h) continue;  // padding rows read 0: skipped, as the direct kernel
-            for (int kx = 0; kx < filter_w; ++kx) {
-                const int ix = origin_x + px * stride_w + kx * dilation_w;
-                if (ix < 0 || ix >= in_w) continue;
-                acc += patch[py * stride_h + ky * dilation_h][px * stride_w + kx * dilation_w][c]
-                       * load_as_float(filter + (ky * filter_w + kx) * out_channels + oc);
-            }
-        }
+        // The taps outside the input are skipped, as the direct kernel.
+        float acc = depthwise_taps<float>(
+            origin_y + py * stride_h, origin_x + px * stride_w, in_h, in_w, filter_h, filter_w,
+            dilation_h, dilation_w, tap);
         if (bias != nullptr) acc += load_as_float(bias + oc);
         acc = acc < act_min ? act_min : acc;
         acc = acc > act_max ? act_max : acc;
@@ -112,31 +113,17 @@ __device__ __forceinline__ void depthwise_conv2d_tiled_nhwc(
 // -inf..inf clamps for no epilogue).
 
 extern "C" __global__ void depthwise_conv2d_tiled_f32(
-    const float* __restrict__ input, const float* __restrict__ filter, const float* __restrict__ bias,
-    float* __restrict__ output,
-    int batches, int in_h, int in_w, int in_channels, int out_h, int out_w, int multiplier,
-    int filter_h, int filter_w, int stride_h, int stride_w, int dilation_h, int dilation_w,
-    int pad_top, int pad_left, float act_min, float act_max,
-    const float* __restrict__ residual, int residual_channels, float add_min, float add_max,
-    const float* __restrict__ alpha, float post_min, float post_max)
+    DEPTHWISE_FLOAT_TENSORS(float), DEPTHWISE_WINDOW_PARAMS, float act_min, float act_max,
+    DEPTHWISE_EPILOGUE_PARAMS(float))
 {
     depthwise_conv2d_tiled_nhwc<float>(
-        input, filter, bias, output, batches, in_h, in_w, in_channels, out_h, out_w, multiplier,
-        filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, act_min, act_max,
-        make_epilogue(residual, residual_channels, add_min, add_max, alpha, post_min, post_max));
+        DEPTHWISE_FLOAT_TENSOR_ARGS, DEPTHWISE_WINDOW_ARGS, act_min, act_max, make_epilogue(DEPTHWISE_EPILOGUE_ARGS));
 }
 
 extern "C" __global__ void depthwise_conv2d_tiled_f16(
-    const unsigned short* __restrict__ input, const unsigned short* __restrict__ filter,
-    const unsigned short* __restrict__ bias, unsigned short* __restrict__ output,
-    int batches, int in_h, int in_w, int in_channels, int out_h, int out_w, int multiplier,
-    int filter_h, int filter_w, int stride_h, int stride_w, int dilation_h, int dilation_w,
-    int pad_top, int pad_left, float act_min, float act_max,
-    const unsigned short* __restrict__ residual, int residual_channels, float add_min, float add_max,
-    const unsigned short* __restrict__ alpha, float post_min, float post_max)
+    DEPTHWISE_FLOAT_TENSORS(unsigned short), DEPTHWISE_WINDOW_PARAMS, float act_min, float act_max,
+    DEPTHWISE_EPILOGUE_PARAMS(unsigned short))
 {
     depthwise_conv2d_tiled_nhwc<unsigned short>(
-        input, filter, bias, output, batches, in_h, in_w, in_channels, out_h, out_w, multiplier,
-        filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, act_min, act_max,
-        make_epilogue(residual, residual_channels, add_min, add_max, alpha, post_min, post_max));
+        DEPTHWISE_FLOAT_TENSOR_ARGS, DEPTHWISE_WINDOW_ARGS, act_min, act_max, make_epilogue(DEPTHWISE_EPILOGUE_ARGS));
 }

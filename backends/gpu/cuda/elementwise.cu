@@ -51,7 +51,7 @@
 // (sources.elementwise_launch_config). Arrays are C-contiguous; float16 storage holds
 // IEEE binary16 bit patterns (unsigned short) for every array of the launch.
 //
-// This file must compile with NVRTC (no system headers; storage.cuh is spliced in) and with g++ through
+// This file must compile with NVRTC (no system headers; the .cuh headers are spliced in) and with g++ through
 // host_shim/cuda_host.h.
 
 #if !defined(__CUDACC__) && !defined(CUDA_HOST_SHIM)
@@ -60,6 +60,7 @@
 
 // ---- storage types ---------------------------------------------------------------------------
 #include "storage.cuh"  // load_as_float / store_from_float for float and float16 bit patterns
+#include "coordinates.cuh"  // BROADCAST_4D_PARAMS / _ARGS, broadcast_offsets: the inputs' elements
 
 // ---- one rounding per step: never contracted into a fused multiply-add -------------------
 __device__ __forceinline__ float mul_rn(float a, float b) {
@@ -118,51 +119,27 @@ __device__ __forceinline__ float binary_op(int op, float a, float b) {
 template <typename Storage>
 __device__ __forceinline__ void elementwise_binary(
     const Storage* __restrict__ a, const Storage* __restrict__ b, Storage* __restrict__ out,
-    long long total, int op, int broadcast,
-    long long d1, long long d2, long long d3,
-    long long as0, long long as1, long long as2, long long as3,
-    long long bs0, long long bs1, long long bs2, long long bs3,
-    float act_min, float act_max)
+    long long total, int op, BROADCAST_4D_PARAMS, float act_min, float act_max)
 {
     const long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (index >= total) return;  // the last block is partial
-    long long a_offset = index, b_offset = index;
-    if (broadcast) {
-        // index = ((i0 * d1 + i1) * d2 + i2) * d3 + i3
-        long long rest = index;
-        const long long i3 = rest % d3;
-        rest /= d3;
-        const long long i2 = rest % d2;
-        rest /= d2;
-        const long long i1 = rest % d1;
-        const long long i0 = rest / d1;
-        a_offset = i0 * as0 + i1 * as1 + i2 * as2 + i3 * as3;
-        b_offset = i0 * bs0 + i1 * bs1 + i2 * bs2 + i3 * bs3;
-    }
-    const float value = binary_op(op, load_as_float(a + a_offset), load_as_float(b + b_offset));
+    const BroadcastOffsets offsets = broadcast_offsets(index, BROADCAST_4D_ARGS);
+    const float value = binary_op(op, load_as_float(a + offsets.a), load_as_float(b + offsets.b));
     store_from_float(out + index, clamp_range(value, act_min, act_max));
 }
 
 extern "C" __global__ void elementwise_binary_f32(
     const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ out,
-    long long total, int op, int broadcast, long long d1, long long d2, long long d3,
-    long long as0, long long as1, long long as2, long long as3,
-    long long bs0, long long bs1, long long bs2, long long bs3,
-    float act_min, float act_max)
+    long long total, int op, BROADCAST_4D_PARAMS, float act_min, float act_max)
 {
-    elementwise_binary<float>(a, b, out, total, op, broadcast, d1, d2, d3,
-                              as0, as1, as2, as3, bs0, bs1, bs2, bs3, act_min, act_max);
+    elementwise_binary<float>(a, b, out, total, op, BROADCAST_4D_ARGS, act_min, act_max);
 }
 
 extern "C" __global__ void elementwise_binary_f16(
     const unsigned short* __restrict__ a, const unsigned short* __restrict__ b, unsigned short* __restrict__ out,
-    long long total, int op, int broadcast, long long d1, long long d2, long long d3,
-    long long as0, long long as1, long long as2, long long as3,
-    long long bs0, long long bs1, long long bs2, long long bs3,
-    float act_min, float act_max)
+    long long total, int op, BROADCAST_4D_PARAMS, float act_min, float act_max)
 {
-    elementwise_binary<unsigned short>(a, b, out, total, op, broadcast, d1, d2, d3,
-                                       as0, as1, as2, as3, bs0, bs1, bs2, bs3, act_min, act_max);
+    elementwise_binary<unsigned short>(a, b, out, total, op, BROADCAST_4D_ARGS, act_min, act_max);
 }
 
 // ---- unary ----------------------------------------------------------------------------------

@@ -32,8 +32,8 @@
 // stored as float32 or as float16 (round to nearest even), c as above.
 //
 // Launch: 1-D, blockDim.x * gridDim.x >= total (sources.elementwise_launch_config).
-// This file must compile with NVRTC (no system headers; storage.cuh and fixed_point.cuh are
-// spliced in) and with g++ through host_shim/cuda_host.h.
+// This file must compile with NVRTC (no system headers; storage.cuh, fixed_point.cuh and
+// coordinates.cuh are spliced in) and with g++ through host_shim/cuda_host.h.
 
 #if !defined(__CUDACC__) && !defined(CUDA_HOST_SHIM)
 #error "compile this file with NVRTC (or nvcc), or with g++ after including host_shim/cuda_host.h"
@@ -41,6 +41,7 @@
 
 #include "storage.cuh"  // load_as_float / store_from_float for float and float16 bit patterns
 #include "fixed_point.cuh"  // TFLite's integer requantization arithmetic
+#include "coordinates.cuh"  // BROADCAST_4D_PARAMS / _ARGS, broadcast_offsets: the inputs' elements
 
 // ---- ADD / SUB / MUL ------------------------------------------------------------------------
 
@@ -52,32 +53,25 @@ enum QuantizedBinaryOp {
 
 #define ADD_SUB_LEFT_SHIFT 20  // TFLite's left_shift for 8-bit ADD / SUB
 
+// The arguments of ADD / SUB / MUL (int8_elementwise.py's argument list), and the arguments
+// that pass them on.
+#define QUANTIZED_BINARY_PARAMS(Q)                                                              \
+    const Q* __restrict__ a, const Q* __restrict__ b, Q* __restrict__ out, long long total,   \
+    int op, BROADCAST_4D_PARAMS, int a_offset, int b_offset, int out_offset,                  \
+    int a_multiplier, int a_shift, int b_multiplier, int b_shift, int out_multiplier,         \
+    int out_shift, int act_min, int act_max
+#define QUANTIZED_BINARY_ARGS                                                                   \
+    a, b, out, total, op, BROADCAST_4D_ARGS, a_offset, b_offset, out_offset, a_multiplier,    \
+    a_shift, b_multiplier, b_shift, out_multiplier, out_shift, act_min, act_max
+
 template <typename Q>
-__device__ __forceinline__ void quantized_binary(
-    const Q* __restrict__ a, const Q* __restrict__ b, Q* __restrict__ out, long long total, int op, int broadcast,
-    long long d1, long long d2, long long d3,
-    long long as0, long long as1, long long as2, long long as3,
-    long long bs0, long long bs1, long long bs2, long long bs3,
-    int a_offset, int b_offset, int out_offset,
-    int a_multiplier, int a_shift, int b_multiplier, int b_shift, int out_multiplier, int out_shift,
-    int act_min, int act_max)
+__device__ __forceinline__ void quantized_binary(QUANTIZED_BINARY_PARAMS(Q))
 {
     const long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (index >= total) return;
-    long long a_index = index, b_index = index;
-    if (broadcast) {
-        long long rest = index;
-        const long long i3 = rest % d3;
-        rest /= d3;
-        const long long i2 = rest % d2;
-        rest /= d2;
-        const long long i1 = rest % d1;
-        const long long i0 = rest / d1;
-        a_index = i0 * as0 + i1 * as1 + i2 * as2 + i3 * as3;
-        b_index = i0 * bs0 + i1 * bs1 + i2 * bs2 + i3 * bs3;
-    }
-    const int x = (int)a[a_index] + a_offset;
-    const int y = (int)b[b_index] + b_offset;
+    const BroadcastOffsets offsets = broadcast_offsets(index, BROADCAST_4D_ARGS);
+    const int x = (int)a[offsets.a] + a_offset;
+    const int y = (int)b[offsets.b] + b_offset;
     int raw;
     if (op == QUANTIZED_MUL) {
         raw = multiply_by_quantized_multiplier(x * y, out_multiplier, out_shift);
@@ -89,18 +83,6 @@ __device__ __forceinline__ void quantized_binary(
     }
     out[index] = (Q)clamp_int(raw + out_offset, act_min, act_max);
 }
-
-#define QUANTIZED_BINARY_PARAMS(Q)                                                              \
-    const Q* __restrict__ a, const Q* __restrict__ b, Q* __restrict__ out, long long total,   \
-    int op, int broadcast, long long d1, long long d2, long long d3,                          \
-    long long as0, long long as1, long long as2, long long as3,                               \
-    long long bs0, long long bs1, long long bs2, long long bs3,                               \
-    int a_offset, int b_offset, int out_offset, int a_multiplier, int a_shift,                \
-    int b_multiplier, int b_shift, int out_multiplier, int out_shift, int act_min, int act_max
-#define QUANTIZED_BINARY_ARGS                                                                   \
-    a, b, out, total, op, broadcast, d1, d2, d3, as0, as1, as2, as3, bs0, bs1, bs2, bs3,      \
-    a_offset, b_offset, out_offset, a_multiplier, a_shift, b_multiplier, b_shift,             \
-    out_multiplier, out_shift, act_min, act_max
 
 extern "C" __global__ void quantized_binary_i8(QUANTIZED_BINARY_PARAMS(signed char))
 {
@@ -125,25 +107,12 @@ extern "C" __global__ void lookup_b8(
 
 extern "C" __global__ void pair_lookup_b8(
     const unsigned char* __restrict__ a, const unsigned char* __restrict__ b, const unsigned char* __restrict__ table,
-    unsigned char* __restrict__ out, long long total, int broadcast, long long d1, long long d2, long long d3,
-    long long as0, long long as1, long long as2, long long as3,
-    long long bs0, long long bs1, long long bs2, long long bs3)
+    unsigned char* __restrict__ out, long long total, BROADCAST_4D_PARAMS)
 {
     const long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (index >= total) return;
-    long long a_index = index, b_index = index;
-    if (broadcast) {
-        long long rest = index;
-        const long long i3 = rest % d3;
-        rest /= d3;
-        const long long i2 = rest % d2;
-        rest /= d2;
-        const long long i1 = rest % d1;
-        const long long i0 = rest / d1;
-        a_index = i0 * as0 + i1 * as1 + i2 * as2 + i3 * as3;
-        b_index = i0 * bs0 + i1 * bs1 + i2 * bs2 + i3 * bs3;
-    }
-    out[index] = table[((int)a[a_index] << 8) | (int)b[b_index]];
+    const BroadcastOffsets offsets = broadcast_offsets(index, BROADCAST_4D_ARGS);
+    out[index] = table[((int)a[offsets.a] << 8) | (int)b[offsets.b]];
 }
 
 // ---- QUANTIZE float -> int8 / uint8 ---------------------------------------------------------

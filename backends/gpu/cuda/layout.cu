@@ -24,7 +24,7 @@
 // NVRTC has no INFINITY).
 //
 // Storage float32 or float16 (binary16 bit patterns). This file must compile with NVRTC
-// (no system headers; storage.cuh is spliced in) and with g++ through host_shim/cuda_host.h.
+// (no system headers; the .cuh headers are spliced in) and with g++ through host_shim/cuda_host.h.
 
 #if !defined(__CUDACC__) && !defined(CUDA_HOST_SHIM)
 #error "compile this file with NVRTC (or nvcc), or with g++ after including host_shim/cuda_host.h"
@@ -33,51 +33,36 @@
 // ---- storage types ---------------------------------------------------------------------------
 
 #include "storage.cuh"  // load_as_float / store_from_float for float and float16 bit patterns
+#include "coordinates.cuh"  // coordinates_4d
+#include "layout_index.cuh"  // pad_element, concat_element: where an output element comes from
 
 // ---- PAD ------------------------------------------------------------------------------------
 
 template <typename Storage>
 __device__ __forceinline__ void pad_4d(
-    const Storage* __restrict__ input, Storage* __restrict__ output,
-    int in0, int in1, int in2, int in3, int out0, int out1, int out2, int out3,
-    int before0, int before1, int before2, int before3, float value)
+    const Storage* __restrict__ input, Storage* __restrict__ output, PAD_4D_PARAMS, float value)
 {
-    const long long total = (long long)out0 * out1 * out2 * out3;
-    const long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (index >= total) return;  // the last block is partial
-
-    long long rest = index;
-    const int i3 = (int)(rest % out3) - before3;
-    rest /= out3;
-    const int i2 = (int)(rest % out2) - before2;
-    rest /= out2;
-    const int i1 = (int)(rest % out1) - before1;
-    const int i0 = (int)(rest / out1) - before0;
-    if (i0 < 0 || i0 >= in0 || i1 < 0 || i1 >= in1 || i2 < 0 || i2 >= in2 || i3 < 0 || i3 >= in3) {
-        store_from_float(output + index, value);
+    PadElement element;
+    if (!pad_element(PAD_4D_ARGS, element)) return;  // the last block is partial
+    if (element.inside) {
+        output[element.index] = input[element.source];
     } else {
-        output[index] = input[(((long long)i0 * in1 + i1) * in2 + i2) * in3 + i3];
+        store_from_float(output + element.index, value);
     }
 }
 
-#define PAD_PARAMS                                                                                     \
-    int in0, int in1, int in2, int in3, int out0, int out1, int out2, int out3, int before0,          \
-    int before1, int before2, int before3, float value
-#define PAD_ARGS in0, in1, in2, in3, out0, out1, out2, out3, before0, before1, before2, before3, value
-
-extern "C" __global__ void pad_f32(const float* __restrict__ input, float* __restrict__ output, PAD_PARAMS)
+extern "C" __global__ void pad_f32(const float* __restrict__ input, float* __restrict__ output, PAD_4D_PARAMS, float value)
 {
-    pad_4d<float>(input, output, PAD_ARGS);
+    pad_4d<float>(input, output, PAD_4D_ARGS, value);
 }
 
-extern "C" __global__ void pad_f16(const unsigned short* __restrict__ input, unsigned short* __restrict__ output, PAD_PARAMS)
+extern "C" __global__ void pad_f16(
+    const unsigned short* __restrict__ input, unsigned short* __restrict__ output, PAD_4D_PARAMS, float value)
 {
-    pad_4d<unsigned short>(input, output, PAD_ARGS);
+    pad_4d<unsigned short>(input, output, PAD_4D_ARGS, value);
 }
 
 // ---- CONCATENATION --------------------------------------------------------------------------
-
-#define CONCAT_MAX_INPUTS 8
 
 template <typename Storage>
 __device__ __forceinline__ void concatenation(
@@ -85,25 +70,10 @@ __device__ __forceinline__ void concatenation(
     const int (&extents)[CONCAT_MAX_INPUTS], int outer, int inner, int axis_total, int axis_start,
     int clamp, float act_min, float act_max)
 {
-    int count = 0;  // this launch's rows of the axis
-    for (int k = 0; k < CONCAT_MAX_INPUTS; ++k) count += extents[k];
-    const long long total = (long long)outer * count * inner;
-    const long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (index >= total) return;
-
-    // index = (o * count + p) * inner + i
-    const int i = (int)(index % inner);
-    long long rest = index / inner;
-    const int p = (int)(rest % count);
-    const int o = (int)(rest / count);
-
-    int k = 0, row = p;  // input k, its row
-    while (row >= extents[k]) {
-        row -= extents[k];
-        ++k;
-    }
-    const Storage* source = inputs[k] + ((long long)o * extents[k] + row) * inner + i;
-    Storage* target = output + ((long long)o * axis_total + axis_start + p) * inner + i;
+    ConcatElement element;
+    if (!concat_element(extents, outer, inner, axis_total, axis_start, element)) return;
+    const Storage* source = inputs[element.k] + element.source;
+    Storage* target = output + element.target;
     if (clamp) {
         float v = load_as_float(source);
         v = v < act_min ? act_min : v;
@@ -115,13 +85,10 @@ __device__ __forceinline__ void concatenation(
 }
 
 #define CONCAT_PARAMS(Storage)                                                                          \
-    Storage* __restrict__ output, const Storage* in0, const Storage* in1, const Storage* in2,           \
-    const Storage* in3, const Storage* in4, const Storage* in5, const Storage* in6, const Storage* in7, \
-    int e0, int e1, int e2, int e3, int e4, int e5, int e6, int e7, int outer, int inner,               \
+    Storage* __restrict__ output, CONCAT_INPUTS_PARAMS(Storage), int outer, int inner,                 \
     int axis_total, int axis_start, int clamp, float act_min, float act_max
 #define CONCAT_BODY(Storage)                                                                            \
-    const Storage* const inputs[CONCAT_MAX_INPUTS] = {in0, in1, in2, in3, in4, in5, in6, in7};        \
-    const int extents[CONCAT_MAX_INPUTS] = {e0, e1, e2, e3, e4, e5, e6, e7};                           \
+    CONCAT_INPUTS_ARRAYS(Storage)                                                                       \
     concatenation<Storage>(output, inputs, extents, outer, inner, axis_total, axis_start, clamp, act_min, act_max);
 
 extern "C" __global__ void concatenation_f32(CONCAT_PARAMS(float)) { CONCAT_BODY(float) }
@@ -147,17 +114,11 @@ __device__ __forceinline__ void gather_axes_4d(
     const long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (index >= total) return;
 
-    long long rest = index;
-    const int o3 = (int)(rest % out3);
-    rest /= out3;
-    const int o2 = (int)(rest % out2);
-    rest /= out2;
-    const int o1 = (int)(rest % out1);
-    const int o0 = (int)(rest / out1);
-    const int i0 = tables[o0];
-    const int i1 = tables[out0 + o1];
-    const int i2 = tables[out0 + out1 + o2];
-    const int i3 = tables[out0 + out1 + out2 + o3];
+    const Coordinates4d<int> o = coordinates_4d(index, out1, out2, out3);
+    const int i0 = tables[o.i0];
+    const int i1 = tables[out0 + o.i1];
+    const int i2 = tables[out0 + out1 + o.i2];
+    const int i3 = tables[out0 + out1 + out2 + o.i3];
     output[index] = input[(((long long)i0 * in1 + i1) * in2 + i2) * in3 + i3];
 }
 

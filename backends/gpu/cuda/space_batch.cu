@@ -16,27 +16,30 @@
 //   out[b, oh, ow, ch] = in[((h % bh) * bw + w % bw) * n + b, h / bh, w / bw, ch]
 //
 // Launch: 1-D over the output (sources.elementwise_launch_config). This file must compile
-// with NVRTC (no system headers) and with g++ through host_shim/cuda_host.h.
+// with NVRTC (no system headers; coordinates.cuh is spliced in) and with g++ through
+// host_shim/cuda_host.h.
 
 #if !defined(__CUDACC__) && !defined(CUDA_HOST_SHIM)
 #error "compile this file with NVRTC (or nvcc), or with g++ after including host_shim/cuda_host.h"
 #endif
 
+#include "coordinates.cuh"  // coordinates_4d: an output element's (batch, h, w, channel)
+
+// The arguments of both ops (cuda/space_batch.py's argument lists; SPACE_TO_BATCH_ND adds the
+// fill), and the arguments that pass them on.
+#define SPACE_BATCH_PARAMS(Element)                                                             \
+    const Element* __restrict__ input, Element* __restrict__ output, int n, int in_h, int in_w,  \
+    int c, int out_h, int out_w, int bh, int bw, int top, int left
+#define SPACE_BATCH_ARGS input, output, n, in_h, in_w, c, out_h, out_w, bh, bw, top, left
+
 template <typename Element>
-__device__ __forceinline__ void space_to_batch(
-    const Element* __restrict__ input, Element* __restrict__ output, int n, int in_h, int in_w, int c,
-    int out_h, int out_w, int bh, int bw, int top, int left, Element fill)
+__device__ __forceinline__ void space_to_batch(SPACE_BATCH_PARAMS(Element), Element fill)
 {
     const long long total = (long long)bh * bw * n * out_h * out_w * c;
     const long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (index >= total) return;
-    long long rest = index;
-    const int ch = (int)(rest % c);
-    rest /= c;
-    const int ow = (int)(rest % out_w);
-    rest /= out_w;
-    const int oh = (int)(rest % out_h);
-    const int ob = (int)(rest / out_h);
+    const Coordinates4d<int> o = coordinates_4d(index, out_h, out_w, c);  // ob, oh, ow, ch
+    const int ob = o.i0, oh = o.i1, ow = o.i2, ch = o.i3;
     const int b = ob % n;
     const int offset = ob / n;  // i * bw + j
     const int ih = oh * bh + offset / bw - top;
@@ -46,30 +49,18 @@ __device__ __forceinline__ void space_to_batch(
 }
 
 template <typename Element>
-__device__ __forceinline__ void batch_to_space(
-    const Element* __restrict__ input, Element* __restrict__ output, int n, int in_h, int in_w, int c,
-    int out_h, int out_w, int bh, int bw, int top, int left)
+__device__ __forceinline__ void batch_to_space(SPACE_BATCH_PARAMS(Element))
 {
     const long long total = (long long)n * out_h * out_w * c;
     const long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (index >= total) return;
-    long long rest = index;
-    const int ch = (int)(rest % c);
-    rest /= c;
-    const int ow = (int)(rest % out_w);
-    rest /= out_w;
-    const int oh = (int)(rest % out_h);
-    const int b = (int)(rest / out_h);
+    const Coordinates4d<int> o = coordinates_4d(index, out_h, out_w, c);  // b, oh, ow, ch
+    const int b = o.i0, oh = o.i1, ow = o.i2, ch = o.i3;
     const int h = oh + top;
     const int w = ow + left;
     const int ib = ((h % bh) * bw + w % bw) * n + b;
     output[index] = input[(((long long)ib * in_h + h / bh) * in_w + w / bw) * c + ch];
 }
-
-#define SPACE_BATCH_PARAMS(Element)                                                             \
-    const Element* __restrict__ input, Element* __restrict__ output, int n, int in_h, int in_w,  \
-    int c, int out_h, int out_w, int bh, int bw, int top, int left
-#define SPACE_BATCH_ARGS input, output, n, in_h, in_w, c, out_h, out_w, bh, bw, top, left
 
 extern "C" __global__ void space_to_batch_b8(SPACE_BATCH_PARAMS(unsigned char), unsigned char fill)
 {
