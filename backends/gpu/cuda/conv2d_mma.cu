@@ -27,21 +27,18 @@
 // by the block's threads (all 256 call it together): each writes its fragments where the PTX ISA
 // says they belong, synchronises, and computes its own accumulators, k in order, with fmaf. So the
 // shim checks the fragment layout of the loads below; a GPU checks the instruction itself (the
-// device check). This file must compile with NVRTC (no system headers; storage.cuh and epilogue.cuh
-// are spliced in; sm_80 or newer for mma.sync m16n8k16) and with g++ through host_shim/cuda_host.h
-// in its cooperative mode.
+// device check). This file must compile with NVRTC (no system headers; storage.cuh, epilogue.cuh,
+// mma.cuh and conv2d_gemm.cuh are spliced in; sm_80 or newer for mma.sync m16n8k16) and with g++
+// through host_shim/cuda_host.h in its cooperative mode.
 
 #if !defined(__CUDACC__) && !defined(CUDA_HOST_SHIM)
 #error "compile this file with NVRTC (or nvcc), or with g++ after including host_shim/cuda_host.h"
 #endif
 
-#define MMA_TILE 64
-#define MMA_TILE_K 16
-#define MMA_THREADS 256
-#define MMA_WARPS (MMA_THREADS / 32)
-
-#include "storage.cuh"   // load_as_float / store_from_float for float and float16 bit patterns
-#include "epilogue.cuh"  // the fused residual ADD / PRELU / RELU after the bias and clamp
+#include "storage.cuh"      // load_as_float / store_from_float for float and float16 bit patterns
+#include "epilogue.cuh"     // the fused residual ADD / PRELU / RELU after the bias and clamp
+#include "mma.cuh"          // MMA_TILE..., mma_lane, load_mma_fragments, mma_m16n32k16 (mma.sync m16n8k16 x 4; emulated by the host shim)
+#include "conv2d_gemm.cuh"  // the implicit GEMM's gather (pixels, taps) and output stage, shared with conv2d_tiled.cu
 
 // Two consecutive halves read as one 32-bit (half2) load from a 4-byte aligned address; the
 // lower-indexed element lands in the low 16 bits (little-endian), as in an mma register.
@@ -55,21 +52,7 @@ __device__ __forceinline__ unsigned int load_half2_bits(const unsigned short* p)
 #endif
 }
 
-#include "mma.cuh"  // pack_halves, mma_m16n32k16 (mma.sync m16n8k16 x 4; emulated by the host shim)
-
-__device__ __forceinline__ void conv2d_mma_nhwc(
-    const unsigned short* __restrict__ input,
-    const unsigned short* __restrict__ filter,
-    const unsigned short* __restrict__ bias,  // may be null
-    unsigned short* __restrict__ output,
-    int batches, int in_h, int in_w, int in_channels,
-    int out_h, int out_w, int out_channels, int groups,
-    int filter_h, int filter_w,
-    int stride_h, int stride_w,
-    int dilation_h, int dilation_w,
-    int pad_top, int pad_left,
-    float act_min, float act_max,
-    const Epilogue epilogue)
+__device__ __forceinline__ void conv2d_mma_nhwc(CONV2D_GEMM_BODY_PARAMS(unsigned short))  // bias may be null
 {
     // Staging: each thread stages pairs of halves (k, k + 1) of A and (n, n + 1) of B, read as
     // one 32-bit half2 load where the pair is contiguous and 4-byte aligned, else as two halves.
@@ -97,50 +80,26 @@ __device__ __forceinline__ void conv2d_mma_nhwc(
     const bool a_half2 = group_in % 2 == 0 && ((unsigned long long)input & 3) == 0;
     const bool b_half2 = group_out % 2 == 0 && ((unsigned long long)filter & 3) == 0;
 
+    // The pixels this thread stages (A_LOADS of them, A_ROWS apart) at pair a_pair of the step.
     const int a_pair = t % A_PAIRS;
-    long long a_image[A_LOADS];
-    int a_y[A_LOADS], a_x[A_LOADS];
-    bool a_valid[A_LOADS];
-    for (int j = 0; j < A_LOADS; ++j) {
-        const long long m = m0 + t / A_PAIRS + j * A_ROWS;
-        a_valid[j] = m < pixels;
-        const long long pixel = a_valid[j] ? m : 0;
-        const int ox = (int)(pixel % out_w);
-        const long long rest = pixel / out_w;
-        const int oy = (int)(rest % out_h);
-        a_image[j] = (rest / out_h) * in_h * in_w * in_channels;
-        a_y[j] = oy * stride_h - pad_top;
-        a_x[j] = ox * stride_w - pad_left;
-    }
+    GatherPixel a_pixels[A_LOADS];
+    locate_pixels<A_LOADS, A_ROWS>(
+        a_pixels, m0 + t / A_PAIRS, pixels, in_h, in_w, in_channels, out_h, out_w, stride_h, stride_w, pad_top, pad_left);
     const int b_pair = t % B_PAIRS;
 
-    const int warp = t / 32, lane = t % 32;
-    const int lane_group = lane / 4, lane_t = lane % 4;
-    const int warp_m = (warp % 4) * 16;  // the warp's 16 pixels of the tile
-    const int warp_n = (warp / 4) * 32;  // and its 32 channels: four products of 8
+    const MmaLane lane = mma_lane(t);  // the warp's 16 pixels and 32 channels of the tile
     float acc[4][4];
-    for (int j = 0; j < 4; ++j)
-        for (int i = 0; i < 4; ++i) acc[j][i] = 0.0f;
+    mma_clear(acc);
 
     for (int k0 = 0; k0 < depth; k0 += MMA_TILE_K) {
         // Stage A: values k and k + 1 of each of this thread's pixels (0 outside the input).
         for (int half = 0; half < 2; ++half) {
             if (half == 1 && a_half2) break;  // the pair came in one load
-            const int k = k0 + 2 * a_pair + half;
-            const bool k_inside = k < depth;
-            int ky = 0, kx = 0, i = 0;
-            if (k_inside) {
-                i = k % group_in;
-                const int tap = k / group_in;
-                kx = tap % filter_w;
-                ky = tap / filter_w;
-            }
+            const GemmTap tap = gemm_tap(k0 + 2 * a_pair + half, depth, group_in, filter_w);
             for (int j = 0; j < A_LOADS; ++j) {
                 unsigned int bits = 0;  // +0.0 (and +0.0)
-                const int iy = a_y[j] + ky * dilation_h;
-                const int ix = a_x[j] + kx * dilation_w;
-                if (k_inside && a_valid[j] && iy >= 0 && iy < in_h && ix >= 0 && ix < in_w) {
-                    const unsigned short* at = group_input + a_image[j] + ((long long)iy * in_w + ix) * in_channels + i;
+                const unsigned short* at;
+                if (gather_at(group_input, a_pixels[j], tap, in_h, in_w, in_channels, dilation_h, dilation_w, at)) {
                     bits = a_half2 ? load_half2_bits(at) : *at;
                 }
                 unsigned short* row = a_tile[t / A_PAIRS + j * A_ROWS];
@@ -167,51 +126,26 @@ __device__ __forceinline__ void conv2d_mma_nhwc(
             b_tile[row][2 * b_pair + 1] = high;
         }
         __syncthreads();
-        unsigned int a[4];
-        a[0] = pack_halves(a_tile[warp_m + lane_group][2 * lane_t], a_tile[warp_m + lane_group][2 * lane_t + 1]);
-        a[1] = pack_halves(a_tile[warp_m + lane_group + 8][2 * lane_t], a_tile[warp_m + lane_group + 8][2 * lane_t + 1]);
-        a[2] = pack_halves(a_tile[warp_m + lane_group][2 * lane_t + 8], a_tile[warp_m + lane_group][2 * lane_t + 9]);
-        a[3] = pack_halves(a_tile[warp_m + lane_group + 8][2 * lane_t + 8], a_tile[warp_m + lane_group + 8][2 * lane_t + 9]);
-        unsigned int b[4][2];
-        for (int j = 0; j < 4; ++j) {
-            const int column = warp_n + j * 8 + lane_group;
-            b[j][0] = pack_halves(b_tile[2 * lane_t][column], b_tile[2 * lane_t + 1][column]);
-            b[j][1] = pack_halves(b_tile[2 * lane_t + 8][column], b_tile[2 * lane_t + 9][column]);
-        }
-        mma_m16n32k16(acc, a, b);
+        unsigned int a_fragment[4], b_fragment[4][2];
+        load_mma_fragments(a_tile, b_tile, lane, a_fragment, b_fragment);
+        mma_m16n32k16(acc, a_fragment, b_fragment);
         __syncthreads();  // the tiles are overwritten by the next step
     }
 
-    // Epilogue: accumulator i of product j is C[warp_m + group (+8 for i >= 2)][warp_n + 8 j + 2 t + (i & 1)].
+    // Epilogue: accumulator i of product j is C[mma_row(m0, lane, i)][mma_column(n0, lane, j, i)].
     for (int j = 0; j < 4; ++j) {
         for (int i = 0; i < 4; ++i) {
-            const long long pixel = m0 + warp_m + lane_group + (i >= 2 ? 8 : 0);
-            const int n = n0 + warp_n + j * 8 + 2 * lane_t + (i & 1);
+            const long long pixel = mma_row(m0, lane, i);
+            const int n = mma_column(n0, lane, j, i);
             if (pixel >= pixels || n >= group_out) continue;
-            const int oc = g * group_out + n;
-            float value = bias != nullptr ? acc[j][i] + load_as_float(bias + oc) : acc[j][i];
-            value = value < act_min ? act_min : value;
-            value = value > act_max ? act_max : value;
-            store_from_float(output + pixel * out_channels + oc, apply_epilogue<unsigned short>(epilogue, value, pixel, oc));
+            store_conv_output(output, bias, acc[j][i], pixel, g * group_out + n, out_channels, act_min, act_max, epilogue);
         }
     }
 }
 
 // ---- entry point -------------------------------------------------------------------------------
-// Arguments: conv2d.cu's conv2d_fused_f16 (a null residual and alpha and -inf..inf clamps for no
-// epilogue).
+// Arguments: conv2d.cu's conv2d_fused_f16 (CONV2D_GEMM_PARAMS, conv2d_gemm.cuh).
 
-extern "C" __global__ void conv2d_mma_64x64_f16(
-    const unsigned short* __restrict__ input, const unsigned short* __restrict__ filter,
-    const unsigned short* __restrict__ bias, unsigned short* __restrict__ output,
-    int batches, int in_h, int in_w, int in_channels, int out_h, int out_w, int out_channels, int groups,
-    int filter_h, int filter_w, int stride_h, int stride_w, int dilation_h, int dilation_w,
-    int pad_top, int pad_left, float act_min, float act_max,
-    const unsigned short* __restrict__ residual, int residual_channels, float add_min, float add_max,
-    const unsigned short* __restrict__ alpha, float post_min, float post_max)
-{
-    conv2d_mma_nhwc(
-        input, filter, bias, output, batches, in_h, in_w, in_channels, out_h, out_w, out_channels, groups,
-        filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, act_min, act_max,
-        make_epilogue(residual, residual_channels, add_min, add_max, alpha, post_min, post_max));
+extern "C" __global__ void conv2d_mma_64x64_f16(CONV2D_GEMM_PARAMS(unsigned short)) {
+    conv2d_mma_nhwc(CONV2D_GEMM_ARGS);
 }

@@ -30,9 +30,9 @@
 // as conv2d.cu.
 //
 // Storage: float32 (*_f32) or float16 (*_f16, binary16 bit patterns): tiles hold float32, products
-// and sums are float32. This file must compile with NVRTC (no system headers; storage.cuh and
-// epilogue.cuh are spliced in) and with g++ through host_shim/cuda_host.h, in its cooperative mode
-// (__shared__, __syncthreads).
+// and sums are float32. This file must compile with NVRTC (no system headers; storage.cuh,
+// epilogue.cuh and conv2d_gemm.cuh are spliced in) and with g++ through host_shim/cuda_host.h, in
+// its cooperative mode (__shared__, __syncthreads).
 
 #if !defined(__CUDACC__) && !defined(CUDA_HOST_SHIM)
 #error "compile this file with NVRTC (or nvcc), or with g++ after including host_shim/cuda_host.h"
@@ -41,23 +41,13 @@
 #define CONV2D_TILE_K 16
 #define CONV2D_TILE_THREADS 256
 
-#include "storage.cuh"   // load_as_float / store_from_float for float and float16 bit patterns
-#include "epilogue.cuh"  // the fused residual ADD / PRELU / RELU after the bias and clamp
+#include "storage.cuh"         // load_as_float / store_from_float for float and float16 bit patterns
+#include "epilogue.cuh"        // the fused residual ADD / PRELU / RELU after the bias and clamp
+#include "conv2d_gemm.cuh"     // the implicit GEMM's gather (pixels, taps) and output stage, shared with conv2d_mma.cu
+#include "tiled_products.cuh"  // add_tile_products: the register-blocked step, shared with matmul_tiled.cu
 
 template <typename Storage, int TILE_M, int TILE_N>
-__device__ __forceinline__ void conv2d_tiled_nhwc(
-    const Storage* __restrict__ input,
-    const Storage* __restrict__ filter,
-    const Storage* __restrict__ bias,  // may be null
-    Storage* __restrict__ output,
-    int batches, int in_h, int in_w, int in_channels,
-    int out_h, int out_w, int out_channels, int groups,
-    int filter_h, int filter_w,
-    int stride_h, int stride_w,
-    int dilation_h, int dilation_w,
-    int pad_top, int pad_left,
-    float act_min, float act_max,
-    const Epilogue epilogue)
+__device__ __forceinline__ void conv2d_tiled_nhwc(CONV2D_GEMM_BODY_PARAMS(Storage))  // bias may be null
 {
     constexpr int THREAD_M = TILE_M / 16;                                     // outputs per thread: pixels
     constexpr int THREAD_N = TILE_N / 16;                                     //   x channels
@@ -80,22 +70,11 @@ __device__ __forceinline__ void conv2d_tiled_nhwc(
     const Storage* group_input = input + g * group_in;
     const Storage* group_filter = filter + (long long)g * depth * group_out;
 
-    // The pixels this thread stages (A_LOADS of them, A_ROWS apart): image offset and tap (0, 0).
+    // The pixels this thread stages (A_LOADS of them, A_ROWS apart) at column a_k of the step.
     const int a_k = t % CONV2D_TILE_K;
-    long long a_image[A_LOADS];
-    int a_y[A_LOADS], a_x[A_LOADS];
-    bool a_valid[A_LOADS];
-    for (int j = 0; j < A_LOADS; ++j) {
-        const long long m = m0 + t / CONV2D_TILE_K + j * A_ROWS;
-        a_valid[j] = m < pixels;
-        const long long pixel = a_valid[j] ? m : 0;
-        const int ox = (int)(pixel % out_w);
-        const long long rest = pixel / out_w;
-        const int oy = (int)(rest % out_h);
-        a_image[j] = (rest / out_h) * in_h * in_w * in_channels;
-        a_y[j] = oy * stride_h - pad_top;
-        a_x[j] = ox * stride_w - pad_left;
-    }
+    GatherPixel a_pixels[A_LOADS];
+    locate_pixels<A_LOADS, A_ROWS>(
+        a_pixels, m0 + t / CONV2D_TILE_K, pixels, in_h, in_w, in_channels, out_h, out_w, stride_h, stride_w, pad_top, pad_left);
     const int b_n = t % TILE_N;
 
     const int tx = t % 16, ty = t / 16;
@@ -105,46 +84,27 @@ __device__ __forceinline__ void conv2d_tiled_nhwc(
 
     for (int k0 = 0; k0 < depth; k0 += CONV2D_TILE_K) {
         // Stage A: value k0 + a_k of each of this thread's pixels (0 outside the input).
-        {
-            const int k = k0 + a_k;
-            const bool k_inside = k < depth;
-            int ky = 0, kx = 0, i = 0;
-            if (k_inside) {
-                i = k % group_in;
-                const int tap = k / group_in;
-                kx = tap % filter_w;
-                ky = tap / filter_w;
-            }
-            for (int j = 0; j < A_LOADS; ++j) {
-                float value = 0.0f;
-                const int iy = a_y[j] + ky * dilation_h;
-                const int ix = a_x[j] + kx * dilation_w;
-                if (k_inside && a_valid[j] && iy >= 0 && iy < in_h && ix >= 0 && ix < in_w) {
-                    value = load_as_float(group_input + a_image[j] + ((long long)iy * in_w + ix) * in_channels + i);
-                }
-                a_tile[a_k][t / CONV2D_TILE_K + j * A_ROWS] = value;
-            }
+        const GemmTap tap = gemm_tap(k0 + a_k, depth, group_in, filter_w);
+        for (int j = 0; j < A_LOADS; ++j) {
+            const Storage* at;
+            const bool inside = gather_at(group_input, a_pixels[j], tap, in_h, in_w, in_channels, dilation_h, dilation_w, at);
+            a_tile[a_k][t / CONV2D_TILE_K + j * A_ROWS] = inside ? load_as_float(at) : 0.0f;
         }
         // Stage B: rows k0 .. k0 + TILE_K of the group's [K, O] filter, columns n0 .. n0 + TILE_N.
         for (int j = 0; j < B_LOADS; ++j) {
             const int row = t / TILE_N + j * B_ROWS;
             const int k = k0 + row;
             const int n = n0 + b_n;
-            b_tile[row][b_n] = (k < depth && n < group_out) ? load_as_float(group_filter + (long long)k * group_out + n) : 0.0f;
+            b_tile[row][b_n] = (k < depth && n < group_out)
+                ? load_as_float(group_filter + (long long)k * group_out + n) : 0.0f;
         }
         __syncthreads();
         const int steps = min(CONV2D_TILE_K, depth - k0);  // no products past K: the sum is the direct one
-        for (int kk = 0; kk < steps; ++kk) {
-            float a[THREAD_M], b[THREAD_N];
-            for (int r = 0; r < THREAD_M; ++r) a[r] = a_tile[kk][ty + 16 * r];
-            for (int c = 0; c < THREAD_N; ++c) b[c] = b_tile[kk][tx + 16 * c];
-            for (int r = 0; r < THREAD_M; ++r)
-                for (int c = 0; c < THREAD_N; ++c) acc[r][c] = fmaf(a[r], b[c], acc[r][c]);
-        }
+        add_tile_products(acc, a_tile, b_tile, steps, tx, ty);
         __syncthreads();  // the tiles are overwritten by the next step
     }
 
-    // Epilogue: bias, clamp (TFLite's ActivationFunctionWithMinMax: NaN propagates), fused nodes.
+    // Epilogue: bias, clamp, fused nodes.
     for (int r = 0; r < THREAD_M; ++r) {
         const long long pixel = m0 + ty + 16 * r;
         if (pixel >= pixels) continue;
@@ -152,44 +112,26 @@ __device__ __forceinline__ void conv2d_tiled_nhwc(
             const int n = n0 + tx + 16 * c;
             if (n >= group_out) continue;
             const int oc = g * group_out + n;
-            float value = bias != nullptr ? acc[r][c] + load_as_float(bias + oc) : acc[r][c];
-            value = value < act_min ? act_min : value;
-            value = value > act_max ? act_max : value;
-            store_from_float(output + pixel * out_channels + oc, apply_epilogue<Storage>(epilogue, value, pixel, oc));
+            store_conv_output(output, bias, acc[r][c], pixel, oc, out_channels, act_min, act_max, epilogue);
         }
     }
 }
 
 // ---- entry points: conv2d_tiled_<TILE_M>x<TILE_N>_<storage> --------------------------------------
-// Arguments: conv2d.cu's conv2d_fused_* (the epilogue's: residual, residual_channels, add_min,
-// add_max, alpha, post_min, post_max; a null residual and alpha and -inf..inf clamps for none).
+// Arguments: conv2d.cu's conv2d_fused_* (CONV2D_GEMM_PARAMS, conv2d_gemm.cuh).
 
-#define CONV2D_TILED_PARAMS(T)                                                                          \
-    const T* __restrict__ input, const T* __restrict__ filter, const T* __restrict__ bias,              \
-    T* __restrict__ output,                                                                              \
-    int batches, int in_h, int in_w, int in_channels, int out_h, int out_w, int out_channels, int groups, \
-    int filter_h, int filter_w, int stride_h, int stride_w, int dilation_h, int dilation_w,             \
-    int pad_top, int pad_left, float act_min, float act_max,                                            \
-    const T* __restrict__ residual, int residual_channels, float add_min, float add_max,                \
-    const T* __restrict__ alpha, float post_min, float post_max
-
-#define CONV2D_TILED_ARGS                                                                               \
-    input, filter, bias, output, batches, in_h, in_w, in_channels, out_h, out_w, out_channels, groups,  \
-    filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, act_min, act_max, \
-    make_epilogue(residual, residual_channels, add_min, add_max, alpha, post_min, post_max)
-
-extern "C" __global__ void conv2d_tiled_64x64_f32(CONV2D_TILED_PARAMS(float)) {
-    conv2d_tiled_nhwc<float, 64, 64>(CONV2D_TILED_ARGS);
+extern "C" __global__ void conv2d_tiled_64x64_f32(CONV2D_GEMM_PARAMS(float)) {
+    conv2d_tiled_nhwc<float, 64, 64>(CONV2D_GEMM_ARGS);
 }
 
-extern "C" __global__ void conv2d_tiled_64x64_f16(CONV2D_TILED_PARAMS(unsigned short)) {
-    conv2d_tiled_nhwc<unsigned short, 64, 64>(CONV2D_TILED_ARGS);
+extern "C" __global__ void conv2d_tiled_64x64_f16(CONV2D_GEMM_PARAMS(unsigned short)) {
+    conv2d_tiled_nhwc<unsigned short, 64, 64>(CONV2D_GEMM_ARGS);
 }
 
-extern "C" __global__ void conv2d_tiled_128x32_f32(CONV2D_TILED_PARAMS(float)) {
-    conv2d_tiled_nhwc<float, 128, 32>(CONV2D_TILED_ARGS);
+extern "C" __global__ void conv2d_tiled_128x32_f32(CONV2D_GEMM_PARAMS(float)) {
+    conv2d_tiled_nhwc<float, 128, 32>(CONV2D_GEMM_ARGS);
 }
 
-extern "C" __global__ void conv2d_tiled_128x32_f16(CONV2D_TILED_PARAMS(unsigned short)) {
-    conv2d_tiled_nhwc<unsigned short, 128, 32>(CONV2D_TILED_ARGS);
+extern "C" __global__ void conv2d_tiled_128x32_f16(CONV2D_GEMM_PARAMS(unsigned short)) {
+    conv2d_tiled_nhwc<unsigned short, 128, 32>(CONV2D_GEMM_ARGS);
 }

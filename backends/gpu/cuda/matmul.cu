@@ -34,16 +34,12 @@
 
 // ---- storage types ---------------------------------------------------------------------------
 #include "storage.cuh"  // load_as_float / store_from_float for float and float16 bit patterns
+#include "matmul.cuh"   // MATMUL_PARAMS / MATMUL_ARGS, store_matmul_output
 
 // ---- the product with the fused output stage --------------------------------------------------
 
 template <typename Storage>
-__device__ __forceinline__ void matmul_bias_activation(
-    const Storage* __restrict__ a, const Storage* __restrict__ b, const Storage* __restrict__ bias,
-    Storage* __restrict__ c, int m, int n, int k,
-    long long a_batch_stride, long long a_row_stride, long long a_col_stride,
-    long long b_batch_stride, long long b_row_stride, long long b_col_stride,
-    long long c_batch_stride, float act_min, float act_max)
+__device__ __forceinline__ void matmul_bias_activation(MATMUL_PARAMS(Storage))
 {
     const int column = blockIdx.x * blockDim.x + threadIdx.x;
     const int first_row = (blockIdx.y * blockDim.y + threadIdx.y) * MATMUL_ROWS;
@@ -66,35 +62,17 @@ __device__ __forceinline__ void matmul_bias_activation(
     }
     const float shift = bias != nullptr ? load_as_float(bias + column) : 0.0f;
     for (int r = 0; r < MATMUL_ROWS && first_row + r < m; ++r) {
-        float result = bias != nullptr ? sums[r] + shift : sums[r];
-        // TFLite's ActivationFunctionWithMinMax: NaN propagates (fmaxf/fminf would drop it).
-        result = result < act_min ? act_min : result;
-        result = result > act_max ? act_max : result;
-        store_from_float(c + (long long)(first_row + r) * n + column, result);
+        store_matmul_output(c, first_row + r, column, n, bias != nullptr ? sums[r] + shift : sums[r], act_min, act_max);
     }
 }
 
-extern "C" __global__ void matmul_bias_act_f32(
-    const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias,
-    float* __restrict__ c, int m, int n, int k,
-    long long a_batch_stride, long long a_row_stride, long long a_col_stride,
-    long long b_batch_stride, long long b_row_stride, long long b_col_stride,
-    long long c_batch_stride, float act_min, float act_max)
+extern "C" __global__ void matmul_bias_act_f32(MATMUL_PARAMS(float))
 {
-    matmul_bias_activation<float>(
-        a, b, bias, c, m, n, k, a_batch_stride, a_row_stride, a_col_stride,
-        b_batch_stride, b_row_stride, b_col_stride, c_batch_stride, act_min, act_max);
+    matmul_bias_activation<float>(MATMUL_ARGS);
 }
 
 // float16 storage: a, b, bias and c hold binary16 bit patterns; products and sums are float32.
-extern "C" __global__ void matmul_bias_act_f16(
-    const unsigned short* __restrict__ a, const unsigned short* __restrict__ b,
-    const unsigned short* __restrict__ bias, unsigned short* __restrict__ c, int m, int n, int k,
-    long long a_batch_stride, long long a_row_stride, long long a_col_stride,
-    long long b_batch_stride, long long b_row_stride, long long b_col_stride,
-    long long c_batch_stride, float act_min, float act_max)
+extern "C" __global__ void matmul_bias_act_f16(MATMUL_PARAMS(unsigned short))
 {
-    matmul_bias_activation<unsigned short>(
-        a, b, bias, c, m, n, k, a_batch_stride, a_row_stride, a_col_stride,
-        b_batch_stride, b_row_stride, b_col_stride, c_batch_stride, act_min, act_max);
+    matmul_bias_activation<unsigned short>(MATMUL_ARGS);
 }

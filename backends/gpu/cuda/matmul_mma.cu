@@ -17,21 +17,11 @@
 #error "compile this file with NVRTC (or nvcc), or with g++ after including host_shim/cuda_host.h"
 #endif
 
-#define MMA_TILE 64
-#define MMA_TILE_K 16
-#define MMA_THREADS 256
-#define MMA_WARPS (MMA_THREADS / 32)
-
 #include "storage.cuh"  // load_as_float / store_from_float for float and float16 bit patterns
+#include "matmul.cuh"   // MATMUL_PARAMS / MATMUL_ARGS, store_matmul_output
+#include "mma.cuh"      // MMA_TILE..., mma_lane, load_mma_fragments, mma_m16n32k16 (mma.sync m16n8k16 x 4; emulated by the host shim)
 
-#include "mma.cuh"  // pack_halves, mma_m16n32k16 (mma.sync m16n8k16 x 4; emulated by the host shim)
-
-extern "C" __global__ void matmul_bias_act_mma_f16(
-    const unsigned short* __restrict__ a, const unsigned short* __restrict__ b,
-    const unsigned short* __restrict__ bias, unsigned short* __restrict__ c, int m, int n, int k,
-    long long a_batch_stride, long long a_row_stride, long long a_col_stride,
-    long long b_batch_stride, long long b_row_stride, long long b_col_stride,
-    long long c_batch_stride, float act_min, float act_max)
+extern "C" __global__ void matmul_bias_act_mma_f16(MATMUL_PARAMS(unsigned short))
 {
     constexpr int A_ROWS = MMA_THREADS / MMA_TILE_K;  // 16 rows staged per pass
     constexpr int A_LOADS = MMA_TILE / A_ROWS;        // 4
@@ -45,12 +35,9 @@ extern "C" __global__ void matmul_bias_act_mma_f16(
     a += blockIdx.z * a_batch_stride;
     b += blockIdx.z * b_batch_stride;
     c += blockIdx.z * c_batch_stride;
-    const int warp = t / 32, lane = t % 32;
-    const int lane_group = lane / 4, lane_t = lane % 4;
-    const int warp_m = (warp % 4) * 16, warp_n = (warp / 4) * 32;
+    const MmaLane lane = mma_lane(t);
     float acc[4][4];
-    for (int j = 0; j < 4; ++j)
-        for (int i = 0; i < 4; ++i) acc[j][i] = 0.0f;
+    mma_clear(acc);
 
     for (int k0 = 0; k0 < k; k0 += MMA_TILE_K) {
         for (int j = 0; j < A_LOADS; ++j) {
@@ -67,31 +54,19 @@ extern "C" __global__ void matmul_bias_act_mma_f16(
                 (i < k && column < n) ? b[i * b_row_stride + column * b_col_stride] : (unsigned short)0;
         }
         __syncthreads();
-        unsigned int fa[4];
-        fa[0] = pack_halves(a_tile[warp_m + lane_group][2 * lane_t], a_tile[warp_m + lane_group][2 * lane_t + 1]);
-        fa[1] = pack_halves(a_tile[warp_m + lane_group + 8][2 * lane_t], a_tile[warp_m + lane_group + 8][2 * lane_t + 1]);
-        fa[2] = pack_halves(a_tile[warp_m + lane_group][2 * lane_t + 8], a_tile[warp_m + lane_group][2 * lane_t + 9]);
-        fa[3] = pack_halves(a_tile[warp_m + lane_group + 8][2 * lane_t + 8], a_tile[warp_m + lane_group + 8][2 * lane_t + 9]);
-        unsigned int fb[4][2];
-        for (int j = 0; j < 4; ++j) {
-            const int column = warp_n + j * 8 + lane_group;
-            fb[j][0] = pack_halves(b_tile[2 * lane_t][column], b_tile[2 * lane_t + 1][column]);
-            fb[j][1] = pack_halves(b_tile[2 * lane_t + 8][column], b_tile[2 * lane_t + 9][column]);
-        }
-        mma_m16n32k16(acc, fa, fb);
+        unsigned int a_fragment[4], b_fragment[4][2];
+        load_mma_fragments(a_tile, b_tile, lane, a_fragment, b_fragment);
+        mma_m16n32k16(acc, a_fragment, b_fragment);
         __syncthreads();  // the tiles are overwritten by the next step
     }
 
     for (int j = 0; j < 4; ++j) {
         for (int i = 0; i < 4; ++i) {
-            const int row = row0 + warp_m + lane_group + (i >= 2 ? 8 : 0);
-            const int column = column0 + warp_n + j * 8 + 2 * lane_t + (i & 1);
+            const int row = mma_row(row0, lane, i);
+            const int column = mma_column(column0, lane, j, i);
             if (row >= m || column >= n) continue;
-            float result = bias != nullptr ? acc[j][i] + load_as_float(bias + column) : acc[j][i];
-            // TFLite's ActivationFunctionWithMinMax: NaN propagates (fmaxf/fminf would drop it).
-            result = result < act_min ? act_min : result;
-            result = result > act_max ? act_max : result;
-            store_from_float(c + (long long)row * n + column, result);
+            const float sum = acc[j][i];
+            store_matmul_output(c, row, column, n, bias != nullptr ? sum + load_as_float(bias + column) : sum, act_min, act_max);
         }
     }
 }

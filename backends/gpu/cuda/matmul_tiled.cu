@@ -23,15 +23,12 @@
 #define MM_TILE_K 16
 #define MM_THREADS 256
 
-#include "storage.cuh"  // load_as_float / store_from_float for float and float16 bit patterns
+#include "storage.cuh"         // load_as_float / store_from_float for float and float16 bit patterns
+#include "matmul.cuh"          // MATMUL_PARAMS / MATMUL_ARGS, store_matmul_output
+#include "tiled_products.cuh"  // add_tile_products: the register-blocked step, shared with conv2d_tiled.cu
 
 template <typename Storage>
-__device__ __forceinline__ void matmul_bias_activation_tiled(
-    const Storage* __restrict__ a, const Storage* __restrict__ b, const Storage* __restrict__ bias,
-    Storage* __restrict__ c, int m, int n, int k,
-    long long a_batch_stride, long long a_row_stride, long long a_col_stride,
-    long long b_batch_stride, long long b_row_stride, long long b_col_stride,
-    long long c_batch_stride, float act_min, float act_max)
+__device__ __forceinline__ void matmul_bias_activation_tiled(MATMUL_PARAMS(Storage))
 {
     constexpr int PER_THREAD = MM_TILE / 16;                  // 4 x 4 outputs per thread
     constexpr int A_ROWS = MM_THREADS / MM_TILE_K;            // 16 rows staged per pass
@@ -67,13 +64,7 @@ __device__ __forceinline__ void matmul_bias_activation_tiled(
         }
         __syncthreads();
         const int steps = min(MM_TILE_K, k - k0);  // no products past k: the sum is matmul.cu's
-        for (int kk = 0; kk < steps; ++kk) {
-            float x[PER_THREAD], y[PER_THREAD];
-            for (int r = 0; r < PER_THREAD; ++r) x[r] = a_tile[kk][ty + 16 * r];
-            for (int q = 0; q < PER_THREAD; ++q) y[q] = b_tile[kk][tx + 16 * q];
-            for (int r = 0; r < PER_THREAD; ++r)
-                for (int q = 0; q < PER_THREAD; ++q) acc[r][q] = fmaf(x[r], y[q], acc[r][q]);
-        }
+        add_tile_products(acc, a_tile, b_tile, steps, tx, ty);
         __syncthreads();
     }
 
@@ -83,35 +74,18 @@ __device__ __forceinline__ void matmul_bias_activation_tiled(
         for (int q = 0; q < PER_THREAD; ++q) {
             const int column = column0 + tx + 16 * q;
             if (column >= n) continue;
-            float result = bias != nullptr ? acc[r][q] + load_as_float(bias + column) : acc[r][q];
-            // TFLite's ActivationFunctionWithMinMax: NaN propagates (fmaxf/fminf would drop it).
-            result = result < act_min ? act_min : result;
-            result = result > act_max ? act_max : result;
-            store_from_float(c + (long long)row * n + column, result);
+            const float sum = acc[r][q];
+            store_matmul_output(c, row, column, n, bias != nullptr ? sum + load_as_float(bias + column) : sum, act_min, act_max);
         }
     }
 }
 
-extern "C" __global__ void matmul_bias_act_tiled_f32(
-    const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias,
-    float* __restrict__ c, int m, int n, int k,
-    long long a_batch_stride, long long a_row_stride, long long a_col_stride,
-    long long b_batch_stride, long long b_row_stride, long long b_col_stride,
-    long long c_batch_stride, float act_min, float act_max)
+extern "C" __global__ void matmul_bias_act_tiled_f32(MATMUL_PARAMS(float))
 {
-    matmul_bias_activation_tiled<float>(
-        a, b, bias, c, m, n, k, a_batch_stride, a_row_stride, a_col_stride,
-        b_batch_stride, b_row_stride, b_col_stride, c_batch_stride, act_min, act_max);
+    matmul_bias_activation_tiled<float>(MATMUL_ARGS);
 }
 
-extern "C" __global__ void matmul_bias_act_tiled_f16(
-    const unsigned short* __restrict__ a, const unsigned short* __restrict__ b,
-    const unsigned short* __restrict__ bias, unsigned short* __restrict__ c, int m, int n, int k,
-    long long a_batch_stride, long long a_row_stride, long long a_col_stride,
-    long long b_batch_stride, long long b_row_stride, long long b_col_stride,
-    long long c_batch_stride, float act_min, float act_max)
+extern "C" __global__ void matmul_bias_act_tiled_f16(MATMUL_PARAMS(unsigned short))
 {
-    matmul_bias_activation_tiled<unsigned short>(
-        a, b, bias, c, m, n, k, a_batch_stride, a_row_stride, a_col_stride,
-        b_batch_stride, b_row_stride, b_col_stride, c_batch_stride, act_min, act_max);
+    matmul_bias_activation_tiled<unsigned short>(MATMUL_ARGS);
 }

@@ -1,6 +1,26 @@
 // Tensor-core helpers shared by the float16 kernels (conv2d_mma.cu, matmul_mma.cu), spliced
-// into each by sources.read_source. The including kernel defines MMA_WARPS (warps per block):
-// the host shim's emulation of mma.sync stages each warp's fragments in shared memory.
+// into each by sources.read_source: their block's tiles, the instruction (mma.sync m16n8k16,
+// emulated by the host shim, which stages each warp's fragments in shared memory), where a lane's
+// accumulators sit, and the fragments of one warp's step of k read from the staged tiles.
+//
+// The helpers keep each kernel's code generation: NVRTC's PTX of conv2d_mma.cu (compute_80/90)
+// and matmul_mma.cu (compute_75/80/90) is byte for byte that of the kernels written out by hand.
+// (A helper that also issued the mma, or returned the fragments in a struct, renumbered the
+// accumulators' registers and reordered the loads: the same program, other bytes.)
+//
+// A block of MMA_THREADS threads (MMA_WARPS warps) computes an MMA_TILE x MMA_TILE tile of C =
+// A * B, MMA_TILE_K values of k per step, staged as binary16 bits in
+//   unsigned short a_tile[MMA_TILE][MMA_TILE_K + 8];   [row][k]    (+8: fewer bank conflicts)
+//   unsigned short b_tile[MMA_TILE_K][MMA_TILE + 8];   [k][column]
+// Warp w multiplies the tile's rows 16 (w % 4) .. + 15 by its columns 32 (w / 4) .. + 31.
+
+#ifndef LITEDELEGATE_MMA_CUH
+#define LITEDELEGATE_MMA_CUH
+
+#define MMA_TILE 64
+#define MMA_TILE_K 16
+#define MMA_THREADS 256
+#define MMA_WARPS (MMA_THREADS / 32)
 
 // Two halves (binary16 bits) in one 32-bit register: the lower-indexed element in the low half.
 __device__ __forceinline__ unsigned int pack_halves(unsigned short low, unsigned short high) {
@@ -53,3 +73,57 @@ __device__ __forceinline__ void mma_m16n32k16(float d[4][4], const unsigned int 
     __syncthreads();  // the next product overwrites the matrices
 #endif
 }
+
+// Where a thread's accumulators sit in the block's tile: its warp's first row (warp_m) and
+// column (warp_n), and its lane = 4 * group + t in the fragment layout above.
+struct MmaLane {
+    int warp_m, warp_n;  // the warp's 16 rows (warp % 4) and 32 columns (warp / 4): four products of 8
+    int group, t;
+};
+
+__device__ __forceinline__ MmaLane mma_lane(int thread) {
+    const int warp = thread / 32, lane = thread % 32;
+    MmaLane l;
+    l.group = lane / 4;
+    l.t = lane % 4;
+    l.warp_m = (warp % 4) * 16;
+    l.warp_n = (warp / 4) * 32;
+    return l;
+}
+
+// The accumulators' starting value: 0 in each of the four products.
+__device__ __forceinline__ void mma_clear(float acc[4][4]) {
+    for (int j = 0; j < 4; ++j)
+        for (int i = 0; i < 4; ++i) acc[j][i] = 0.0f;
+}
+
+// One warp's fragments for a step of k (the tiles staged and synchronised): its 16 rows of a_tile
+// into a and its 32 columns of b_tile into b, as the layout above gives them to this lane; the
+// step is then mma_m16n32k16(acc, a, b).
+__device__ __forceinline__ void load_mma_fragments(
+    const unsigned short a_tile[][MMA_TILE_K + 8], const unsigned short b_tile[][MMA_TILE + 8], const MmaLane& l,
+    unsigned int a[4], unsigned int b[4][2])
+{
+    a[0] = pack_halves(a_tile[l.warp_m + l.group][2 * l.t], a_tile[l.warp_m + l.group][2 * l.t + 1]);
+    a[1] = pack_halves(a_tile[l.warp_m + l.group + 8][2 * l.t], a_tile[l.warp_m + l.group + 8][2 * l.t + 1]);
+    a[2] = pack_halves(a_tile[l.warp_m + l.group][2 * l.t + 8], a_tile[l.warp_m + l.group][2 * l.t + 9]);
+    a[3] = pack_halves(a_tile[l.warp_m + l.group + 8][2 * l.t + 8], a_tile[l.warp_m + l.group + 8][2 * l.t + 9]);
+    for (int j = 0; j < 4; ++j) {
+        const int column = l.warp_n + j * 8 + l.group;
+        b[j][0] = pack_halves(b_tile[2 * l.t][column], b_tile[2 * l.t + 1][column]);
+        b[j][1] = pack_halves(b_tile[2 * l.t + 8][column], b_tile[2 * l.t + 9][column]);
+    }
+}
+
+// Accumulator i of product j holds C[mma_row(row0, l, i)][mma_column(column0, l, j, i)]: the row
+// and column of C for a block tile starting at row0, column0.
+template <typename Index>
+__device__ __forceinline__ Index mma_row(Index row0, const MmaLane& l, int i) {
+    return row0 + l.warp_m + l.group + (i >= 2 ? 8 : 0);
+}
+template <typename Index>
+__device__ __forceinline__ Index mma_column(Index column0, const MmaLane& l, int j, int i) {
+    return column0 + l.warp_n + j * 8 + 2 * l.t + (i & 1);
+}
+
+#endif  // LITEDELEGATE_MMA_CUH

@@ -11,13 +11,16 @@ Every source compiles with no system ``#include`` at all: the NVRTC of the pip w
 no CUDA headers (so no ``cuda_fp16.h``: float16 travels as its bit pattern, see
 ``storage.cuh``). The project's own headers, ``storage.cuh`` (float storage),
 ``fixed_point.cuh`` (TFLite's integer requantization arithmetic), ``epilogue.cuh``,
-``mma.cuh``, ``conv2d_window.cuh`` (the direct convolutions' window walk), ``pooling.cuh``
-(the pools' and MEAN's window walks), ``coordinates.cuh`` (a flat index's coordinates, the
-broadcast inputs' offsets), ``depthwise_window.cuh`` (the depthwise convolutions' window walk),
-``conv_int8.cuh`` (the quantized convolutions' arguments, multiply-add and output stage) and
-``layout_index.cuh`` (PAD's and CONCATENATION's source elements), are spliced into the text by
-``read_source``. A header needs no ``#include`` of its own (the splice is one level deep): a
-``.cu`` includes the headers a header needs before it.
+``mma.cuh`` (the tensor-core tiles and step), ``conv2d_window.cuh`` (the direct convolutions'
+window walk), ``pooling.cuh`` (the pools' and MEAN's window walks), ``coordinates.cuh`` (a flat
+index's coordinates, the broadcast inputs' offsets), ``depthwise_window.cuh`` (the depthwise
+convolutions' window walk), ``conv_int8.cuh`` (the quantized convolutions' arguments,
+multiply-add and output stage), ``layout_index.cuh`` (PAD's and CONCATENATION's source
+elements), ``conv2d_gemm.cuh`` (the tiled convolutions' implicit GEMM), ``matmul.cuh`` (the
+float products' arguments and output stage) and ``tiled_products.cuh`` (the register-blocked
+step of the float tiles), are spliced into the text by ``read_source``. A header needs no
+``#include`` of its own (the splice is one level deep): a ``.cu`` includes the headers a header
+needs before it.
 """
 
 from __future__ import annotations
@@ -88,9 +91,10 @@ def read_source(name: str) -> str:
 def splice_headers(text: str) -> str:
     """``text`` with each ``#include "x.cuh"`` of a header shipped here (``storage.cuh``,
     ``fixed_point.cuh``, ``epilogue.cuh``, ``mma.cuh``, ``conv2d_window.cuh``, ``pooling.cuh``,
-    ``coordinates.cuh``, ``depthwise_window.cuh``, ``conv_int8.cuh``, ``layout_index.cuh``)
-    replaced by the header's text: one self-contained source, as NVRTC, CuPy and the host shim
-    read it (tests splice their own kernels this way)."""
+    ``coordinates.cuh``, ``depthwise_window.cuh``, ``conv_int8.cuh``, ``layout_index.cuh``,
+    ``conv2d_gemm.cuh``, ``matmul.cuh``, ``tiled_products.cuh``) replaced by the header's text:
+    one self-contained source, as NVRTC, CuPy and the host shim read it (tests splice their own
+    kernels this way)."""
     return _INCLUDE.sub(lambda match: _header(match.group(1)), text)
 
 
