@@ -1,5 +1,5 @@
-"""Helpers the GPU delegate's tests share: run a model through a delegate, and find the
-error a kernel raised under the interpreter's wrapping."""
+"""Helpers the GPU delegate's tests share: run a model through a delegate, compare every
+tensor with LiteRT's, and find the error a kernel raised under the interpreter's wrapping."""
 
 from __future__ import annotations
 
@@ -23,6 +23,26 @@ def run(model: bytes, delegate: GpuDelegate, invokes: int = 3) -> Interpreter:
             interpreter.set_tensor(detail["index"], rng.uniform(-1, 1, tuple(detail["shape"])).astype(np.float32))
         interpreter.invoke()
     return interpreter
+
+
+def assert_tensors_equal_litert(ours: Interpreter, theirs, where: str) -> int:
+    """After one invoke of each: every non-constant integer or float tensor ``ours`` holds
+    equals LiteRT's (``theirs``, made with ``experimental_preserve_all_tensors=True``) bit for
+    bit. Returns how many tensors were compared."""
+    compared = 0
+    for detail in theirs.get_tensor_details():
+        if detail["index"] >= len(ours._main.tensors):  # LiteRT's own scratch tensors
+            continue
+        tensor = ours._main.tensors[detail["index"]]
+        if tensor.is_constant or tensor.data is None or tensor.dtype is None or tensor.dtype.kind not in "iuf":
+            continue
+        try:
+            expected = theirs.get_tensor(detail["index"])
+        except ValueError:  # a tensor LiteRT did not keep
+            continue
+        np.testing.assert_array_equal(np.asarray(tensor.data), expected, err_msg=f"{where}: {detail['name']}")
+        compared += 1
+    return compared
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ import pytest
 
 from backends.gpu import GpuDelegate, emulated_cuda_device
 from interpreter import Interpreter
+from gpu_helpers import assert_tensors_equal_litert
 
 MODELS = pathlib.Path(__file__).parents[1] / "data" / "models"
 REAL_INT8 = sorted(MODELS.glob("real/*int8*.tflite"))
@@ -50,18 +51,7 @@ def every_tensor_equals_builtin_ref(path: pathlib.Path, device, invokes: int) ->
             theirs.set_tensor(reference["index"], value)
         ours.invoke()
         theirs.invoke()
-        for detail in theirs.get_tensor_details():
-            if detail["index"] >= len(ours._main.tensors):  # LiteRT's own scratch tensors
-                continue
-            tensor = ours._main.tensors[detail["index"]]
-            if tensor.is_constant or tensor.data is None or tensor.dtype is None or tensor.dtype.kind not in "iuf":
-                continue
-            try:
-                expected = theirs.get_tensor(detail["index"])
-            except ValueError:  # a tensor LiteRT did not keep
-                continue
-            np.testing.assert_array_equal(np.asarray(tensor.data), expected, err_msg=f"invoke {step}: {detail['name']}")
-            compared += 1
+        compared += assert_tensors_equal_litert(ours, theirs, f"invoke {step}")
     for stats in delegate.partition_stats():
         assert stats.graph == "replaying" or stats.invokes < 2, stats.graph
     return compared
