@@ -97,3 +97,33 @@ def test_custom_ops_resolve_by_name_and_version():
     resolver.add_custom("MyOp", Registration(builtin_code=BuiltinOperator.CUSTOM), 1, 2)
     assert resolver.find_custom("MyOp", 2).custom_name == "MyOp"
     assert resolver.find_custom("MyOp", 3) is None
+
+
+def test_list_ops_gives_each_op_its_versions_and_the_kernels_of_each_version():
+    resolver = MutableOpResolver("listing")
+    B = BuiltinOperator
+    resolver.add_builtin(B.RELU, Registration(B.RELU, kernels=("k.FloatRelu",)), 1, 1)
+    resolver.add_builtin(B.RELU, Registration(B.RELU, kernels=("k.QuantizedRelu", "k.FloatRelu")), 2, 3)
+    resolver.add_builtin(B.ADD, Registration(B.ADD), 1, 2)
+    resolver.add_custom("MyOp", Registration(B.CUSTOM, kernels=("k.MyOp",)), 1, 2)
+    add, relu, custom = resolver.list_ops()
+    assert (add.name, add.versions, add.kernels, add.is_custom) == ("ADD", (1, 2), (), False)
+    assert relu.versions == (1, 2, 3)
+    assert relu.kernels == (("k.FloatRelu", (1, 2, 3)), ("k.QuantizedRelu", (2, 3)))
+    assert (custom.name, custom.custom_name, custom.builtin_code, custom.versions) == ("MyOp", "MyOp", B.CUSTOM, (1, 2))
+    assert custom.to_json() == {"op": "MyOp", "custom": True, "versions": [1, 2],
+                                "kernels": [{"kernel": "k.MyOp", "versions": [1, 2]}]}
+    assert resolver.capped({B.RELU: 1}).list_ops()[1].versions == (1,)
+
+
+def test_the_cpu_resolver_lists_the_kernel_classes_behind_each_version():
+    from backends.cpu import builtin_op_resolver
+
+    listed = {entry.name: entry for entry in builtin_op_resolver().list_ops()}
+    depthwise = listed["DEPTHWISE_CONV_2D"]
+    assert depthwise.versions == (1, 2, 3, 4, 5, 6)
+    assert depthwise.kernels == (
+        ("backends.cpu.kernels.depthwise_conv2d_quantized.QuantizedDepthwiseConv2D", (1, 2, 3, 4, 5, 6)),
+        ("backends.cpu.kernels.depthwise_conv2d.DepthwiseConv2D", (1, 2)),
+    )
+    assert all(entry.kernels for entry in listed.values())
