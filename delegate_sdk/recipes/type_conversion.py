@@ -7,13 +7,16 @@ from typing import Iterator
 
 import numpy as np
 
-from delegate_sdk.recipes.base import F16, F32, I8, I8Q, I16Q, I32, S2, U8Q, U16, U32, B, Graph, Kind, Recipe, one_input, repack
+from delegate_sdk.recipes.base import (
+    F16, F32, I8, I8Q, I16Q, I32, S2, U8Q, U16, U32, B, Graph, Kind, Recipe, hand_stamped, one_input, repack,
+)
 from schema.builder import quantization
 
 UNBUILDABLE = {
     (B.QUANTIZE, 6): "no rule gives QUANTIZE v6 (TFLite's rules stop at 5); the CPU does not register it; no recipe",
     (B.DEQUANTIZE, 4): "no rule gives DEQUANTIZE v4: TFLite's GetBuiltinOperatorVersion returns 1, 2, 3, 5, 6, 7 or 8 "
-                       "for it (v4 exists in the runtime tables only); no recipe",
+                       "for it (v4 exists in the runtime tables), yet LiteRT registers it with the kernel of the others and "
+                       "so does the CPU (the recipe is the int8 model of v2, stamped v4 by hand)",
 }
 
 FAMILY = "type conversion"
@@ -79,6 +82,8 @@ def recipes() -> Iterator[Recipe]:
     }
     for version, (description, build) in dequantizations.items():
         yield Recipe(B.DEQUANTIZE, version, build, description, FAMILY)
+    yield Recipe(B.DEQUANTIZE, 4, hand_stamped(lambda: dequantize(I8Q), 4), "int8 quantized -> float32", FAMILY,
+                 hand_stamped=UNBUILDABLE[(B.DEQUANTIZE, 4)])
     quantizations = {
         1: ("float32 -> int8", lambda: quantize(I8Q)),
         2: ("float32 -> int16", lambda: quantize(I16Q)),
