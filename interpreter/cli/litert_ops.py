@@ -85,7 +85,7 @@ def litert_package_version() -> str:
         raise LiteRTUnavailableError("ai-edge-litert is not installed (pip install ai-edge-litert)") from None
 
 
-def one_node_model(op: int | str, version: int) -> bytes:
+def probe_model(op: int | str, version: int) -> bytes:
     """A model whose one node is builtin ``op`` (or the custom op named ``op``, with an
     empty FlexBuffer map as its options) stamped ``version``, on a float32 vector: enough
     for a resolver to look the op up."""
@@ -123,12 +123,12 @@ def probe_litert() -> LiteRTOps:
     for op in BuiltinOperator:
         if op.name in NOT_OPS:
             continue
-        models = [one_node_model(op, version) for version in range(1, MAX_VERSION + 1)]
+        models = [probe_model(op, version) for version in range(1, MAX_VERSION + 1)]
         result.builtins[op.name] = {
             key: [v for v, model in enumerate(models, 1) if is_registered(model, resolver)] for key, resolver in RESOLVERS.items()
         }
     for name in CUSTOM_OPS:
-        models = [one_node_model(name, version) for version in range(1, MAX_CUSTOM_VERSION + 1)]
+        models = [probe_model(name, version) for version in range(1, MAX_CUSTOM_VERSION + 1)]
         result.custom[name] = {
             key: [v for v, model in enumerate(models, 1) if is_registered(model, resolver, custom=True)]
             for key, resolver in RESOLVERS.items()
