@@ -47,17 +47,12 @@ class LiteRTUnavailableError(RuntimeError):
 
 @dataclass
 class LiteRTOps:
-    """What LiteRT registers: per resolver (``"builtin"``, ``"builtin_ref"``), op name ->
-    versions. ``package`` is the ai-edge-litert version asked."""
+    """What LiteRT registers: op name -> resolver (``"builtin"``, ``"builtin_ref"``) -> the
+    versions it registers. ``package`` is the ai-edge-litert version asked."""
 
     package: str
     builtins: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     custom: dict[str, dict[str, list[int]]] = field(default_factory=dict)
-
-    def versions(self, op: str, resolver: str = "builtin") -> list[int]:
-        """The versions of builtin or custom ``op`` that ``resolver`` registers."""
-        table = self.custom if op in self.custom else self.builtins
-        return table.get(op, {}).get(resolver, [])
 
     def to_json(self) -> dict:
         """``{"package", "max_version_probed", "resolvers", "builtins": {op: {resolver: [v]}}, "custom": ...}``,
@@ -67,12 +62,6 @@ class LiteRTOps:
 
         return {"package": f"ai-edge-litert {self.package}", "max_version_probed": MAX_VERSION,
                 "resolvers": dict(RESOLVERS), "builtins": registered(self.builtins), "custom": registered(self.custom)}
-
-    @classmethod
-    def from_json(cls, data: dict) -> "LiteRTOps":
-        package = data["package"].removeprefix("ai-edge-litert ")
-        return cls(package, {op: dict(by) for op, by in data["builtins"].items()},
-                   {op: dict(by) for op, by in data["custom"].items()})
 
 
 def litert_package_version() -> str:
@@ -121,16 +110,18 @@ def probe_litert() -> LiteRTOps:
     a few seconds."""
     result = LiteRTOps(litert_package_version())
     for op in BuiltinOperator:
-        if op.name in NOT_OPS:
-            continue
-        models = [probe_model(op, version) for version in range(1, MAX_VERSION + 1)]
-        result.builtins[op.name] = {
-            key: [v for v, model in enumerate(models, 1) if is_registered(model, resolver)] for key, resolver in RESOLVERS.items()
-        }
+        if op.name not in NOT_OPS:
+            result.builtins[op.name] = _registered_versions(op, MAX_VERSION)
+            if MAX_VERSION in result.builtins[op.name]["builtin"]:
+                raise RuntimeError(f"LiteRT resolves {op.name} version {MAX_VERSION}: raise MAX_VERSION, or its "
+                                   f"'not found' message changed from {NOT_FOUND[0]!r}")
     for name in CUSTOM_OPS:
-        models = [probe_model(name, version) for version in range(1, MAX_CUSTOM_VERSION + 1)]
-        result.custom[name] = {
-            key: [v for v, model in enumerate(models, 1) if is_registered(model, resolver, custom=True)]
-            for key, resolver in RESOLVERS.items()
-        }
+        result.custom[name] = _registered_versions(name, MAX_CUSTOM_VERSION)
     return result
+
+
+def _registered_versions(op: int | str, max_version: int) -> dict[str, list[int]]:
+    models = [probe_model(op, version) for version in range(1, max_version + 1)]
+    custom = isinstance(op, str)
+    return {key: [v for v, model in enumerate(models, 1) if is_registered(model, resolver, custom)]
+            for key, resolver in RESOLVERS.items()}
