@@ -91,6 +91,12 @@ ARITY: dict[int, Arity] = {
     B.UNPACK: Arity(1, 1, 1, MANY),
     B.VAR_HANDLE: _fixed(0),
     B.WHILE: Arity(0, MANY, 0, MANY),
+    # issue 32, elementwise, bit and indexing ops (branch i32-misc), by name:
+    B.ADD_N: Arity(2, MANY),
+    B.ATAN2: _fixed(2),
+    B.BITCAST: _fixed(1),
+    B.BITWISE_XOR: _fixed(2),
+    B.RIGHT_SHIFT: _fixed(2),
 }
 
 _RANKS: dict[int, dict[str, int | tuple[int, ...]]] = {

@@ -771,6 +771,12 @@ LITEDELEGATE_MIN_RUNTIME_VERSIONS: dict[tuple[BuiltinOperator, int], str] = {
     (BuiltinOperator.WHERE, 2): "0.1.0",
     (BuiltinOperator.WHILE, 1): "0.1.0",
     (BuiltinOperator.ZEROS_LIKE, 1): "0.1.0",
+    # issue 32, elementwise, bit and indexing ops (branch i32-misc), by name:
+    (BuiltinOperator.ADD_N, 1): CURRENT_RELEASE,
+    (BuiltinOperator.ATAN2, 1): CURRENT_RELEASE,
+    (BuiltinOperator.BITCAST, 1): CURRENT_RELEASE,
+    (BuiltinOperator.BITWISE_XOR, 1): CURRENT_RELEASE,
+    (BuiltinOperator.RIGHT_SHIFT, 1): CURRENT_RELEASE,
 }
 # fmt: on
 
