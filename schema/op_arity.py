@@ -96,6 +96,7 @@ ARITY: dict[int, Arity] = {
     B.ATAN2: _fixed(2),
     B.BITCAST: _fixed(1),
     B.BITWISE_XOR: _fixed(2),
+    B.FAKE_QUANT: _fixed(1),
     B.RIGHT_SHIFT: _fixed(2),
 }
 

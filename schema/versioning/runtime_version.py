@@ -776,6 +776,8 @@ LITEDELEGATE_MIN_RUNTIME_VERSIONS: dict[tuple[BuiltinOperator, int], str] = {
     (BuiltinOperator.ATAN2, 1): CURRENT_RELEASE,
     (BuiltinOperator.BITCAST, 1): CURRENT_RELEASE,
     (BuiltinOperator.BITWISE_XOR, 1): CURRENT_RELEASE,
+    (BuiltinOperator.FAKE_QUANT, 1): CURRENT_RELEASE,
+    (BuiltinOperator.FAKE_QUANT, 2): CURRENT_RELEASE,
     (BuiltinOperator.RIGHT_SHIFT, 1): CURRENT_RELEASE,
 }
 # fmt: on
