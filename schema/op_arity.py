@@ -96,7 +96,13 @@ ARITY: dict[int, Arity] = {
     B.ATAN2: _fixed(2),
     B.BITCAST: _fixed(1),
     B.BITWISE_XOR: _fixed(2),
+    B.BROADCAST_ARGS: _fixed(2),
+    B.BUCKETIZE: _fixed(1),
+    B.DILATE: _fixed(3),
     B.FAKE_QUANT: _fixed(1),
+    B.MATRIX_DIAG: _fixed(1),
+    B.MATRIX_SET_DIAG: _fixed(2),
+    B.REVERSE_SEQUENCE: _fixed(2),
     B.RIGHT_SHIFT: _fixed(2),
 }
 
@@ -141,6 +147,10 @@ _RANKS: dict[int, dict[str, int | tuple[int, ...]]] = {
     B.ARG_MIN: dict(input1=(0, 1)),
     B.CUMSUM: dict(input1=(0, 1)),
     B.BATCH_MATMUL: dict(input0=(2, 3, 4, 5), input1=(2, 3, 4, 5)),
+    # issue 32, elementwise, bit and indexing ops (branch i32-misc), by name:
+    B.BROADCAST_ARGS: dict(input0=1, input1=1),
+    B.DILATE: dict(input1=1),
+    B.REVERSE_SEQUENCE: dict(input1=1),
 }
 for _op, _ranks in _RANKS.items():
     ARITY[_op] = ARITY[_op].with_ranks(**_ranks)

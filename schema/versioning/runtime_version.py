@@ -776,8 +776,14 @@ LITEDELEGATE_MIN_RUNTIME_VERSIONS: dict[tuple[BuiltinOperator, int], str] = {
     (BuiltinOperator.ATAN2, 1): CURRENT_RELEASE,
     (BuiltinOperator.BITCAST, 1): CURRENT_RELEASE,
     (BuiltinOperator.BITWISE_XOR, 1): CURRENT_RELEASE,
+    (BuiltinOperator.BROADCAST_ARGS, 1): CURRENT_RELEASE,
+    (BuiltinOperator.BUCKETIZE, 1): CURRENT_RELEASE,
+    (BuiltinOperator.DILATE, 1): CURRENT_RELEASE,
     (BuiltinOperator.FAKE_QUANT, 1): CURRENT_RELEASE,
     (BuiltinOperator.FAKE_QUANT, 2): CURRENT_RELEASE,
+    (BuiltinOperator.MATRIX_DIAG, 1): CURRENT_RELEASE,
+    (BuiltinOperator.MATRIX_SET_DIAG, 1): CURRENT_RELEASE,
+    (BuiltinOperator.REVERSE_SEQUENCE, 1): CURRENT_RELEASE,
     (BuiltinOperator.RIGHT_SHIFT, 1): CURRENT_RELEASE,
 }
 # fmt: on
