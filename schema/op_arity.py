@@ -99,6 +99,7 @@ ARITY: dict[int, Arity] = {
     B.BROADCAST_ARGS: _fixed(2),
     B.BUCKETIZE: _fixed(1),
     B.DILATE: _fixed(3),
+    B.DYNAMIC_UPDATE_SLICE: _fixed(3),
     B.FAKE_QUANT: _fixed(1),
     B.MATRIX_DIAG: _fixed(1),
     B.MATRIX_SET_DIAG: _fixed(2),
@@ -150,6 +151,7 @@ _RANKS: dict[int, dict[str, int | tuple[int, ...]]] = {
     # issue 32, elementwise, bit and indexing ops (branch i32-misc), by name:
     B.BROADCAST_ARGS: dict(input0=1, input1=1),
     B.DILATE: dict(input1=1),
+    B.DYNAMIC_UPDATE_SLICE: dict(input2=1),
     B.REVERSE_SEQUENCE: dict(input1=1),
 }
 for _op, _ranks in _RANKS.items():

@@ -24,7 +24,7 @@ from schema.enums import NUMPY_DTYPE_OF_TENSOR_TYPE, BuiltinOperator, TensorType
 T = TensorType
 
 #: Types with a fixed size in bytes and a numpy dtype.
-BITCAST_TYPES = tuple(
+FIXED_SIZE_TYPES = tuple(
     t for t, dtype in NUMPY_DTYPE_OF_TENSOR_TYPE.items() if dtype != np.object_ and t not in (T.RESOURCE, T.VARIANT)
 )
 
@@ -37,8 +37,8 @@ class Bitcast(CpuKernel):
         self.output_shares_input = False
         self.require_num_inputs(1)
         x, out = self.inputs[0], self.outputs[0]
-        self.require_types(x, *BITCAST_TYPES)
-        self.require_types(out, *BITCAST_TYPES, role="output")
+        self.require_types(x, *FIXED_SIZE_TYPES)
+        self.require_types(out, *FIXED_SIZE_TYPES, role="output")
         size_in, size_out = x.dtype.itemsize, out.dtype.itemsize
         shape = list(x.shape)
         if size_in > size_out:

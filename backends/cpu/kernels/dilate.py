@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
-from backends.cpu.kernels.bitcast import BITCAST_TYPES
+from backends.cpu.kernels.bitcast import FIXED_SIZE_TYPES
 from backends.cpu.kernels.reshape import inputs_pending, int_values
 from schema.enums import BuiltinOperator, TensorType
 
@@ -33,7 +33,7 @@ class Dilate(CpuKernel):
         if inputs_pending(self):
             return
         x, dilations, padding = self.inputs
-        self.require_types(x, *BITCAST_TYPES)
+        self.require_types(x, *FIXED_SIZE_TYPES)
         self.require_types(dilations, T.INT32, role="dilations")
         self.require_types(padding, x.type, role="padding_value")
         self.require_types(self.outputs[0], x.type, role="output")
