@@ -105,6 +105,7 @@ ARITY: dict[int, Arity] = {
     B.MATRIX_SET_DIAG: _fixed(2),
     B.REVERSE_SEQUENCE: _fixed(2),
     B.RIGHT_SHIFT: _fixed(2),
+    B.SCATTER_ND: _fixed(3),
 }
 
 _RANKS: dict[int, dict[str, int | tuple[int, ...]]] = {
@@ -153,6 +154,7 @@ _RANKS: dict[int, dict[str, int | tuple[int, ...]]] = {
     B.DILATE: dict(input1=1),
     B.DYNAMIC_UPDATE_SLICE: dict(input2=1),
     B.REVERSE_SEQUENCE: dict(input1=1),
+    B.SCATTER_ND: dict(input2=1),
 }
 for _op, _ranks in _RANKS.items():
     ARITY[_op] = ARITY[_op].with_ranks(**_ranks)

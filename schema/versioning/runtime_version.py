@@ -791,6 +791,7 @@ LITEDELEGATE_MIN_RUNTIME_VERSIONS: dict[tuple[BuiltinOperator, int], str] = {
     (BuiltinOperator.MATRIX_SET_DIAG, 1): CURRENT_RELEASE,
     (BuiltinOperator.REVERSE_SEQUENCE, 1): CURRENT_RELEASE,
     (BuiltinOperator.RIGHT_SHIFT, 1): CURRENT_RELEASE,
+    (BuiltinOperator.SCATTER_ND, 1): CURRENT_RELEASE,
 }
 # fmt: on
 
