@@ -106,6 +106,11 @@ ARITY: dict[int, Arity] = {
     B.REVERSE_SEQUENCE: _fixed(2),
     B.RIGHT_SHIFT: _fixed(2),
     B.SCATTER_ND: _fixed(3),
+    B.SEGMENT_SUM: _fixed(2),
+    B.UNSORTED_SEGMENT_MAX: _fixed(3),
+    B.UNSORTED_SEGMENT_MIN: _fixed(3),
+    B.UNSORTED_SEGMENT_PROD: _fixed(3),
+    B.UNSORTED_SEGMENT_SUM: _fixed(3),
 }
 
 _RANKS: dict[int, dict[str, int | tuple[int, ...]]] = {
@@ -155,6 +160,11 @@ _RANKS: dict[int, dict[str, int | tuple[int, ...]]] = {
     B.DYNAMIC_UPDATE_SLICE: dict(input2=1),
     B.REVERSE_SEQUENCE: dict(input1=1),
     B.SCATTER_ND: dict(input2=1),
+    B.SEGMENT_SUM: dict(input1=1),
+    B.UNSORTED_SEGMENT_MAX: dict(input2=(0, 1)),
+    B.UNSORTED_SEGMENT_MIN: dict(input2=(0, 1)),
+    B.UNSORTED_SEGMENT_PROD: dict(input2=(0, 1)),
+    B.UNSORTED_SEGMENT_SUM: dict(input2=(0, 1)),
 }
 for _op, _ranks in _RANKS.items():
     ARITY[_op] = ARITY[_op].with_ranks(**_ranks)

@@ -792,6 +792,11 @@ LITEDELEGATE_MIN_RUNTIME_VERSIONS: dict[tuple[BuiltinOperator, int], str] = {
     (BuiltinOperator.REVERSE_SEQUENCE, 1): CURRENT_RELEASE,
     (BuiltinOperator.RIGHT_SHIFT, 1): CURRENT_RELEASE,
     (BuiltinOperator.SCATTER_ND, 1): CURRENT_RELEASE,
+    (BuiltinOperator.SEGMENT_SUM, 1): CURRENT_RELEASE,
+    (BuiltinOperator.UNSORTED_SEGMENT_MAX, 1): CURRENT_RELEASE,
+    (BuiltinOperator.UNSORTED_SEGMENT_MIN, 1): CURRENT_RELEASE,
+    (BuiltinOperator.UNSORTED_SEGMENT_PROD, 1): CURRENT_RELEASE,
+    (BuiltinOperator.UNSORTED_SEGMENT_SUM, 1): CURRENT_RELEASE,
 }
 # fmt: on
 
