@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from interim_single_op import Const, In, Out, single_op_model
-from model_helpers import stamped_version
+from model_helpers import Const, In, Out, single_op_model, stamped_version
 from oracle import assert_matches_litert, assert_outputs_equal, litert_interpreter, run_interpreter
 
 from delegate_sdk.context import KernelError
