@@ -512,7 +512,7 @@ LITEDELEGATE_RELEASES: dict[str, dict[BuiltinOperator, tuple[int, ...]]] = {
         BuiltinOperator.DEQUANTIZE: (1, 2, 3, 4, 5),
         BuiltinOperator.DILATE: (1,),
         BuiltinOperator.DIV: (1, 2),
-        BuiltinOperator.DYNAMIC_UPDATE_SLICE: (1, 2, 3, 4, 5, 6),
+        BuiltinOperator.DYNAMIC_UPDATE_SLICE: (1, 2, 3, 4),
         BuiltinOperator.ELU: (1,),
         BuiltinOperator.EQUAL: (1, 2, 3, 4, 5),
         BuiltinOperator.EXP: (1,),

@@ -23,7 +23,7 @@ def broadcast_args_model(first_length, second_length, dtype=np.int32):
 @pytest.mark.parametrize("dtype", [np.int32, np.int64])
 @pytest.mark.parametrize("first, second", [
     ([2, 3, 4], [2, 3, 4]), ([1, 3, 1], [5, 1, 7]), ([4], [2, 1, 1]), ([6, 1, 5], [1]), ([], [3, 2]),
-    ([0, 3], [1, 3]), ([2, 1, 0], [7, 1]),
+    ([0, 3], [1, 3]), ([2, 1, 0], [7, 1]), ([-4, 3], [1, 1, 3]),
 ])
 def test_broadcast_args_matches_litert(dtype, first, second):
     model = broadcast_args_model(len(first), len(second), dtype)

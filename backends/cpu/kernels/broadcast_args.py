@@ -5,6 +5,7 @@ or int64 shape tensors (one type, the output's too); the output is 1-D with as m
 elements as the longer one, so its shape never depends on the values. Aligned from the
 right, a missing dimension counts as 1; a 1 takes the other side's size; otherwise both
 must be equal (TFLite aborts the process on a mismatch: here a clear error at invoke).
+The values are not checked otherwise (a negative size passes through, as in TFLite).
 With constant inputs the result is computed once, at prepare.
 Version 1 (the only one).
 """
@@ -35,9 +36,15 @@ class BroadcastArgs(CpuKernel):
         self.outputs[0].resize([max(first.shape[0], second.shape[0])])
 
     def invoke(self) -> None:
-        first, second = (tensor.data.tolist() for tensor in self.inputs)
-        try:
-            shape = np.broadcast_shapes(tuple(first), tuple(second))
-        except ValueError:
-            raise ValueError(f"{self.op_name}: shapes {first} and {second} are not broadcast-compatible") from None
-        self.outputs[0].data[...] = shape
+        first, second = (tensor.data.astype(np.int64) for tensor in self.inputs)
+        length = len(self.outputs[0].data)
+        # aligned from the right, a missing dimension is 1
+        first = np.concatenate([np.ones(length - len(first), np.int64), first])
+        second = np.concatenate([np.ones(length - len(second), np.int64), second])
+        clash = (first != 1) & (second != 1) & (first != second)
+        if clash.any():
+            raise ValueError(
+                f"{self.op_name}: shapes {self.inputs[0].data.tolist()} and {self.inputs[1].data.tolist()} are not "
+                "broadcast-compatible"
+            )
+        self.outputs[0].data[...] = np.where(first == 1, second, first)
