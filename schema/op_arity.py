@@ -91,6 +91,27 @@ ARITY: dict[int, Arity] = {
     B.UNPACK: Arity(1, 1, 1, MANY),
     B.VAR_HANDLE: _fixed(0),
     B.WHILE: Arity(0, MANY, 0, MANY),
+    # issue 32, elementwise, bit and indexing ops (branch i32-misc), by name:
+    B.ADD_N: Arity(2, MANY),
+    B.ATAN2: _fixed(2),
+    B.BITCAST: _fixed(1),
+    B.BITWISE_XOR: _fixed(2),
+    B.BROADCAST_ARGS: _fixed(2),
+    B.BUCKETIZE: _fixed(1),
+    B.DILATE: _fixed(3),
+    B.DYNAMIC_UPDATE_SLICE: _fixed(3),
+    B.FAKE_QUANT: _fixed(1),
+    B.MATRIX_DIAG: _fixed(1),
+    B.MATRIX_SET_DIAG: _fixed(2),
+    B.REVERSE_SEQUENCE: _fixed(2),
+    B.RIGHT_SHIFT: _fixed(2),
+    B.SCATTER_ND: _fixed(3),
+    B.SEGMENT_SUM: _fixed(2),
+    B.SPARSE_TO_DENSE: _fixed(4),
+    B.UNSORTED_SEGMENT_MAX: _fixed(3),
+    B.UNSORTED_SEGMENT_MIN: _fixed(3),
+    B.UNSORTED_SEGMENT_PROD: _fixed(3),
+    B.UNSORTED_SEGMENT_SUM: _fixed(3),
 }
 
 _RANKS: dict[int, dict[str, int | tuple[int, ...]]] = {
@@ -134,6 +155,18 @@ _RANKS: dict[int, dict[str, int | tuple[int, ...]]] = {
     B.ARG_MIN: dict(input1=(0, 1)),
     B.CUMSUM: dict(input1=(0, 1)),
     B.BATCH_MATMUL: dict(input0=(2, 3, 4, 5), input1=(2, 3, 4, 5)),
+    # issue 32, elementwise, bit and indexing ops (branch i32-misc), by name:
+    B.BROADCAST_ARGS: dict(input0=1, input1=1),
+    B.DILATE: dict(input1=1),
+    B.DYNAMIC_UPDATE_SLICE: dict(input2=1),
+    B.REVERSE_SEQUENCE: dict(input1=1),
+    B.SCATTER_ND: dict(input2=1),
+    B.SEGMENT_SUM: dict(input1=1),
+    B.SPARSE_TO_DENSE: dict(input1=1),
+    B.UNSORTED_SEGMENT_MAX: dict(input2=(0, 1)),
+    B.UNSORTED_SEGMENT_MIN: dict(input2=(0, 1)),
+    B.UNSORTED_SEGMENT_PROD: dict(input2=(0, 1)),
+    B.UNSORTED_SEGMENT_SUM: dict(input2=(0, 1)),
 }
 for _op, _ranks in _RANKS.items():
     ARITY[_op] = ARITY[_op].with_ranks(**_ranks)

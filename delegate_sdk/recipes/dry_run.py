@@ -67,6 +67,9 @@ def recipes() -> Iterator[Recipe]:
     yield r(B.GATHER, 7, "int4 params", lambda: typed_inputs(B.GATHER, [I4, I32], [(3, 2), (2,)], I4, (2, 2)))
     yield r(B.TRANSPOSE, 7, "int4", lambda: typed_inputs(B.TRANSPOSE, [I4, I32], [S2, (2,)], I4, (3, 2)))
     yield r(B.SLICE, 7, "int4", lambda: typed_inputs(B.SLICE, [I4, I32, I32], [S2, (2,), (2,)], I4, (2, 2)))
+    for version, t in {5: I4, 6: BF16}.items():
+        yield r(B.DYNAMIC_UPDATE_SLICE, version, f"{t.name} operand",
+                lambda t=t: typed_inputs(B.DYNAMIC_UPDATE_SLICE, [t, t, I32], [(3, 4), (2, 2), (2,)], t, (3, 4)))
     yield r(B.SELECT, 2, "int8 condition (the rule tests input 0)",
             lambda: typed_inputs(B.SELECT, [I8, F32, F32], [S2, S2, S2], F32, S2))
     for version, source in {6: I4, 7: I2, 8: U4}.items():

@@ -61,8 +61,10 @@ def test_compare_litert_lists_what_litert_runs_and_what_is_missing_here(capsys):
     pytest.importorskip("ai_edge_litert")
     comparison = run_json(capsys, "--compare-litert")["litert"]
     rows = {row["op"]: row for row in comparison["ops"]}
-    assert rows["ADD_N"] == {"op": "ADD_N", "kind": "builtin", "litedelegate": [], "litert": [1], "litert_ref": [1],
-                             "missing": [1]}
+    assert rows["ADD_N"] == {"op": "ADD_N", "kind": "builtin", "litedelegate": [1], "litert": [1], "litert_ref": [1],
+                             "missing": []}
+    assert rows["DYNAMIC_UPDATE_SLICE"]["litedelegate"] == [1, 2, 3, 4]
+    assert rows["DYNAMIC_UPDATE_SLICE"]["missing"] == [5, 6]  # int4, bfloat16
     assert rows["CONV_2D"]["litert"][:6] == [1, 2, 3, 4, 5, 6] and 1 not in rows["CONV_2D"]["missing"]
     assert rows["CEIL"]["litert_ref"] == [] and rows["CEIL"]["missing"] == []
     assert rows["STABLEHLO_ADD"]["kind"] == "stablehlo"
