@@ -1,0 +1,79 @@
+"""Pieces the recurrent kernels share (RNN, SVDF, the LSTM family).
+
+- :class:`Dense`: one weight matrix of a cell, float32 or int8 (hybrid), adding its
+  product with a batch of rows to an accumulator as TFLite's
+  ``MatrixBatchVectorMultiplyAccumulate`` does (float: ``out += rows @ W.T``; hybrid:
+  rows quantized on the fly, ``_hybrid.HybridMatrix``).
+- :func:`state_tensor`: the state input of a node, which must be a variable tensor
+  (LiteRT's ``GetVariableInput``), checked with a clear message.
+- :func:`weights_kind`: "float" or "hybrid" from the weights' type.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from backends.cpu.kernels._hybrid import HybridMatrix
+from backends.cpu.quantization import legacy_params
+from schema.enums import TensorType
+
+
+class Dense:
+    """A cell's weights ``[rows, depth]`` (float32, or int8 with a per-tensor scale)."""
+
+    def __init__(self, tensor, asymmetric: bool = False) -> None:
+        self.tensor = tensor
+        self.hybrid = tensor.type == TensorType.INT8
+        self.asymmetric = asymmetric
+        self.rows = int(tensor.shape[0])
+        self._matrix = None
+
+    def _prepared(self):
+        if self._matrix is None or not self.tensor.is_constant:
+            data = self.tensor.data.reshape(self.rows, -1)
+            if self.hybrid:
+                self._matrix = HybridMatrix(data, legacy_params(self.tensor)[0])
+            else:
+                self._matrix = np.ascontiguousarray(data.T, dtype=np.float32)
+        return self._matrix
+
+    def accumulate(self, out: np.ndarray, rows: np.ndarray) -> None:
+        """``out[b, r] += sum_d W[r, d] * rows[b, d]`` (float32 ``out`` of ``[batch, rows]``)."""
+        matrix = self._prepared()
+        if self.hybrid:
+            matrix.accumulate(out, np.ascontiguousarray(rows, dtype=np.float32), self.asymmetric)
+        else:
+            out += rows @ matrix
+
+
+def weights_kind(kernel, weights) -> str:
+    """"float" (float32 weights) or "hybrid" (int8 weights on float32 activations)."""
+    if weights is None:
+        raise kernel.unsupported("the weights are missing")
+    if weights.type == TensorType.FLOAT32:
+        return "float"
+    if weights.type == TensorType.INT8:
+        if legacy_params(weights)[0] == 0.0:
+            raise kernel.unsupported(f"int8 weights {weights.name!r} need one (per-tensor) scale")
+        return "hybrid"
+    raise kernel.unsupported(
+        f"weights {weights.name!r} have type {weights.type_name}; float32 (float) or int8 (hybrid) are supported"
+    )
+
+
+def state_tensor(kernel, index: int, shape=None, role: str = "state", variable: bool = True):
+    """The node's input ``index``, a variable tensor holding state across invokes (with
+    ``variable=False``, as LiteRT's RNN allows, any tensor the op may write: not a constant)."""
+    tensor = kernel.inputs[index] if index < len(kernel.inputs) else None
+    if tensor is None:
+        raise kernel.unsupported(f"the {role} (input {index}) is missing")
+    if tensor.is_constant:
+        raise kernel.unsupported(f"the {role} (input {index}, {tensor.name!r}) is a constant; the op writes its state there")
+    if variable and not tensor.is_variable:
+        raise kernel.unsupported(
+            f"the {role} (input {index}, {tensor.name!r}) must be a variable tensor (is_variable): "
+            "the op keeps its state there across invokes"
+        )
+    if shape is not None and tuple(tensor.shape) != tuple(shape):
+        raise kernel.unsupported(f"the {role} {tensor.name!r} has shape {list(tensor.shape)}, expected {list(shape)}")
+    return tensor
