@@ -136,3 +136,116 @@ def svdf_model(
     graph.add_operator(BuiltinOperator.SVDF, [x, feature, time_w, b, state], [y], SVDFParams(rank, activation, asymmetric))
     graph.add_output(y)
     return builder.build()
+
+
+def add_lstm_cell(graph, prefix: str, n_input: int, n_cell: int, n_output: int, rng, *, hybrid=False, cifg=False,
+                  peephole=False, projection=False, projection_bias=True, layer_norm=False, diagonal=False,
+                  aux_size=None) -> tuple[list[int], list[int], list[int]]:
+    """The tensors of one float32 / hybrid LSTM cell: (the 17 cell inputs in TFLite's
+    order, the 4 layer norm inputs, the 4 aux weight inputs), -1 where absent."""
+    gates = ("input", "forget", "cell", "output")
+    skip = {"input"} if cifg else set()
+
+    def weights(name, shape):
+        return add_weights(graph, f"{prefix}{name}", shape, rng, hybrid)
+
+    cell = [weights(f"input_to_{g}", [n_cell, n_input]) if g not in skip else -1 for g in gates]
+    for g in gates:
+        if g in skip:
+            cell.append(-1)
+        elif diagonal:
+            cell.append(graph.add_constant(f"{prefix}recurrent_to_{g}", rng.uniform(-0.5, 0.5, n_cell).astype(np.float32)))
+        else:
+            cell.append(weights(f"recurrent_to_{g}", [n_cell, n_output]))
+    for g in ("input", "forget", "output"):
+        cell.append(weights(f"cell_to_{g}", [n_cell]) if peephole and g not in skip else -1)
+    for g in gates:
+        cell.append(-1 if g in skip else graph.add_constant(f"{prefix}{g}_bias", rng.uniform(-0.5, 0.5, n_cell).astype(np.float32)))
+    if projection:
+        cell.append(weights("projection", [n_output, n_cell]))
+        cell.append(graph.add_constant(f"{prefix}projection_bias", rng.uniform(-0.2, 0.2, n_output).astype(np.float32)) if projection_bias else -1)
+    else:
+        cell += [-1, -1]
+    norms = [
+        graph.add_constant(f"{prefix}{g}_layer_norm", rng.uniform(0.5, 1.5, n_cell).astype(np.float32)) if layer_norm and g not in skip else -1
+        for g in gates
+    ]
+    aux = [weights(f"aux_to_{g}", [n_cell, aux_size]) if aux_size is not None and g not in skip else -1 for g in gates]
+    return cell, norms, aux
+
+
+def lstm_model(
+    op=BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM,
+    *,
+    batch=2,
+    time=3,
+    n_input=4,
+    n_cell=5,
+    n_output=None,
+    bw_cell=None,
+    hybrid=False,
+    asymmetric=False,
+    cifg=False,
+    peephole=False,
+    projection=False,
+    projection_bias=True,
+    layer_norm=False,
+    diagonal=False,
+    time_major=False,
+    activation=Act.TANH,
+    cell_clip=0.0,
+    proj_clip=0.0,
+    merge_outputs=False,
+    aux_size=None,
+    aux_weights=True,
+    twenty_inputs=False,
+    seed=0,
+) -> bytes:
+    """A float32 or hybrid LSTM / UNIDIRECTIONAL_SEQUENCE_LSTM / BIDIRECTIONAL_SEQUENCE_LSTM
+    node with random weights; the optional parts (CIFG, peephole, projection, layer norm)
+    switched on by their flags. LSTM takes ``[batch, n_input]``."""
+    from schema.params import BidirectionalSequenceLSTMParams, LSTMParams, UnidirectionalSequenceLSTMParams
+
+    rng = np.random.default_rng(seed)
+    n_output = (n_cell if not projection else 3) if n_output is None else n_output
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    if op == BuiltinOperator.LSTM:
+        x_shape = [batch, n_input]
+    else:
+        x_shape = [time, batch, n_input] if time_major else [batch, time, n_input]
+    x = graph.add_input("x", x_shape)
+    options = dict(hybrid=hybrid, cifg=cifg, peephole=peephole, projection=projection, projection_bias=projection_bias)
+
+    def states(prefix, size_out, size_cell):
+        return [
+            graph.add_tensor(f"{prefix}output_state", [batch, size_out], is_variable=True),
+            graph.add_tensor(f"{prefix}cell_state", [batch, size_cell], is_variable=True),
+        ]
+
+    if op == BuiltinOperator.BIDIRECTIONAL_SEQUENCE_LSTM:
+        bw_cell = n_cell if bw_cell is None else bw_cell
+        fw, _, fw_aux = add_lstm_cell(graph, "fw_", n_input, n_cell, n_output, rng, aux_size=aux_size if aux_weights else None, **options)
+        bw, _, bw_aux = add_lstm_cell(graph, "bw_", n_input, bw_cell, n_output, rng, aux_size=aux_size if aux_weights else None, **options)
+        aux = graph.add_input("aux", [*x_shape[:2], aux_size]) if aux_size is not None else -1
+        inputs = [x, *fw, *bw, *states("fw_", n_output, n_cell), *states("bw_", n_output, bw_cell), aux, *fw_aux, *bw_aux]
+        lead = x_shape[:2]
+        if merge_outputs:
+            outputs = [graph.add_tensor("y", [*lead, 2 * n_output])]
+        else:
+            outputs = [graph.add_tensor("fw_y", [*lead, n_output]), graph.add_tensor("bw_y", [*lead, n_output])]
+        params = BidirectionalSequenceLSTMParams(activation, cell_clip, proj_clip, merge_outputs, time_major, asymmetric)
+    else:
+        cell, norms, _ = add_lstm_cell(graph, "", n_input, n_cell, n_output, rng, layer_norm=layer_norm, diagonal=diagonal, **options)
+        inputs = [x, *cell, *states("", n_output, n_cell)]
+        if not twenty_inputs:
+            inputs += norms
+        outputs = [graph.add_tensor("y", [*x_shape[:-1], n_output])]
+        if op == BuiltinOperator.LSTM:
+            params = LSTMParams(activation, cell_clip, proj_clip, asymmetric_quantize_inputs=asymmetric)
+        else:
+            params = UnidirectionalSequenceLSTMParams(activation, cell_clip, proj_clip, time_major, asymmetric, diagonal)
+    graph.add_operator(op, inputs, outputs, params)
+    for output in outputs:
+        graph.add_output(output)
+    return builder.build()

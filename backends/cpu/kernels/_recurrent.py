@@ -3,7 +3,8 @@
 - :class:`Dense`: one weight matrix of a cell, float32 or int8 (hybrid), adding its
   product with a batch of rows to an accumulator as TFLite's
   ``MatrixBatchVectorMultiplyAccumulate`` does (float: ``out += rows @ W.T``; hybrid:
-  rows quantized on the fly, ``_hybrid.HybridMatrix``).
+  rows quantized on the fly, once for all the matrices that read them (:func:`operand`),
+  ``_hybrid.HybridMatrix``).
 - :func:`state_tensor`: the state input of a node, which must be a variable tensor
   (LiteRT's ``GetVariableInput``), checked with a clear message.
 - :func:`weights_kind`: "float" or "hybrid" from the weights' type.
@@ -13,9 +14,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from backends.cpu.kernels._hybrid import HybridMatrix
+from backends.cpu.kernels._hybrid import HybridMatrix, quantize_rows
 from backends.cpu.quantization import legacy_params
 from schema.enums import TensorType
+
+
+def operand(rows: np.ndarray, hybrid: bool, asymmetric: bool = False):
+    """``rows`` (float32 ``[batch, depth]``) ready for :meth:`Dense.add`: the rows
+    themselves for float weights; for int8 weights the rows quantized on the fly
+    (``quantize_rows``), or None when they are all zero (TFLite skips the product then:
+    ``IsZeroVector``). One operand serves every matrix that multiplies the same rows."""
+    if not hybrid:
+        return rows
+    rows = np.ascontiguousarray(rows, dtype=np.float32)
+    return quantize_rows(rows, asymmetric) if rows.any() else None
 
 
 class Dense:
@@ -37,13 +49,20 @@ class Dense:
                 self._matrix = np.ascontiguousarray(data.T, dtype=np.float32)
         return self._matrix
 
-    def accumulate(self, out: np.ndarray, rows: np.ndarray) -> None:
-        """``out[b, r] += sum_d W[r, d] * rows[b, d]`` (float32 ``out`` of ``[batch, rows]``)."""
+    def add(self, out: np.ndarray, rows_operand) -> None:
+        """``out[b, r] += sum_d W[r, d] * rows[b, d]`` (float32 ``out`` of ``[batch, rows]``)
+        for an :func:`operand` of the rows."""
+        if rows_operand is None:
+            return
         matrix = self._prepared()
         if self.hybrid:
-            matrix.accumulate(out, np.ascontiguousarray(rows, dtype=np.float32), self.asymmetric)
+            out += matrix.term(*rows_operand)
         else:
-            out += rows @ matrix
+            out += rows_operand @ matrix
+
+    def accumulate(self, out: np.ndarray, rows: np.ndarray) -> None:
+        """:meth:`add` for rows used by this matrix alone."""
+        self.add(out, operand(rows, self.hybrid, self.asymmetric))
 
 
 def weights_kind(kernel, weights) -> str:
