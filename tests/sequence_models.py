@@ -249,3 +249,100 @@ def lstm_model(
     for output in outputs:
         graph.add_output(output)
     return builder.build()
+
+
+def integer_lstm_model(op=BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM, *, batch=2, time=3, n_input=6, time_major=False,
+                       input_quant=(0.05, 3), **cell) -> bytes:
+    """A one-node int8 (8x8->16) LSTM / UNIDIRECTIONAL_SEQUENCE_LSTM model (see
+    :func:`add_integer_lstm` for the cell's options)."""
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    if op == BuiltinOperator.LSTM:
+        x_shape = [batch, n_input]
+    else:
+        x_shape = [time, batch, n_input] if time_major else [batch, time, n_input]
+    x = graph.add_input("x", x_shape, T.INT8, quantization=quantization(*input_quant))
+    y = add_integer_lstm(graph, x, x_shape, op=op, time_major=time_major, input_quant=input_quant, **cell)
+    graph.add_output(y)
+    return builder.build()
+
+
+def add_integer_lstm(
+    graph,
+    x: int,
+    x_shape,
+    *,
+    op=BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM,
+    n_cell=8,
+    n_output=None,
+    layer_norm=False,
+    cifg=False,
+    peephole=False,
+    projection=False,
+    time_major=False,
+    cell_scale_log2=-11,
+    cell_clip=0.0,
+    proj_clip=0.0,
+    input_quant=(0.05, 3),
+    state_quant=(1 / 128, -2),
+    hidden_quant=(1 / 128, 1),
+    intermediates=5,
+    seed=0,
+) -> int:
+    """An int8 (8x8->16) LSTM / UNIDIRECTIONAL_SEQUENCE_LSTM node on the int8 tensor ``x``
+    as the converter writes it for a Keras LSTM: int8 output state and weights
+    (symmetric, per tensor), int32 biases, an int16 cell state with a power-of-two scale,
+    int16 layer norm coefficients, and the 5 intermediate tensors (the gates' scales for
+    layer norm, the hidden state's scale and zero point). Scales are chosen so that the
+    gates are not saturated. Returns the output tensor."""
+    from schema.params import LSTMParams, UnidirectionalSequenceLSTMParams
+
+    rng = np.random.default_rng(seed)
+    n_input = x_shape[-1]
+    batch = x_shape[0] if op == BuiltinOperator.LSTM or not time_major else x_shape[1]
+    n_output = (n_cell if not projection else 5) if n_output is None else n_output
+    gates = ("input", "forget", "cell", "output")
+    skip = {"input"} if cifg else set()
+    gate_scale = 2.0**-12  # Q3.12, what the gates are rescaled to without layer norm
+
+    def int8_weights(name, shape, scale):
+        return graph.add_constant(name, rng.integers(-127, 128, shape).astype(np.int8), quantization=quantization(scale, 0))
+
+    def int32_bias(name, size, scale):
+        return graph.add_constant(name, rng.integers(-2000, 2000, size).astype(np.int32), quantization=quantization(scale, 0))
+
+    inputs = [x]
+    inputs += [int8_weights(f"input_to_{g}", [n_cell, n_input], 0.004) if g not in skip else -1 for g in gates]
+    inputs += [int8_weights(f"recurrent_to_{g}", [n_cell, n_output], 0.006) if g not in skip else -1 for g in gates]
+    inputs += [
+        graph.add_constant(f"cell_to_{g}", rng.integers(-3000, 3000, n_cell).astype(np.int16), quantization=quantization(1e-4, 0))
+        if peephole and g not in skip else -1
+        for g in ("input", "forget", "output")
+    ]
+    inputs += [int32_bias(f"{g}_bias", n_cell, input_quant[0] * 0.004) if g not in skip else -1 for g in gates]
+    if projection:
+        inputs.append(int8_weights("projection", [n_output, n_cell], 0.01))
+        inputs.append(int32_bias("projection_bias", n_output, hidden_quant[0] * 0.01))
+    else:
+        inputs += [-1, -1]
+    inputs.append(graph.add_tensor("output_state", [batch, n_output], T.INT8, quantization=quantization(*state_quant), is_variable=True))
+    inputs.append(graph.add_tensor("cell_state", [batch, n_cell], T.INT16, quantization=quantization(2.0**cell_scale_log2, 0), is_variable=True))
+    inputs += [
+        graph.add_constant(f"{g}_layer_norm", rng.integers(8000, 20000, n_cell).astype(np.int16), quantization=quantization(1e-4, 0))
+        if layer_norm and g not in skip else -1
+        for g in gates
+    ]
+    if layer_norm:  # the gates' sums, before normalization
+        inner = [graph.add_tensor(f"intermediate_{g}", [0], T.INT16, quantization=quantization(0.0005 * (k + 1), 0)) for k, g in enumerate(gates)]
+    else:
+        inner = [graph.add_tensor(f"intermediate_{g}", [0], T.INT16, quantization=quantization(gate_scale, 0)) for g in gates]
+    inner.append(graph.add_tensor("intermediate_hidden", [0], T.INT8, quantization=quantization(*hidden_quant)))
+    inner += [graph.add_tensor(f"intermediate_{k}", [0], T.INT8, quantization=quantization(0.01, 0)) for k in range(intermediates - 5)]
+    output_quant = quantization(*state_quant)
+    y = graph.add_tensor("lstm_output", [*x_shape[:-1], n_output], T.INT8, quantization=output_quant)
+    if op == BuiltinOperator.LSTM:
+        params = LSTMParams(Act.TANH, cell_clip, proj_clip)
+    else:
+        params = UnidirectionalSequenceLSTMParams(Act.TANH, cell_clip, proj_clip, time_major)
+    graph.add_operator(op, inputs, [y], params, intermediates=inner[:intermediates])
+    return y

@@ -28,6 +28,7 @@ import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
 from backends.cpu.kernels._lstm import FloatLstmCell, cell_tensors, check_cell
+from backends.cpu.kernels._lstm_integer import IntegerLstmCell
 from backends.cpu.kernels._recurrent import state_tensor, weights_kind
 from schema.enums import ActivationFunctionType, BuiltinOperator, TensorType
 from schema.params import LSTMKernelType
@@ -47,6 +48,7 @@ def _time_major(x: np.ndarray, time_major: bool) -> np.ndarray:
 class _LstmBase(CpuKernel):
     foldable = False  # the states change at every invoke
     diagonal_recurrent = False  # UNIDIRECTIONAL_SEQUENCE_LSTM takes 1-D recurrent weights
+    requires_small_cell_scale = False  # LSTM's int8 kernel wants a cell scale <= 2**-9
 
     def read_params(self) -> None:
         params = self.params
@@ -73,7 +75,7 @@ class _LstmBase(CpuKernel):
             if state.num_elements != batch * size:
                 raise self.unsupported(f"the state {state.name!r} has {state.num_elements} values, expected {batch} x {size}")
         if x.type == T.INT8 and integer_ok:
-            raise self.unsupported("int8 (8x8->16) LSTM is not implemented yet")
+            cell = IntegerLstmCell(self, tensors, n_input, n_output, n_cell, output_state, cell_state)
         else:
             self.require_types(x, T.FLOAT32, role="input")
             kind = weights_kind(self, forget)
@@ -105,6 +107,8 @@ class _LstmBase(CpuKernel):
 @register(BuiltinOperator.LSTM, 1, 4)
 class Lstm(_LstmBase):
     """LSTM v1, v3, v4 (the full kernel): one step of the cell."""
+
+    requires_small_cell_scale = True
 
     @classmethod
     def accepts(cls, context, node) -> bool:
