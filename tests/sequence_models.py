@@ -346,3 +346,49 @@ def add_integer_lstm(
         params = UnidirectionalSequenceLSTMParams(Act.TANH, cell_clip, proj_clip, time_major)
     graph.add_operator(op, inputs, [y], params, intermediates=inner[:intermediates])
     return y
+
+
+def basic_lstm_model(*, batch=2, n_input=3, n=4, quantized=False, state_scale_log2=-11, seed=0) -> bytes:
+    """An LSTM node with the basic kernel (version 2): inputs x, the previous activation
+    and state (variables the op writes back), the [4n, n_input + n] weights and bias;
+    outputs the activation, the state and the two temporaries. Quantized: uint8
+    activations on [-1, 127/128] (scale 1/128, zero point 128), int16 state."""
+    from schema.params import LSTMKernelType, LSTMParams
+
+    rng = np.random.default_rng(seed)
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    if quantized:
+        activation_q = quantization(1 / 128, 128)
+        state_q = quantization(2.0**state_scale_log2, 0)
+        weights_scale = 0.02
+        x = graph.add_input("x", [batch, n_input], T.UINT8, quantization=activation_q)
+        prev_activation = graph.add_tensor("prev_activation", [batch, n], T.UINT8, quantization=activation_q, is_variable=True)
+        weights = graph.add_constant(
+            "weights", rng.integers(0, 256, (4 * n, n_input + n)).astype(np.uint8), quantization=quantization(weights_scale, 120)
+        )
+        bias = graph.add_constant("bias", rng.integers(-3000, 3000, 4 * n).astype(np.int32), quantization=quantization(weights_scale / 128, 0))
+        prev_state = graph.add_tensor("prev_state", [batch, n], T.INT16, quantization=state_q, is_variable=True)
+        outputs = [
+            graph.add_tensor("activation", [batch, n], T.UINT8, quantization=activation_q),
+            graph.add_tensor("state", [batch, n], T.INT16, quantization=state_q),
+            graph.add_tensor("concat", [batch, n_input + n], T.UINT8, quantization=activation_q),
+            graph.add_tensor("gates", [batch, 4 * n], T.INT16, quantization=quantization(2.0**-12, 0)),
+        ]
+    else:
+        x = graph.add_input("x", [batch, n_input])
+        prev_activation = graph.add_tensor("prev_activation", [batch, n], is_variable=True)
+        weights = graph.add_constant("weights", rng.uniform(-0.5, 0.5, (4 * n, n_input + n)).astype(np.float32))
+        bias = graph.add_constant("bias", rng.uniform(-0.5, 0.5, 4 * n).astype(np.float32))
+        prev_state = graph.add_tensor("prev_state", [batch, n], is_variable=True)
+        outputs = [
+            graph.add_tensor("activation", [batch, n]),
+            graph.add_tensor("state", [batch, n]),
+            graph.add_tensor("concat", [batch, n_input + n]),
+            graph.add_tensor("gates", [batch, 4 * n]),
+        ]
+    params = LSTMParams(Act.TANH, kernel_type=LSTMKernelType.BASIC)
+    graph.add_operator(BuiltinOperator.LSTM, [x, prev_activation, weights, bias, prev_state], outputs, params)
+    for output in outputs:
+        graph.add_output(output)
+    return builder.build()

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from model_helpers import stamped_version
 from oracle import assert_invokes_match_litert
-from sequence_models import lstm_model
+from sequence_models import basic_lstm_model, lstm_model
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
@@ -199,3 +199,27 @@ def test_lstm_float_activation_none_with_an_all_zero_input_keeps_the_cell_gate_b
     rng = np.random.default_rng(3)
     inputs = [[np.zeros((2, 4), np.float32)], [rng.uniform(-2, 2, (2, 4)).astype(np.float32)], [np.zeros((2, 4), np.float32)]]
     assert_invokes_match_litert(model, inputs)
+
+
+# -- LSTM v2: the basic kernel -------------------------------------------------------------------
+
+
+def test_lstm_basic_kernel_float_is_v2_and_matches_litert_over_invokes():
+    model = basic_lstm_model()
+    assert stamped_version(model) == 2
+    check(model)
+
+
+def test_lstm_basic_kernel_uint8_is_v2_and_matches_litert_bit_for_bit():
+    model = basic_lstm_model(quantized=True, batch=3, n_input=5, n=6)
+    assert stamped_version(model) == 2
+    rng = np.random.default_rng(4)
+    inputs = [[rng.integers(0, 256, (3, 5)).astype(np.uint8)] for _ in range(4)]
+    outputs = assert_invokes_match_litert(model, inputs, rtol=0, atol=0)
+    assert len(np.unique(outputs[-1][0])) > 5
+
+
+def test_lstm_basic_kernel_uint8_needs_a_state_with_four_integer_bits():
+    model = basic_lstm_model(quantized=True, state_scale_log2=-12)
+    with pytest.raises(KernelError, match="LSTM v2.*4 integer bits"):
+        Interpreter(model_content=model).allocate_tensors()

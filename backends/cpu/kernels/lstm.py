@@ -10,8 +10,9 @@ runs one batch entry at a time) run here on a time-major view, all rows at once.
 
 - LSTM (full kernel, 20 or 24 inputs; 24 with layer norm): one step, input ``[batch,
   n_input]``. v1 float32 (and int8 8x8->16), v3 hybrid, v4 hybrid with
-  ``asymmetric_quantize_inputs``. v2, the basic kernel (``kernel_type`` BASIC, 5 inputs),
-  is ``lstm_basic.py``.
+  ``asymmetric_quantize_inputs``. v2, the basic kernel (``kernel_type`` BASIC, 5 inputs,
+  4 outputs), is ``lstm_basic.py``: both classes register versions 1-4 and the options'
+  ``kernel_type`` picks one (``accepts``), as LiteRT dispatches.
 - UNIDIRECTIONAL_SEQUENCE_LSTM: input ``[batch, time, n_input]`` (``time_major``: time
   first). v1 float32 (and int8 8x8->16), v2 hybrid, v3 asymmetric hybrid, v4 diagonal
   recurrent weights (1-D; LiteRT registers v4 in its optimized resolver only).
