@@ -146,3 +146,30 @@ def test_acceptance_an_lstm_model_with_int8_weights_on_float_activations_gives_l
     rng = np.random.default_rng(2)
     inputs = [[rng.uniform(-2, 2, (2, 3, 12)).astype(np.float32)] for _ in range(3)]
     assert_invokes_match_litert(model, inputs)
+
+
+def test_int8_lstm_state_restarts_at_its_zero_point_after_reset_all_variables_as_in_litert():
+    from oracle import litert_interpreter
+
+    model = integer_lstm_model(state_quant=(0.01, 25))
+    theirs, ours = litert_interpreter(model), Interpreter(model_content=model)
+    feeds = int8_invokes(model, count=3)
+    for runtime in (theirs, ours):
+        runtime.allocate_tensors()
+    results = []
+    for step, (x,) in enumerate(feeds):
+        if step == 2:
+            theirs.reset_all_variables()
+            ours.reset_all_variables()
+        pair = []
+        for runtime in (theirs, ours):
+            runtime.set_tensor(runtime.get_input_details()[0]["index"], x)
+            runtime.invoke()
+            pair.append(runtime.get_tensor(runtime.get_output_details()[0]["index"]))
+        np.testing.assert_array_equal(pair[1], pair[0], err_msg=f"invoke {step}")
+        results.append(pair[1])
+    fresh = Interpreter(model_content=model)
+    fresh.allocate_tensors()
+    fresh.set_tensor(fresh.get_input_details()[0]["index"], feeds[2][0])
+    fresh.invoke()
+    np.testing.assert_array_equal(results[2], fresh.get_tensor(fresh.get_output_details()[0]["index"]))

@@ -8,6 +8,7 @@
 - :func:`state_tensor`: the state input of a node, which must be a variable tensor
   (LiteRT's ``GetVariableInput``), checked with a clear message.
 - :func:`weights_kind`: "float" or "hybrid" from the weights' type.
+- :func:`time_major_view`: a sequence as ``[time, batch, ...]``.
 """
 
 from __future__ import annotations
@@ -63,6 +64,12 @@ class Dense:
     def accumulate(self, out: np.ndarray, rows: np.ndarray) -> None:
         """:meth:`add` for rows used by this matrix alone."""
         self.add(out, operand(rows, self.hybrid, self.asymmetric))
+
+
+def time_major_view(x: np.ndarray, time_major: bool) -> np.ndarray:
+    """A sequence tensor's data as ``[time, batch, ...]`` (a view): batch-major data
+    swapped, time-major data as it is."""
+    return x if time_major else np.swapaxes(x, 0, 1)
 
 
 def weights_kind(kernel, weights) -> str:

@@ -30,7 +30,7 @@ import numpy as np
 from backends.cpu.kernel import CpuKernel, register
 from backends.cpu.kernels._lstm import FloatLstmCell, cell_tensors, check_cell
 from backends.cpu.kernels._lstm_integer import IntegerLstmCell
-from backends.cpu.kernels._recurrent import state_tensor, weights_kind
+from backends.cpu.kernels._recurrent import state_tensor, time_major_view, weights_kind
 from schema.enums import ActivationFunctionType, BuiltinOperator, TensorType
 from schema.params import LSTMKernelType
 
@@ -40,10 +40,6 @@ _ACTIVATIONS = (Act.NONE, Act.RELU, Act.RELU_N1_TO_1, Act.RELU6, Act.TANH, Act.S
 
 # Inputs of LSTM / UNIDIRECTIONAL_SEQUENCE_LSTM (lstm_shared.h).
 _OUTPUT_STATE, _CELL_STATE, _LAYER_NORM = 18, 19, 20
-
-
-def _time_major(x: np.ndarray, time_major: bool) -> np.ndarray:
-    return x if time_major else np.swapaxes(x, 0, 1)
 
 
 class _LstmBase(CpuKernel):
@@ -162,8 +158,8 @@ class UnidirectionalSequenceLstm(_LstmBase):
         self.outputs[0].resize((*x.shape[:2], self.cell.n_output))
 
     def invoke(self) -> None:
-        xs = _time_major(self.inputs[0].data, self.time_major)
-        out = _time_major(self.outputs[0].data, self.time_major)
+        xs = time_major_view(self.inputs[0].data, self.time_major)
+        out = time_major_view(self.outputs[0].data, self.time_major)
         self.run(self.cell, xs, None, out)
 
 
@@ -227,13 +223,13 @@ class BidirectionalSequenceLstm(_LstmBase):
             self.outputs[1].resize((*lead, bw_size))
 
     def invoke(self) -> None:
-        xs = _time_major(self.inputs[0].data, self.time_major)
-        bw_xs = _time_major(self.bw_input.data, self.time_major)
-        auxs = None if self.aux is None else _time_major(self.aux.data, self.time_major)
-        fw_out = _time_major(self.outputs[0].data, self.time_major)
+        xs = time_major_view(self.inputs[0].data, self.time_major)
+        bw_xs = time_major_view(self.bw_input.data, self.time_major)
+        auxs = None if self.aux is None else time_major_view(self.aux.data, self.time_major)
+        fw_out = time_major_view(self.outputs[0].data, self.time_major)
         if self.merge:
             fw_out, bw_out = fw_out[..., : self.fw.n_output], fw_out[..., self.fw.n_output :]
         else:
-            bw_out = _time_major(self.outputs[1].data, self.time_major)
+            bw_out = time_major_view(self.outputs[1].data, self.time_major)
         self.run(self.fw, xs, auxs, fw_out)
         self.run(self.bw, bw_xs, auxs, bw_out, reverse=True)

@@ -32,7 +32,7 @@ import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
 from backends.cpu.kernels._hybrid import apply_float_activation
-from backends.cpu.kernels._recurrent import Dense, state_tensor, weights_kind
+from backends.cpu.kernels._recurrent import Dense, state_tensor, time_major_view, weights_kind
 from schema.enums import ActivationFunctionType, BuiltinOperator, TensorType
 
 Act = ActivationFunctionType
@@ -91,6 +91,20 @@ class _RnnBase(CpuKernel):
     def require_float_input(self, tensor, role: str = "input") -> None:
         self.require_types(tensor, TensorType.FLOAT32, role=role)
 
+    def prepare_cell(self, rank: int, layout: str):
+        """The checks of a one-cell node (RNN, UNIDIRECTIONAL_SEQUENCE_RNN): five inputs,
+        one output, a float32 input of ``rank``; builds ``self.cell``. Returns the input."""
+        self.require_num_inputs(5)
+        if len(self.outputs) != 1:
+            raise self.unsupported(f"expected 1 output, got {len(self.outputs)}")
+        x, weights, recurrent, bias = self.inputs[:4]
+        self.require_float_input(x)
+        if len(x.shape) != rank:
+            raise self.unsupported(f"the input must be {rank}-D {layout}, got {list(x.shape)}")
+        self.read_activation()
+        self.cell = _Cell(self, weights, recurrent, bias, None, x.shape[-1], 0)
+        return x
+
 
 # v1: float32. v2: hybrid (int8 weights). v3: hybrid with asymmetric_quantize_inputs.
 @register(BuiltinOperator.RNN, 1, 3)
@@ -98,16 +112,8 @@ class Rnn(_RnnBase):
     """RNN v1-v3: one step of the recurrent cell."""
 
     def prepare(self) -> None:
-        self.require_num_inputs(5)
-        if len(self.outputs) != 1:
-            raise self.unsupported(f"expected 1 output, got {len(self.outputs)}")
-        x, weights, recurrent, bias = self.inputs[:4]
-        self.require_float_input(x)
-        if len(x.shape) != 2:
-            raise self.unsupported(f"the input must be 2-D [batch, input_size], got {list(x.shape)}")
-        self.read_activation()
-        batch, input_size = x.shape
-        self.cell = _Cell(self, weights, recurrent, bias, None, input_size, 0)
+        x = self.prepare_cell(2, "[batch, input_size]")
+        batch = x.shape[0]
         self.state = state_tensor(self, 4, (batch, self.cell.units), "hidden state", variable=False)
         self.require_float_input(self.state, "hidden state")
         self.require_types(self.outputs[0], TensorType.FLOAT32, role="output")
@@ -117,11 +123,6 @@ class Rnn(_RnnBase):
         h = self.cell.step(self.inputs[0].data, None, self.state.data)
         self.state.data[...] = h
         self.outputs[0].data[...] = h
-
-
-def _time_major(x: np.ndarray, time_major: bool) -> np.ndarray:
-    """``x`` as ``[time, batch, ...]`` (a view)."""
-    return x if time_major else np.swapaxes(x, 0, 1)
 
 
 def _run_sequence(cell: _Cell, xs: np.ndarray, auxs: np.ndarray | None, h: np.ndarray, out: np.ndarray, reverse: bool) -> None:
@@ -139,17 +140,9 @@ class UnidirectionalSequenceRnn(_RnnBase):
     """UNIDIRECTIONAL_SEQUENCE_RNN v1-v3: the cell run over a sequence."""
 
     def prepare(self) -> None:
-        self.require_num_inputs(5)
-        if len(self.outputs) != 1:
-            raise self.unsupported(f"expected 1 output, got {len(self.outputs)}")
-        x, weights, recurrent, bias = self.inputs[:4]
-        self.require_float_input(x)
-        if len(x.shape) != 3:
-            raise self.unsupported(f"the input must be 3-D [batch, time, input_size] (or time-major), got {list(x.shape)}")
-        self.read_activation()
+        x = self.prepare_cell(3, "[batch, time, input_size] (or time-major)")
         self.time_major = bool(self.params.time_major) if self.params is not None else False
         time, batch = (x.shape[0], x.shape[1]) if self.time_major else (x.shape[1], x.shape[0])
-        self.cell = _Cell(self, weights, recurrent, bias, None, x.shape[2], 0)
         units = self.cell.units
         self.state = state_tensor(self, 4, (batch, units), "hidden state")
         self.require_float_input(self.state, "hidden state")
@@ -157,8 +150,8 @@ class UnidirectionalSequenceRnn(_RnnBase):
         self.outputs[0].resize((time, batch, units) if self.time_major else (batch, time, units))
 
     def invoke(self) -> None:
-        xs = _time_major(self.inputs[0].data, self.time_major)
-        out = _time_major(self.outputs[0].data, self.time_major)
+        xs = time_major_view(self.inputs[0].data, self.time_major)
+        out = time_major_view(self.outputs[0].data, self.time_major)
         _run_sequence(self.cell, xs, None, self.state.data, out, reverse=False)
 
 
@@ -228,14 +221,14 @@ class BidirectionalSequenceRnn(_RnnBase):
 
     def invoke(self) -> None:
         fw_units = self.fw.units
-        xs = _time_major(self.inputs[0].data, self.time_major)
-        bw_xs = _time_major(self.bw_input.data, self.time_major)
-        auxs = None if self.aux is None else _time_major(self.aux.data, self.time_major)
-        fw_out = _time_major(self.outputs[0].data, self.time_major)
+        xs = time_major_view(self.inputs[0].data, self.time_major)
+        bw_xs = time_major_view(self.bw_input.data, self.time_major)
+        auxs = None if self.aux is None else time_major_view(self.aux.data, self.time_major)
+        fw_out = time_major_view(self.outputs[0].data, self.time_major)
         if self.merge:
             fw_out, bw_out = fw_out[..., :fw_units], fw_out[..., fw_units:]
         else:
-            bw_out = _time_major(self.outputs[1].data, self.time_major)
+            bw_out = time_major_view(self.outputs[1].data, self.time_major)
         passes = xs.shape[0] if (self.hybrid and self.time_major) else 1
         for _ in range(passes):
             _run_sequence(self.fw, xs, auxs, self.fw_state.data, fw_out, reverse=False)
