@@ -64,6 +64,11 @@ class _LstmBase(CpuKernel):
         recurrent = tensors.recurrent_weights["output"]
         if forget is None or recurrent is None or tensors.input_weights["output"] is None:
             raise self.unsupported("the input-to-forget, input-to-output and recurrent-to-output weights are required")
+        if len(tensors.input_weights["output"].shape) != 2 or len(recurrent.shape) not in (1, 2):
+            raise self.unsupported(
+                f"the input-to-output weights must be 2-D, the recurrent-to-output weights 2-D (or 1-D diagonal); got "
+                f"{list(tensors.input_weights['output'].shape)} and {list(recurrent.shape)}"
+            )
         n_cell = int(tensors.input_weights["output"].shape[0])
         n_output = n_cell if len(recurrent.shape) == 1 else int(recurrent.shape[-1])
         output_state = state_tensor(self, state_index[0], role="output state")
