@@ -170,7 +170,11 @@ def mean_stddev_normalization(values: np.ndarray) -> np.ndarray:
 
 
 class FloatLstmCell:
-    """A float32 or hybrid cell: :meth:`step` runs one time step on a batch of rows."""
+    """A float32 or hybrid cell: :meth:`step` runs one time step on a batch of rows.
+
+    The gates' products with the same rows (input, aux, output state) are one stacked
+    product (``Dense`` of the gates' matrices): each gate's sum is still ``bias + W x +
+    W_aux aux + U h`` in that order."""
 
     def __init__(self, kernel, t: CellTensors, n_cell: int, activation, cell_clip: float, proj_clip: float, asymmetric: bool) -> None:
         self.hybrid = t.input_weights["forget"].type == T.INT8
@@ -182,53 +186,74 @@ class FloatLstmCell:
         #: with activation NONE the float cell gate keeps a buffer TFLite did not finish
         self.quirky_cell_gate = self.activation == ActivationFunctionType.NONE and not self.hybrid
         self.cell_clip, self.proj_clip = np.float32(cell_clip), np.float32(proj_clip)
-        self.input_weights = {g: Dense(t.input_weights[g], self.asymmetric) for g in self.gates}
-        self.aux_weights = {g: Dense(t.aux_weights[g], self.asymmetric) for g in self.gates if t.aux_weights[g] is not None}
-        self.recurrent = {}
-        for g in self.gates:
-            tensor = t.recurrent_weights[g]
-            self.recurrent[g] = tensor.data.astype(np.float32) if len(tensor.shape) == 1 else Dense(tensor, self.asymmetric)
+        #: column slices of the stacked gates
+        self.columns = {g: slice(k * n_cell, (k + 1) * n_cell) for k, g in enumerate(self.gates)}
+        self.input_weights = Dense([t.input_weights[g] for g in self.gates], self.asymmetric)
+        aux = [t.aux_weights[g] for g in self.gates]
+        self.aux_weights = Dense(aux, self.asymmetric) if all(w is not None for w in aux) else None
+        recurrent = [t.recurrent_weights[g] for g in self.gates]
+        #: 1-D recurrent weights (v4: diagonal), by gate; the others are one stacked product
+        self.diagonal = {g: w.data.astype(np.float32) for g, w in zip(self.gates, recurrent) if len(w.shape) == 1}
+        matrices = [w for w in recurrent if len(w.shape) == 2]
+        self.recurrent = Dense(matrices, self.asymmetric) if matrices else None
+        self.recurrent_columns = None  # (all gates' columns, unless some are diagonal)
+        if matrices and self.diagonal:
+            self.recurrent_columns = np.concatenate(
+                [np.arange(n_cell) + k * n_cell for k, g in enumerate(self.gates) if g not in self.diagonal]
+            )
         self.peephole = {}
         for g, tensor in t.peephole.items():
             if tensor is not None and g in self.gates:
                 values = tensor.data.astype(np.float32)
                 self.peephole[g] = values * np.float32(legacy_params(tensor)[0]) if self.hybrid else values
         self.bias = {g: t.bias[g].data for g in self.gates}
+        self.stacked_bias = np.concatenate([self.bias[g] for g in self.gates]).astype(np.float32)
         self.layer_norm = {g: t.layer_norm[g].data for g in self.gates if t.layer_norm[g] is not None} or None
         weights = t.projection["weights"]
         self.projection = Dense(weights, self.asymmetric) if weights is not None else None
         self.projection_bias = t.projection["bias"].data if t.projection["bias"] is not None else None
 
-    def _gate(self, gate: str, x, aux, h_operand, h: np.ndarray, c: np.ndarray, batch: int) -> np.ndarray:
+    def _sums(self, x, aux, h_operand, h: np.ndarray, batch: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """Every gate's ``bias + W x + W_aux aux + U h``, stacked ``[batch, gates * n_cell]``;
+        with the NONE quirk also the sums before the inputs and before the recurrent term."""
         if self.layer_norm is None:
-            acc = np.repeat(self.bias[gate].reshape(1, -1).astype(np.float32), batch, axis=0)
+            acc = np.repeat(self.stacked_bias.reshape(1, -1), batch, axis=0)
         else:
-            acc = np.zeros((batch, self.n_cell), np.float32)
-        initial = acc.copy() if self.quirky_cell_gate and gate == "cell" else None
-        self.input_weights[gate].add(acc, x)
-        if gate in self.aux_weights:
-            self.aux_weights[gate].add(acc, aux)
-        before_recurrent = acc.copy() if initial is not None else None
-        recurrent = self.recurrent[gate]
-        if isinstance(recurrent, Dense):
-            recurrent.add(acc, h_operand)
-        elif not self.hybrid or h.any():  # diagonal (hybrid: skipped for an all-zero state)
-            acc += recurrent * h
+            acc = np.zeros((batch, len(self.gates) * self.n_cell), np.float32)
+        initial = acc.copy() if self.quirky_cell_gate else None
+        self.input_weights.add(acc, x)
+        if self.aux_weights is not None:
+            self.aux_weights.add(acc, aux)
+        before_recurrent = acc.copy() if self.quirky_cell_gate else None
+        if self.recurrent is not None:
+            if self.recurrent_columns is None:
+                self.recurrent.add(acc, h_operand)
+            else:
+                part = np.zeros((batch, self.recurrent.rows), np.float32)
+                self.recurrent.add(part, h_operand)
+                acc[:, self.recurrent_columns] += part
+        if not self.hybrid or h.any():  # diagonal (hybrid: skipped for an all-zero state)
+            for gate, diagonal in self.diagonal.items():
+                acc[:, self.columns[gate]] += diagonal * h
+        return acc, initial, before_recurrent
+
+    def _gate(self, gate: str, sums, x, aux, c: np.ndarray) -> np.ndarray:
+        acc = sums[0][:, self.columns[gate]].copy()
         if gate in self.peephole:
             acc += self.peephole[gate] * c
         if self.layer_norm is not None:
             acc = mean_stddev_normalization(acc) * self.layer_norm[gate] + self.bias[gate]
         if gate != "cell":
             return sigmoid(acc)
-        if initial is not None:
+        if self.quirky_cell_gate:
             # TFLite's float gate sums ping-pong between two buffers, one swap per input
             # that is not all zero, and ``ApplyActivationToVector`` with NONE returns without
             # copying: the gate keeps what its own buffer holds.
-            swaps = int(np.any(x)) + int(aux is not None and gate in self.aux_weights and np.any(aux))
+            swaps = int(np.any(x)) + int(aux is not None and self.aux_weights is not None and np.any(aux))
             if swaps == 0:
-                return initial
+                return sums[1][:, self.columns[gate]]
             if swaps == 2:
-                return before_recurrent
+                return sums[2][:, self.columns[gate]]
             return acc
         apply_float_activation(acc, self.activation)
         return acc
@@ -240,15 +265,16 @@ class FloatLstmCell:
         x_operand = operand(x, self.hybrid, self.asymmetric)
         aux_operand = operand(aux, self.hybrid, self.asymmetric) if aux is not None else None
         h_operand = operand(h, self.hybrid, self.asymmetric)
+        sums = self._sums(x_operand, aux_operand, h_operand, h, batch)
         gates = {}
         for gate in self.gates[:-1]:  # the input, forget and cell gates read the old c
-            gates[gate] = self._gate(gate, x_operand, aux_operand, h_operand, h, c, batch)
+            gates[gate] = self._gate(gate, sums, x, aux, c)
         input_gate = np.float32(1) - gates["forget"] if self.use_cifg else gates["input"]
         new_c = gates["forget"] * c + gates["cell"] * input_gate
         if self.cell_clip > 0:
             np.clip(new_c, -self.cell_clip, self.cell_clip, out=new_c)
         c[...] = new_c
-        output_gate = self._gate("output", x_operand, aux_operand, h_operand, h, c, batch)
+        output_gate = self._gate("output", sums, x, aux, c)
         if self.activation == ActivationFunctionType.NONE:
             # ``ApplyActivationToVector(c, NONE, scratch)`` leaves its scratch, the cell
             # gate's buffer, as it was: TFLite multiplies the output gate by the cell gate.

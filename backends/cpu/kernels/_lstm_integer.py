@@ -31,13 +31,7 @@ import numpy as np
 
 from backends.cpu.kernels._fixed_point import checked_log2, int16_logistic_table, int16_tanh_table, inv_sqrt_quantized_multiplier
 from backends.cpu.kernels._lstm import GATES, CellTensors
-from backends.cpu.quantization import (
-    legacy_params,
-    multiply_by_quantized_multiplier,
-    quantize_multiplier,
-    rounding_divide_by_pot,
-    wrap_int32,
-)
+from backends.cpu.quantization import Requantizer, legacy_params, quantize_multiplier, rounding_divide_by_pot, wrap_int32
 from schema.enums import TensorType
 
 T = TensorType
@@ -45,12 +39,8 @@ INT16_MIN, INT16_MAX = -32768, 32767
 F32 = np.float32
 
 
-def _mbqm(x, multiplier_shift: tuple[int, int]) -> np.ndarray:
-    return multiply_by_quantized_multiplier(x, *multiplier_shift)
-
-
 def _sat16(x) -> np.ndarray:
-    return np.clip(x, INT16_MIN, INT16_MAX)
+    return np.minimum(np.maximum(x, INT16_MIN), INT16_MAX)
 
 
 class IntegerLstmCell:
@@ -138,13 +128,30 @@ class IntegerLstmCell:
                 self.layer_norm_scale[gate] = quantize_multiplier(float(ln_scale))
                 self.variance_guard[gate] = max(1, int(np.trunc(F32(10000) * ln_scale)))
                 self.gate_bias[gate] = bias
-        self.hidden_scale = quantize_multiplier(float(F32(2.0**-15 / float(hidden_scale) * 2.0**-15)))
+        # The gates' products with x and with h as one stacked product each, rescaled per
+        # column by the gate's multiplier.
+        self.columns = {g: slice(k * n_cell, (k + 1) * n_cell) for k, g in enumerate(self.gates)}
+        self.stacked = []
+        for weights, bias, multipliers in (
+            (self.input_weights, self.input_bias, self.input_scale),
+            (self.recurrent_weights, self.recurrent_bias, self.recurrent_scale),
+        ):
+            multiplier = np.concatenate([np.full(n_cell, multipliers[g][0], np.int64) for g in self.gates])
+            shift = np.concatenate([np.full(n_cell, multipliers[g][1], np.int64) for g in self.gates])
+            self.stacked.append((
+                np.concatenate([weights[g] for g in self.gates], axis=1),
+                np.concatenate([bias[g] for g in self.gates]),
+                Requantizer(multiplier, shift),
+            ))
+        self.peephole_scale = {g: Requantizer(*m) for g, m in self.peephole_scale.items()}
+        self.layer_norm_scale = {g: Requantizer(m, shift + 12) for g, (m, shift) in self.layer_norm_scale.items()}
+        self.hidden_scale = Requantizer(*quantize_multiplier(float(F32(2.0**-15 / float(hidden_scale) * 2.0**-15))))
         projection = t.projection["weights"]
         self.projection = None
         if projection is not None:
             self.projection = matrix(projection).T
             proj_scale = scale(projection, "projection weights")
-            self.projection_scale = quantize_multiplier(float(proj_scale * hidden_scale / state_scale))
+            self.projection_scale = Requantizer(*quantize_multiplier(float(proj_scale * hidden_scale / state_scale)))
             bias = t.projection["bias"]
             base = bias.data.astype(np.int64) if bias is not None else np.zeros(n_output, np.int64)
             self.projection_bias = wrap_int32(base + matrix(projection).sum(axis=1) * self.hidden_zp)
@@ -200,36 +207,34 @@ class IntegerLstmCell:
     # -- the step ---------------------------------------------------------------------------
 
     def _layer_norm(self, gate: str, values: np.ndarray) -> np.ndarray:
-        """TFLite's ``PortableApplyLayerNorm`` on int16 rows ``[batch, n_cell]``."""
+        """TFLite's ``PortableApplyLayerNorm`` on int16 rows ``[batch, n_cell]``: the mean
+        and variance in int64 (C's truncating divisions), ``1 / sqrt(variance)`` per row by
+        ``GetInvSqrtQuantizedMultiplierExp``, int32 products that wrap, then the rescale."""
         n = values.shape[1]
-        weights, bias = self.layer_norm[gate], self.gate_bias[gate]
-        out = np.empty_like(values)
-        for row in range(values.shape[0]):
-            v = values[row]
-            total = int(v.sum())
-            squares = int((v * v).sum())
-            mean = _c_div(total * 1024, n)
-            variance = squares * (_c_div(1 << 20, n)) - mean * mean
-            variance2 = _c_div(variance, 1 << 20)
-            if variance2 < 1:
-                variance2 = self.variance_guard[gate]
-            inv = inv_sqrt_quantized_multiplier(variance2, -1)
-            rescaled = _mbqm(wrap_int32(1024 * v - mean), inv)
-            scaled = wrap_int32(rescaled * weights + bias)
-            rounded = np.where(scaled > 0, scaled + 512, scaled - 512)
-            quotient = np.where(rounded >= 0, rounded // 1024, -((-rounded) // 1024))  # C division
-            multiplier, shift = self.layer_norm_scale[gate]
-            out[row] = _sat16(_mbqm(quotient, (multiplier, shift + 12)))
-        return out
+        mean = _c_div(values.sum(axis=1) * 1024, n)
+        variance = _c_div((values * values).sum(axis=1) * _c_div(1 << 20, n) - mean * mean, 1 << 20)
+        variance = np.where(variance < 1, self.variance_guard[gate], variance)
+        inverse = [inv_sqrt_quantized_multiplier(int(v), -1) for v in variance]
+        if len(inverse) == 1:  # (scalars: the fast path of the requantizer)
+            normalize = Requantizer(*inverse[0])
+        else:
+            normalize = Requantizer(np.array([m for m, _ in inverse])[:, None], np.array([e for _, e in inverse])[:, None])
+        rescaled = normalize(wrap_int32(1024 * values - mean[:, None]))
+        scaled = wrap_int32(rescaled * self.layer_norm[gate] + self.gate_bias[gate])
+        quotient = _c_div(np.where(scaled > 0, scaled + 512, scaled - 512), 1024)
+        return _sat16(self.layer_norm_scale[gate](quotient))
 
-    def _gate(self, gate: str, x: np.ndarray, h: np.ndarray, c: np.ndarray) -> np.ndarray:
-        acc = np.zeros((x.shape[0], self.n_cell), np.int64)
-        for rows, weights, bias, multiplier in (
-            (x, self.input_weights, self.input_bias, self.input_scale),
-            (h, self.recurrent_weights, self.recurrent_bias, self.recurrent_scale),
-        ):
-            products = wrap_int32(bias[gate] + rows @ weights[gate])
-            acc = _sat16(_mbqm(products, multiplier[gate]) + acc)
+    def _sums(self, x: np.ndarray, h: np.ndarray) -> np.ndarray:
+        """Every gate's rescaled products, stacked ``[batch, gates * n_cell]``: the input's
+        saturated to int16, then the output state's added with saturation (TFLite's two
+        ``MatrixBatchVectorMultiplyAccumulate`` into the zeroed gate)."""
+        acc = 0
+        for rows, (weights, bias, rescale_columns) in zip((x, h), self.stacked):
+            acc = _sat16(rescale_columns(wrap_int32(bias + rows @ weights)) + acc)
+        return acc
+
+    def _gate(self, gate: str, sums: np.ndarray, c: np.ndarray) -> np.ndarray:
+        acc = sums[:, self.columns[gate]].copy()
         if gate in self.peephole:
             # TFLite passes n_output as the vector size here. A call for all rows (time
             # major) walks the first batch * n_output values of the gate and the cell state
@@ -238,11 +243,11 @@ class IntegerLstmCell:
             n, weights = self.n_output, self.peephole[gate][: self.n_output]
             if self.rows_at_once:
                 flat_acc, flat_c = acc.reshape(-1), c.reshape(-1)
-                count = x.shape[0] * n
-                products = _mbqm(np.tile(weights, x.shape[0]) * flat_c[:count], self.peephole_scale[gate])
+                count = acc.shape[0] * n
+                products = self.peephole_scale[gate](np.tile(weights, acc.shape[0]) * flat_c[:count])
                 flat_acc[:count] = _sat16(products + flat_acc[:count])
             else:
-                acc[:, :n] = _sat16(_mbqm(weights * c[:, :n], self.peephole_scale[gate]) + acc[:, :n])
+                acc[:, :n] = _sat16(self.peephole_scale[gate](weights * c[:, :n]) + acc[:, :n])
         if self.use_layer_norm:
             acc = self._layer_norm(gate, acc)
         table = self.tanh_gate if gate == "cell" else self.sigmoid
@@ -251,8 +256,9 @@ class IntegerLstmCell:
     def step(self, x: np.ndarray, aux, h: np.ndarray, c: np.ndarray) -> np.ndarray:
         """One step: updates the int8 output state ``h`` and the int16 cell state ``c`` in
         place; returns the output rows (int8)."""
-        x64, h64, c64 = x.astype(np.int64), h.astype(np.int64), c.astype(np.int64)
-        gates = {gate: self._gate(gate, x64, h64, c64) for gate in self.gates[:-1]}
+        c64 = c.astype(np.int64)
+        sums = self._sums(x.astype(np.int64), h.astype(np.int64))
+        gates = {gate: self._gate(gate, sums, c64) for gate in self.gates[:-1]}
         forget = gates["forget"]
         input_gate = 32767 - forget if self.use_cifg else gates["input"]
         kept = rounding_divide_by_pot(forget * c64, 15)
@@ -261,14 +267,14 @@ class IntegerLstmCell:
         if self.cell_clip > 0:
             new_c = np.clip(new_c, -self.cell_clip, self.cell_clip)
         c[...] = new_c
-        output_gate = self._gate("output", x64, h64, new_c)
+        output_gate = self._gate("output", sums, new_c)
         tanh_c = self.tanh_cell[new_c + 32768].astype(np.int64)
         # (LiteRT's projection assumes the hidden state's zero point negated: b/246629213)
         hidden_zp = -self.hidden_zp if self.projection is not None else self.hidden_zp
-        hidden = np.clip(_mbqm(output_gate * tanh_c, self.hidden_scale) + hidden_zp, -128, 127)
+        hidden = np.clip(self.hidden_scale(output_gate * tanh_c) + hidden_zp, -128, 127)
         if self.projection is not None:
             products = wrap_int32(self.projection_bias + hidden @ self.projection)
-            out = np.clip(_mbqm(products, self.projection_scale) + self.output_state_zp, -128, 127)
+            out = np.clip(self.projection_scale(products) + self.output_state_zp, -128, 127)
             if self.proj_clip > 0:
                 out = np.clip(out, -self.proj_clip, self.proj_clip)
         else:
@@ -277,8 +283,10 @@ class IntegerLstmCell:
         return out
 
 
-def _c_div(a: int, b: int) -> int:
-    """C's integer division (truncating toward zero) of Python ints."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
-
+def _c_div(a, b: int):
+    """C's integer division (truncating toward zero) by a positive ``b``, of Python ints
+    or int64 arrays."""
+    if isinstance(a, np.ndarray):
+        return np.where(a >= 0, a // b, -((-a) // b))
+    q = abs(a) // b
+    return q if a >= 0 else -q

@@ -32,20 +32,28 @@ def operand(rows: np.ndarray, hybrid: bool, asymmetric: bool = False):
 
 
 class Dense:
-    """A cell's weights ``[rows, depth]`` (float32, or int8 with a per-tensor scale)."""
+    """A cell's weights ``[rows, depth]`` (float32, or int8 with a per-tensor scale); or
+    several such matrices of the same depth stacked row-wise (one product for all the
+    gates that read the same rows; each keeps its own scale, applied per row as TFLite's
+    ``scaling_factor * weights_scale``, the same float32 product)."""
 
     def __init__(self, tensor, asymmetric: bool = False) -> None:
-        self.tensor = tensor
-        self.hybrid = tensor.type == TensorType.INT8
+        self.tensors = list(tensor) if isinstance(tensor, (list, tuple)) else [tensor]
+        self.hybrid = self.tensors[0].type == TensorType.INT8
         self.asymmetric = asymmetric
-        self.rows = int(tensor.shape[0])
+        self.rows = sum(int(t.shape[0]) for t in self.tensors)
         self._matrix = None
 
     def _prepared(self):
-        if self._matrix is None or not self.tensor.is_constant:
-            data = self.tensor.data.reshape(self.rows, -1)
+        if self._matrix is None or not all(t.is_constant for t in self.tensors):
+            data = np.concatenate([t.data.reshape(int(t.shape[0]), -1) for t in self.tensors])
             if self.hybrid:
-                self._matrix = HybridMatrix(data, legacy_params(self.tensor)[0])
+                scales = [legacy_params(t)[0] for t in self.tensors]
+                if len(self.tensors) == 1:
+                    self._matrix = HybridMatrix(data, scales[0])
+                else:
+                    per_row = np.concatenate([np.full(int(t.shape[0]), s, np.float32) for t, s in zip(self.tensors, scales)])
+                    self._matrix = HybridMatrix(data, 1.0, per_row)
             else:
                 self._matrix = np.ascontiguousarray(data.T, dtype=np.float32)
         return self._matrix
