@@ -62,17 +62,30 @@ _BINARY = (
     B.TILE, B.TRANSPOSE,
 )
 
+#: LSTM / UNIDIRECTIONAL_SEQUENCE_LSTM inputs that may be absent (lstm_shared.h): the
+#: input gate's weights and bias (CIFG), the peepholes, the projection, the layer norm.
+_LSTM_OPTIONAL = frozenset({1, 5, 9, 10, 11, 12, 16, 17, 20, 21, 22, 23})
+#: BIDIRECTIONAL_SEQUENCE_LSTM: the same for each cell (fw 1-17, bw 18-34), and the aux
+#: input with its weights (39-47).
+_BIDI_LSTM_OPTIONAL = frozenset({1, 5, 9, 10, 11, 12, 16, 17}) | frozenset(
+    {18, 22, 26, 27, 28, 29, 33, 34}
+) | frozenset(range(39, 48))
+
 ARITY: dict[int, Arity] = {
     **{op: _fixed(1) for op in _UNARY},
     **{op: _fixed(2) for op in _BINARY},
     B.ASSIGN_VARIABLE: _fixed(2, 0),
     B.BATCH_TO_SPACE_ND: _fixed(3),
+    B.BIDIRECTIONAL_SEQUENCE_LSTM: Arity(48, 48, 1, 2, optional=_BIDI_LSTM_OPTIONAL),
+    B.BIDIRECTIONAL_SEQUENCE_RNN: Arity(12, 12, 1, 2, optional=frozenset({9, 10, 11})),
     B.CALL_ONCE: _fixed(0, 0),
     B.CONCATENATION: Arity(1, MANY),
     B.CONV_2D: Arity(2, 3, optional=frozenset({2})),
     B.DEPTHWISE_CONV_2D: Arity(2, 3, optional=frozenset({2})),
     B.FULLY_CONNECTED: Arity(2, 3, optional=frozenset({2})),
     B.IF: Arity(1, MANY, 0, MANY),
+    # LSTM: the full kernel (20 or 24 inputs, 1 output) or the basic one (5 inputs, 4 outputs).
+    B.LSTM: Arity(5, 24, 1, 4, optional=_LSTM_OPTIONAL),
     B.ONE_HOT: _fixed(4),
     B.PACK: Arity(1, MANY),
     B.PAD: Arity(2, 3, optional=frozenset({2})),
@@ -80,6 +93,7 @@ ARITY: dict[int, Arity] = {
     B.RANGE: _fixed(3),
     B.READ_VARIABLE: _fixed(1),
     B.RESHAPE: Arity(1, 2, optional=frozenset({1})),
+    B.RNN: _fixed(5),
     B.SELECT: _fixed(3),
     B.SELECT_V2: _fixed(3),
     B.SLICE: _fixed(3),
@@ -87,7 +101,10 @@ ARITY: dict[int, Arity] = {
     B.SPLIT: Arity(2, 2, 1, MANY),
     B.SPLIT_V: Arity(3, 3, 1, MANY),
     B.STRIDED_SLICE: _fixed(4),
+    B.SVDF: Arity(5, 5, optional=frozenset({3})),
     B.TRANSPOSE_CONV: Arity(3, 4, optional=frozenset({3})),
+    B.UNIDIRECTIONAL_SEQUENCE_LSTM: Arity(20, 24, optional=_LSTM_OPTIONAL),
+    B.UNIDIRECTIONAL_SEQUENCE_RNN: _fixed(5),
     B.UNPACK: Arity(1, 1, 1, MANY),
     B.VAR_HANDLE: _fixed(0),
     B.WHILE: Arity(0, MANY, 0, MANY),
@@ -134,6 +151,13 @@ _RANKS: dict[int, dict[str, int | tuple[int, ...]]] = {
     B.ARG_MIN: dict(input1=(0, 1)),
     B.CUMSUM: dict(input1=(0, 1)),
     B.BATCH_MATMUL: dict(input0=(2, 3, 4, 5), input1=(2, 3, 4, 5)),
+    B.RNN: dict(input0=2),
+    B.UNIDIRECTIONAL_SEQUENCE_RNN: dict(input0=3),
+    B.BIDIRECTIONAL_SEQUENCE_RNN: dict(input0=3),
+    B.SVDF: dict(input0=2),
+    B.LSTM: dict(input0=2),
+    B.UNIDIRECTIONAL_SEQUENCE_LSTM: dict(input0=3),
+    B.BIDIRECTIONAL_SEQUENCE_LSTM: dict(input0=3),
 }
 for _op, _ranks in _RANKS.items():
     ARITY[_op] = ARITY[_op].with_ranks(**_ranks)

@@ -100,6 +100,42 @@ def assert_matches_litert(
     return ours
 
 
+def assert_invokes_match_litert(
+    model,
+    invokes: Sequence[Sequence[np.ndarray]],
+    rtol: float = FLOAT_RTOL,
+    atol: float = FLOAT_ATOL,
+    resolver: str = "BUILTIN_REF",
+) -> list[list[np.ndarray]]:
+    """Allocate once in both runtimes, then invoke once per entry of ``invokes`` (the
+    inputs of that invoke) and compare the outputs after each: what a stateful model
+    (variable tensors, e.g. an RNN's hidden state) carries from one invoke to the next
+    must agree too. ``resolver`` names LiteRT's op resolver (``BUILTIN_REF`` or
+    ``BUILTIN``, for ops only its optimized kernels register). Returns our outputs."""
+    from ai_edge_litert.interpreter import Interpreter as LiteRTInterpreter
+    from ai_edge_litert.interpreter import OpResolverType
+
+    kwargs = {"model_content": bytes(model)} if isinstance(model, (bytes, bytearray)) else {"model_path": str(model)}
+    theirs = LiteRTInterpreter(experimental_op_resolver_type=getattr(OpResolverType, resolver), **kwargs)
+    ours = Interpreter(**kwargs)
+    results = []
+    for runtime in (theirs, ours):
+        runtime.allocate_tensors()
+    for step, inputs in enumerate(invokes):
+        outputs = []
+        for runtime in (theirs, ours):
+            for detail, value in zip(runtime.get_input_details(), inputs):
+                runtime.set_tensor(detail["index"], np.asarray(value, dtype=detail["dtype"]))
+            runtime.invoke()
+            outputs.append([runtime.get_tensor(d["index"]) for d in runtime.get_output_details()])
+        try:
+            assert_outputs_equal(outputs[1], outputs[0], rtol, atol)
+        except AssertionError as error:
+            raise AssertionError(f"invoke {step}: {error}") from None
+        results.append(outputs[1])
+    return results
+
+
 def assert_signature_matches_litert(model, inputs: Mapping[str, np.ndarray], rtol=FLOAT_RTOL, atol=FLOAT_ATOL) -> None:
     """Compare through the signature runner (outputs by name, not by position)."""
     kwargs = {"model_content": bytes(model)} if isinstance(model, (bytes, bytearray)) else {"model_path": str(model)}
