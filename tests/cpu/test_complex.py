@@ -172,3 +172,19 @@ def test_complex_input_round_trips_through_set_and_get_tensor():
     interpreter.invoke()
     np.testing.assert_array_equal(interpreter.get_tensor(detail["index"]), x)
     np.testing.assert_array_equal(interpreter.get_tensor(interpreter.get_output_details()[0]["index"]), x.imag)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_constant_from_the_file_matches_litert(dtype):
+    """A complex constant in the model's buffers, read and moved (RESHAPE) as LiteRT does."""
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    x = graph.add_input("x", [2, 3], dtype)
+    constant = graph.add_constant("constant", complex_values([2, 3], dtype, seed=7))
+    y = graph.add_tensor("y", [3, 2], dtype)
+    graph.add_operator(B.RESHAPE, [constant, graph.add_constant("shape", np.array([3, 2], np.int32))], [y])
+    z = graph.add_tensor("z", [2, 3], dtype)
+    graph.add_operator(B.RESHAPE, [x, graph.add_constant("shape2", np.array([2, 3], np.int32))], [z])
+    graph.add_output(y)
+    graph.add_output(z)
+    assert_matches_litert(builder.build(), [complex_values([2, 3], dtype)], rtol=0, atol=0)
