@@ -59,6 +59,9 @@ def random_inputs(model, seed: int = 0, low: float = -2.0, high: float = 2.0) ->
         dtype, shape = np.dtype(detail["dtype"]), tuple(detail["shape"])
         if dtype.kind == "f":
             values.append(rng.uniform(low, high, size=shape).astype(dtype))
+        elif dtype.kind == "c":
+            parts = rng.uniform(low, high, size=(2, *shape))
+            values.append((parts[0] + 1j * parts[1]).astype(dtype))
         elif dtype == np.bool_:
             values.append(rng.integers(0, 2, size=shape).astype(np.bool_))
         else:
@@ -73,12 +76,12 @@ def assert_outputs_equal(
     rtol: float = FLOAT_RTOL,
     atol: float = FLOAT_ATOL,
 ) -> None:
-    """Float outputs within rtol/atol; integer and boolean outputs bit-exact."""
+    """Float and complex outputs within rtol/atol; integer and boolean outputs bit-exact."""
     assert len(ours) == len(expected), f"{len(ours)} outputs vs {len(expected)} from LiteRT"
     for i, (got, want) in enumerate(zip(ours, expected)):
         assert got.dtype == want.dtype, f"output {i}: dtype {got.dtype} vs LiteRT {want.dtype}"
         assert got.shape == want.shape, f"output {i}: shape {got.shape} vs LiteRT {want.shape}"
-        if want.dtype.kind == "f":
+        if want.dtype.kind in "fc":
             np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=f"output {i}")
         else:
             np.testing.assert_array_equal(got, want, err_msg=f"output {i}")
