@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from model_helpers import stamped_version
 from oracle import assert_invokes_match_litert
-from sequence_models import basic_lstm_model, lstm_model
 
 from delegate_sdk.context import KernelError
+from delegate_sdk.recipes.sequence import basic_lstm_model, lstm_model
 from interpreter import Interpreter
 from schema.enums import ActivationFunctionType, BuiltinOperator
 

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from model_helpers import stamped_version
 from oracle import assert_invokes_match_litert
-from sequence_models import add_integer_lstm, integer_lstm_model, lstm_model
 
 from delegate_sdk.context import KernelError
+from delegate_sdk.recipes.sequence import add_integer_lstm, integer_lstm_model, lstm_model
 from interpreter import Interpreter
 from schema.builder import ModelBuilder, quantization
 from schema.enums import BuiltinOperator, TensorType

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from model_helpers import stamped_version
 from oracle import assert_invokes_match_litert
-from sequence_models import rnn_model
 
 from delegate_sdk.context import KernelError
+from delegate_sdk.recipes.sequence import rnn_model
 from interpreter import Interpreter
 from schema.enums import ActivationFunctionType, BuiltinOperator
 

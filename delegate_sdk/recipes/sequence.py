@@ -1,13 +1,24 @@
-"""One-node models of the recurrent ops (RNN, SVDF, the LSTM family), built with the
-project's ModelBuilder, for the tests against LiteRT (tests/cpu/test_rnn.py,
-test_svdf.py, test_lstm*.py). State inputs are variable tensors, as the converter
-writes them; weights are random constants, int8 with a per-tensor scale for hybrid
-nodes."""
+"""Recipes of the recurrent ops: RNN, UNIDIRECTIONAL_SEQUENCE_RNN,
+BIDIRECTIONAL_SEQUENCE_RNN, SVDF and the LSTM family; and their builders, one-node models
+built with the project's ModelBuilder, which the ops' own tests against LiteRT use too
+(tests/cpu/test_rnn.py, test_svdf.py, test_lstm*.py).
+
+State inputs are variable tensors, as the converter writes them; weights are random
+constants, int8 with a per-tensor scale for hybrid nodes. The weights make the version:
+float32 v1, hybrid (int8 weights on float32 activations) the next, and hybrid with
+``asymmetric_quantize_inputs`` the one after; full-integer SVDF is v3, LSTM's basic kernel
+(``kernel_type`` BASIC) v2, UNIDIRECTIONAL_SEQUENCE_LSTM's diagonal recurrent weights v4.
+The integer LSTM (8x8->16) and the quantized basic LSTM are the int8 and uint8 forms of
+their versions (``typed``).
+"""
 
 from __future__ import annotations
 
+from typing import Iterator
+
 import numpy as np
 
+from delegate_sdk.recipes.base import Recipe
 from schema.builder import ModelBuilder, quantization
 from schema.enums import ActivationFunctionType, BuiltinOperator, TensorType
 from schema.params import BidirectionalSequenceRNNParams, RNNParams, SequenceRNNParams, SVDFParams
@@ -392,3 +403,61 @@ def basic_lstm_model(*, batch=2, n_input=3, n=4, quantized=False, state_scale_lo
     for output in outputs:
         graph.add_output(output)
     return builder.build()
+
+
+# -- the recipes -------------------------------------------------------------------------------------
+
+FAMILY = "sequence"
+B = BuiltinOperator
+_RNNS = (B.RNN, B.UNIDIRECTIONAL_SEQUENCE_RNN, B.BIDIRECTIONAL_SEQUENCE_RNN)
+_HYBRID = "hybrid: float32 activations, int8 weights per tensor"
+_ASYMMETRIC = _HYBRID + ", asymmetric_quantize_inputs"
+
+
+def recipes() -> Iterator[Recipe]:
+    bidi = B.BIDIRECTIONAL_SEQUENCE_LSTM
+    versions = {
+        **{
+            op: {
+                1: ("float32", lambda op=op: rnn_model(op)),
+                2: (_HYBRID, lambda op=op: rnn_model(op, hybrid=True)),
+                3: (_ASYMMETRIC, lambda op=op: rnn_model(op, hybrid=True, asymmetric=True)),
+            }
+            for op in _RNNS
+        },
+        B.SVDF: {
+            1: ("float32, rank 2", lambda: svdf_model()),
+            2: (_HYBRID, lambda: svdf_model(kind="hybrid")),
+            3: ("int8: int8 feature weights, int16 time weights and state, int32 bias", lambda: svdf_model(kind="int8")),
+            4: (_ASYMMETRIC, lambda: svdf_model(kind="hybrid", asymmetric=True)),
+        },
+        B.LSTM: {
+            1: ("float32, the full kernel (24 inputs, no layer norm)", lambda: lstm_model(B.LSTM)),
+            2: ("float32, the basic kernel (kernel_type BASIC: 5 inputs, 4 outputs)", lambda: basic_lstm_model()),
+            3: (_HYBRID, lambda: lstm_model(B.LSTM, hybrid=True)),
+            4: (_ASYMMETRIC, lambda: lstm_model(B.LSTM, hybrid=True, asymmetric=True)),
+        },
+        B.UNIDIRECTIONAL_SEQUENCE_LSTM: {
+            1: ("float32", lambda: lstm_model()),
+            2: (_HYBRID, lambda: lstm_model(hybrid=True)),
+            3: (_ASYMMETRIC, lambda: lstm_model(hybrid=True, asymmetric=True)),
+            4: ("float32, diagonal recurrent weights (diagonal_recurrent_tensors)", lambda: lstm_model(diagonal=True)),
+        },
+        # no CIFG in the hybrid ones: TFLite's rule reads input 1 (the forward input gate's weights)
+        bidi: {
+            1: ("float32, time major, two outputs", lambda: lstm_model(bidi, time_major=True)),
+            2: (_HYBRID, lambda: lstm_model(bidi, hybrid=True, time_major=True)),
+            3: (_ASYMMETRIC, lambda: lstm_model(bidi, hybrid=True, asymmetric=True, time_major=True)),
+        },
+    }
+    for op, by_version in versions.items():
+        for version, (description, build) in by_version.items():
+            yield Recipe(op, version, build, description, FAMILY)
+
+
+def typed() -> Iterator[Recipe]:
+    integer = "int8 (8x8->16): int8 activations, output state and weights, int16 cell state"
+    yield Recipe(B.LSTM, 1, lambda: integer_lstm_model(B.LSTM), integer, dtype="int8")
+    yield Recipe(B.UNIDIRECTIONAL_SEQUENCE_LSTM, 1, lambda: integer_lstm_model(), integer, dtype="int8")
+    yield Recipe(B.LSTM, 2, lambda: basic_lstm_model(quantized=True),
+                 "the basic kernel in uint8 (activations on [-1, 1), int16 state)", dtype="uint8")
