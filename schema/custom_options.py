@@ -13,13 +13,20 @@ from typing import Mapping
 
 from flatbuffers import flexbuffers
 
+__all__ = ["CustomOptionsError", "FlexbufferMap", "flexbuffer_bytes"]
+
 
 class CustomOptionsError(ValueError):
     """The custom options of a node cannot be read."""
 
 
 class FlexbufferMap:
-    """The FlexBuffer map of a node's custom options, read as TFLite reads it."""
+    """The FlexBuffer map of a node's custom options, read as TFLite reads it.
+
+    Raises:
+      CustomOptionsError: ``data`` is empty, not a FlexBuffer, or not a map (and the
+        reading methods, for a key that holds something other than a number).
+    """
 
     def __init__(self, data: bytes | None) -> None:
         raw = bytes(data or b"")
