@@ -38,6 +38,14 @@ def add_weights(graph, name: str, shape, rng, hybrid: bool, scale: float = 0.5) 
     return graph.add_constant(name, quantized, quantization=quantization(step, 0))
 
 
+def input_shape(op, batch: int, time: int, width: int, time_major: bool) -> list[int]:
+    """The input of a recurrent node: ``[batch, width]`` for the one-step ops (RNN, LSTM),
+    else ``[batch, time, width]`` (``[time, batch, width]`` with ``time_major``)."""
+    if op in (BuiltinOperator.RNN, BuiltinOperator.LSTM):
+        return [batch, width]
+    return [time, batch, width] if time_major else [batch, time, width]
+
+
 def rnn_model(
     op=BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_RNN,
     *,
@@ -62,10 +70,7 @@ def rnn_model(
     rng = np.random.default_rng(seed)
     builder = ModelBuilder()
     graph = builder.subgraph()
-    if op == BuiltinOperator.RNN:
-        x_shape = [batch, input_size]
-    else:
-        x_shape = [time, batch, input_size] if time_major else [batch, time, input_size]
+    x_shape = input_shape(op, batch, time, input_size, time_major)
     x = graph.add_input("x", x_shape)
 
     def cell(prefix: str, n_units: int):
@@ -221,10 +226,7 @@ def lstm_model(
     n_output = (n_cell if not projection else 3) if n_output is None else n_output
     builder = ModelBuilder()
     graph = builder.subgraph()
-    if op == BuiltinOperator.LSTM:
-        x_shape = [batch, n_input]
-    else:
-        x_shape = [time, batch, n_input] if time_major else [batch, time, n_input]
+    x_shape = input_shape(op, batch, time, n_input, time_major)
     x = graph.add_input("x", x_shape)
     options = dict(hybrid=hybrid, cifg=cifg, peephole=peephole, projection=projection, projection_bias=projection_bias)
 
@@ -268,10 +270,7 @@ def integer_lstm_model(op=BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM, *, batch
     :func:`add_integer_lstm` for the cell's options)."""
     builder = ModelBuilder()
     graph = builder.subgraph()
-    if op == BuiltinOperator.LSTM:
-        x_shape = [batch, n_input]
-    else:
-        x_shape = [time, batch, n_input] if time_major else [batch, time, n_input]
+    x_shape = input_shape(op, batch, time, n_input, time_major)
     x = graph.add_input("x", x_shape, T.INT8, quantization=quantization(*input_quant))
     y = add_integer_lstm(graph, x, x_shape, op=op, time_major=time_major, input_quant=input_quant, **cell)
     graph.add_output(y)
