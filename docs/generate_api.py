@@ -41,6 +41,7 @@ SECTIONS: list[tuple[str, list[str] | None, str]] = [
     ("schema.model", ["Model", "Subgraph", "Tensor", "Operator", "OperatorCode", "SignatureDef", "Quantization"],
      "The typed, validated read view of a .tflite file."),
     ("schema.builder", ["ModelBuilder", "SubgraphBuilder", "quantization"], "Writing .tflite files."),
+    ("schema.custom_options", None, "The FlexBuffer custom options of custom ops, read as TFLite reads them."),
     ("schema.versioning", None, "Which version a node needs, and which release runs it."),
 ]
 

@@ -196,8 +196,9 @@ class Interpreter:
         return profile
 
     def reset_all_variables(self) -> None:
-        """Reset every variable tensor of every subgraph to zero (its zero point when
-        quantized). Resource variables (VAR_HANDLE) keep their values, as in LiteRT."""
+        """Reset every variable tensor of every subgraph to zero (an int8 one to its zero
+        point), as LiteRT's ``ResetVariableTensor``; variables start so at their first
+        allocation too. Resource variables (VAR_HANDLE) keep their values, as in LiteRT."""
         for subgraph in self._subgraphs:
             subgraph.reset_variables()
 

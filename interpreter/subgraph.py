@@ -363,7 +363,7 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
     def _allocate_variables(self) -> None:
         for tensor in self.tensors:
             if tensor.is_variable and (tensor.data is None or tensor.data.shape != tensor.shape):
-                tensor.data = np.zeros(tensor.shape, dtype=tensor.dtype)
+                tensor.data = np.full(tensor.shape, _variable_reset_value(tensor), dtype=tensor.dtype)
                 tensor.allocation = Allocation.VARIABLE
 
     def _live_nodes(self) -> list[int]:
@@ -649,10 +649,7 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
     def reset_variables(self) -> None:
         for tensor in self.tensors:
             if tensor.is_variable and tensor.data is not None:
-                zero_point = 0
-                if tensor.quantization is not None and tensor.type in (TensorType.INT8, TensorType.INT16, TensorType.UINT8):
-                    zero_point = int(tensor.quantization.zero_point[0])
-                tensor.data[...] = zero_point
+                tensor.data[...] = _variable_reset_value(tensor)
 
     # -- helpers --------------------------------------------------------------------------
     def _blame(self, node_index: int, phase: str):
@@ -688,6 +685,14 @@ def as_arena_limit_error(error: BaseException) -> BaseException:
         ) from error
     except ArenaLimitError as converted:
         return converted
+
+
+def _variable_reset_value(tensor: RuntimeTensor) -> int:
+    """What LiteRT's ``ResetVariableTensor`` fills a variable tensor with (at its first
+    allocation and at ``reset_all_variables``): the zero point of an int8 tensor, else 0."""
+    if tensor.type == TensorType.INT8 and tensor.quantization is not None and np.size(tensor.quantization.zero_point):
+        return int(np.asarray(tensor.quantization.zero_point).ravel()[0])
+    return 0
 
 
 def _nothing() -> None:

@@ -47,10 +47,10 @@ def _fixed(inputs: int, outputs: int = 1) -> Arity:
 
 
 _UNARY = (
-    B.ABS, B.CAST, B.CEIL, B.COS, B.DENSIFY, B.DEPTH_TO_SPACE, B.DEQUANTIZE, B.ELU, B.EXP, B.FLOOR,
-    B.GELU, B.HARD_SWISH, B.L2_NORMALIZATION, B.L2_POOL_2D, B.LEAKY_RELU, B.LOCAL_RESPONSE_NORMALIZATION,
+    B.ABS, B.CAST, B.CEIL, B.COMPLEX_ABS, B.COS, B.DENSIFY, B.DEPTH_TO_SPACE, B.DEQUANTIZE, B.ELU, B.EXP, B.FLOOR,
+    B.GELU, B.HARD_SWISH, B.IMAG, B.L2_NORMALIZATION, B.L2_POOL_2D, B.LEAKY_RELU, B.LOCAL_RESPONSE_NORMALIZATION,
     B.LOG, B.LOGICAL_NOT, B.LOGISTIC, B.LOG_SOFTMAX, B.AVERAGE_POOL_2D, B.MAX_POOL_2D, B.NEG, B.QUANTIZE,
-    B.RANK, B.RELU, B.RELU6, B.RELU_0_TO_1, B.RELU_N1_TO_1, B.ROUND, B.RSQRT, B.SHAPE, B.SIGN, B.SIN,
+    B.RANK, B.REAL, B.RELU, B.RELU6, B.RELU_0_TO_1, B.RELU_N1_TO_1, B.ROUND, B.RSQRT, B.SHAPE, B.SIGN, B.SIN,
     B.SOFTMAX, B.SPACE_TO_DEPTH, B.SQRT, B.SQUARE, B.SQUEEZE, B.TANH, B.WHERE, B.ZEROS_LIKE,
 )
 _BINARY = (
@@ -58,21 +58,34 @@ _BINARY = (
     B.FILL, B.FLOOR_DIV, B.FLOOR_MOD, B.GATHER, B.GATHER_ND, B.GREATER, B.GREATER_EQUAL, B.LESS,
     B.LESS_EQUAL, B.LOGICAL_AND, B.LOGICAL_OR, B.MAXIMUM, B.MEAN, B.MINIMUM, B.MIRROR_PAD, B.MUL,
     B.NOT_EQUAL, B.POW, B.PRELU, B.REDUCE_ALL, B.REDUCE_ANY, B.REDUCE_MAX, B.REDUCE_MIN, B.REDUCE_PROD,
-    B.RESIZE_BILINEAR, B.RESIZE_NEAREST_NEIGHBOR, B.REVERSE_V2, B.SQUARED_DIFFERENCE, B.SUB, B.SUM,
+    B.RESIZE_BILINEAR, B.RESIZE_NEAREST_NEIGHBOR, B.REVERSE_V2, B.RFFT2D, B.SQUARED_DIFFERENCE, B.SUB, B.SUM,
     B.TILE, B.TRANSPOSE,
 )
+
+#: LSTM / UNIDIRECTIONAL_SEQUENCE_LSTM inputs that may be absent (lstm_shared.h): the
+#: input gate's weights and bias (CIFG), the peepholes, the projection, the layer norm.
+_LSTM_OPTIONAL = frozenset({1, 5, 9, 10, 11, 12, 16, 17, 20, 21, 22, 23})
+#: BIDIRECTIONAL_SEQUENCE_LSTM: the same for each cell (fw 1-17, bw 18-34), and the aux
+#: input with its weights (39-47).
+_BIDI_LSTM_OPTIONAL = frozenset({1, 5, 9, 10, 11, 12, 16, 17}) | frozenset(
+    {18, 22, 26, 27, 28, 29, 33, 34}
+) | frozenset(range(39, 48))
 
 ARITY: dict[int, Arity] = {
     **{op: _fixed(1) for op in _UNARY},
     **{op: _fixed(2) for op in _BINARY},
     B.ASSIGN_VARIABLE: _fixed(2, 0),
     B.BATCH_TO_SPACE_ND: _fixed(3),
+    B.BIDIRECTIONAL_SEQUENCE_LSTM: Arity(48, 48, 1, 2, optional=_BIDI_LSTM_OPTIONAL),
+    B.BIDIRECTIONAL_SEQUENCE_RNN: Arity(12, 12, 1, 2, optional=frozenset({9, 10, 11})),
     B.CALL_ONCE: _fixed(0, 0),
     B.CONCATENATION: Arity(1, MANY),
     B.CONV_2D: Arity(2, 3, optional=frozenset({2})),
     B.DEPTHWISE_CONV_2D: Arity(2, 3, optional=frozenset({2})),
     B.FULLY_CONNECTED: Arity(2, 3, optional=frozenset({2})),
     B.IF: Arity(1, MANY, 0, MANY),
+    # LSTM: the full kernel (20 or 24 inputs, 1 output) or the basic one (5 inputs, 4 outputs).
+    B.LSTM: Arity(5, 24, 1, 4, optional=_LSTM_OPTIONAL),
     B.ONE_HOT: _fixed(4),
     B.PACK: Arity(1, MANY),
     B.PAD: Arity(2, 3, optional=frozenset({2})),
@@ -80,6 +93,7 @@ ARITY: dict[int, Arity] = {
     B.RANGE: _fixed(3),
     B.READ_VARIABLE: _fixed(1),
     B.RESHAPE: Arity(1, 2, optional=frozenset({1})),
+    B.RNN: _fixed(5),
     B.SELECT: _fixed(3),
     B.SELECT_V2: _fixed(3),
     B.SLICE: _fixed(3),
@@ -87,7 +101,10 @@ ARITY: dict[int, Arity] = {
     B.SPLIT: Arity(2, 2, 1, MANY),
     B.SPLIT_V: Arity(3, 3, 1, MANY),
     B.STRIDED_SLICE: _fixed(4),
+    B.SVDF: Arity(5, 5, optional=frozenset({3})),
     B.TRANSPOSE_CONV: Arity(3, 4, optional=frozenset({3})),
+    B.UNIDIRECTIONAL_SEQUENCE_LSTM: Arity(20, 24, optional=_LSTM_OPTIONAL),
+    B.UNIDIRECTIONAL_SEQUENCE_RNN: _fixed(5),
     B.UNPACK: Arity(1, 1, 1, MANY),
     B.VAR_HANDLE: _fixed(0),
     B.WHILE: Arity(0, MANY, 0, MANY),
@@ -154,6 +171,7 @@ _RANKS: dict[int, dict[str, int | tuple[int, ...]]] = {
     B.ARG_MAX: dict(input1=(0, 1)),
     B.ARG_MIN: dict(input1=(0, 1)),
     B.CUMSUM: dict(input1=(0, 1)),
+    B.RFFT2D: dict(input1=1),
     B.BATCH_MATMUL: dict(input0=(2, 3, 4, 5), input1=(2, 3, 4, 5)),
     # issue 32, elementwise, bit and indexing ops (branch i32-misc), by name:
     B.BROADCAST_ARGS: dict(input0=1, input1=1),
@@ -167,6 +185,13 @@ _RANKS: dict[int, dict[str, int | tuple[int, ...]]] = {
     B.UNSORTED_SEGMENT_MIN: dict(input2=(0, 1)),
     B.UNSORTED_SEGMENT_PROD: dict(input2=(0, 1)),
     B.UNSORTED_SEGMENT_SUM: dict(input2=(0, 1)),
+    B.RNN: dict(input0=2),
+    B.UNIDIRECTIONAL_SEQUENCE_RNN: dict(input0=3),
+    B.BIDIRECTIONAL_SEQUENCE_RNN: dict(input0=3),
+    B.SVDF: dict(input0=2),
+    B.LSTM: dict(input0=2),
+    B.UNIDIRECTIONAL_SEQUENCE_LSTM: dict(input0=3),
+    B.BIDIRECTIONAL_SEQUENCE_LSTM: dict(input0=3),
 }
 for _op, _ranks in _RANKS.items():
     ARITY[_op] = ARITY[_op].with_ranks(**_ranks)

@@ -59,6 +59,9 @@ def random_inputs(model, seed: int = 0, low: float = -2.0, high: float = 2.0) ->
         dtype, shape = np.dtype(detail["dtype"]), tuple(detail["shape"])
         if dtype.kind == "f":
             values.append(rng.uniform(low, high, size=shape).astype(dtype))
+        elif dtype.kind == "c":
+            parts = rng.uniform(low, high, size=(2, *shape))
+            values.append((parts[0] + 1j * parts[1]).astype(dtype))
         elif dtype == np.bool_:
             values.append(rng.integers(0, 2, size=shape).astype(np.bool_))
         else:
@@ -73,12 +76,12 @@ def assert_outputs_equal(
     rtol: float = FLOAT_RTOL,
     atol: float = FLOAT_ATOL,
 ) -> None:
-    """Float outputs within rtol/atol; integer and boolean outputs bit-exact."""
+    """Float and complex outputs within rtol/atol; integer and boolean outputs bit-exact."""
     assert len(ours) == len(expected), f"{len(ours)} outputs vs {len(expected)} from LiteRT"
     for i, (got, want) in enumerate(zip(ours, expected)):
         assert got.dtype == want.dtype, f"output {i}: dtype {got.dtype} vs LiteRT {want.dtype}"
         assert got.shape == want.shape, f"output {i}: shape {got.shape} vs LiteRT {want.shape}"
-        if want.dtype.kind == "f":
+        if want.dtype.kind in "fc":
             np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=f"output {i}")
         else:
             np.testing.assert_array_equal(got, want, err_msg=f"output {i}")
@@ -98,6 +101,42 @@ def assert_matches_litert(
     ours = run_ours(model, inputs)
     assert_outputs_equal(ours, expected, rtol, atol)
     return ours
+
+
+def assert_invokes_match_litert(
+    model,
+    invokes: Sequence[Sequence[np.ndarray]],
+    rtol: float = FLOAT_RTOL,
+    atol: float = FLOAT_ATOL,
+    resolver: str = "BUILTIN_REF",
+) -> list[list[np.ndarray]]:
+    """Allocate once in both runtimes, then invoke once per entry of ``invokes`` (the
+    inputs of that invoke) and compare the outputs after each: what a stateful model
+    (variable tensors, e.g. an RNN's hidden state) carries from one invoke to the next
+    must agree too. ``resolver`` names LiteRT's op resolver (``BUILTIN_REF`` or
+    ``BUILTIN``, for ops only its optimized kernels register). Returns our outputs."""
+    from ai_edge_litert.interpreter import Interpreter as LiteRTInterpreter
+    from ai_edge_litert.interpreter import OpResolverType
+
+    kwargs = {"model_content": bytes(model)} if isinstance(model, (bytes, bytearray)) else {"model_path": str(model)}
+    theirs = LiteRTInterpreter(experimental_op_resolver_type=getattr(OpResolverType, resolver), **kwargs)
+    ours = Interpreter(**kwargs)
+    results = []
+    for runtime in (theirs, ours):
+        runtime.allocate_tensors()
+    for step, inputs in enumerate(invokes):
+        outputs = []
+        for runtime in (theirs, ours):
+            for detail, value in zip(runtime.get_input_details(), inputs):
+                runtime.set_tensor(detail["index"], np.asarray(value, dtype=detail["dtype"]))
+            runtime.invoke()
+            outputs.append([runtime.get_tensor(d["index"]) for d in runtime.get_output_details()])
+        try:
+            assert_outputs_equal(outputs[1], outputs[0], rtol, atol)
+        except AssertionError as error:
+            raise AssertionError(f"invoke {step}: {error}") from None
+        results.append(outputs[1])
+    return results
 
 
 def assert_signature_matches_litert(model, inputs: Mapping[str, np.ndarray], rtol=FLOAT_RTOL, atol=FLOAT_ATOL) -> None:

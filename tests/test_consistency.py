@@ -37,7 +37,9 @@ def name(pair) -> str:
 #: Each custom op the CPU registers, and the test (``path::name``) that compares it with
 #: LiteRT (or, for an op LiteRT lacks, with LiteRT running an equivalent builtin model).
 CUSTOM_OP_TESTS: dict[str, str] = {
+    "AudioSpectrogram": "tests/cpu/test_audio_custom_ops.py::test_audio_spectrogram_matches_litert",
     "Convolution2DTransposeBias": "tests/cpu/test_mediapipe_custom.py::test_matches_litert_on_the_equivalent_transpose_conv",
+    "Mfcc": "tests/cpu/test_audio_custom_ops.py::test_mfcc_matches_litert",
 }
 
 

@@ -24,19 +24,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 # branches that close gaps in different groups from touching the same lines).
 #: Builtin (op, versions) LiteRT registers and the CPU does not run.
 KNOWN_GAPS: dict[str, tuple[int, ...]] = {
-    # sequence models
-    "BIDIRECTIONAL_SEQUENCE_LSTM": (1, 2, 3),
-    "BIDIRECTIONAL_SEQUENCE_RNN": (1, 2, 3),
-    "LSTM": (1, 2, 3, 4),
-    "RNN": (1, 2, 3),
-    "SVDF": (1, 2, 3, 4),
-    "UNIDIRECTIONAL_SEQUENCE_LSTM": (1, 2, 3, 4),
-    "UNIDIRECTIONAL_SEQUENCE_RNN": (1, 2, 3),
-    # audio front ends and complex numbers
-    "COMPLEX_ABS": (1,),
-    "IMAG": (1,),
-    "REAL": (1,),
-    "RFFT2D": (1,),
     # detection
     "NON_MAX_SUPPRESSION_V4": (1,),
     "NON_MAX_SUPPRESSION_V5": (1,),
@@ -119,8 +106,6 @@ KNOWN_STABLEHLO_GAPS: dict[str, tuple[int, ...]] = {
 
 #: LiteRT's default custom ops the CPU does not run.
 KNOWN_CUSTOM_GAPS: dict[str, tuple[int, ...]] = {
-    "AudioSpectrogram": (1,),
-    "Mfcc": (1,),
     "TFLite_Detection_PostProcess": (1,),
 }
 

@@ -65,7 +65,7 @@ CLEAR_ERRORS = (
     ("schema.errors", "ModelError"),
     ("delegate_sdk.op_resolver", "UnsupportedOperatorError"),
     ("backends.cpu.kernel", "UnsupportedKernelError"),
-    ("backends.cpu.kernels.mediapipe_custom", "CustomOptionsError"),
+    ("schema.custom_options", "CustomOptionsError"),
     ("interpreter.arena", "ArenaLimitError"),
     ("delegate_sdk.delegate", "DelegateError"),
     ("interpreter.subgraph", "InvokeCancelledError"),

@@ -756,6 +756,93 @@ def test_batch_matmul_hybrid_asymmetric_inputs_is_v4():
 
 
 # ---------------------------------------------------------------------------
+# Recurrent ops: the weights' type, then a param (TFLite's cases for RNN, SVDF, the LSTMs)
+# ---------------------------------------------------------------------------
+
+#: A hybrid node: float32 activations, int8 weights, float32 output.
+HYBRID = ([T.FLOAT32, T.INT8, T.INT8], [T.FLOAT32])
+
+
+def test_svdf_float_is_v1_hybrid_v2_int8_v3_hybrid_asymmetric_v4():
+    assert by_types(B.SVDF, [T.FLOAT32, T.FLOAT32], [T.FLOAT32], P.SVDFParams()) == 1
+    assert by_types(B.SVDF, *HYBRID, P.SVDFParams()) == 2
+    assert by_types(B.SVDF, [T.INT8, T.INT8, T.INT16], [T.INT8], P.SVDFParams()) == 3
+    assert by_types(B.SVDF, *HYBRID, P.SVDFParams(asymmetric_quantize_inputs=True)) == 4
+
+
+def test_svdf_int8_input_is_v3_whatever_the_params():
+    assert by_types(B.SVDF, [T.INT8, T.INT8, T.INT16], [T.INT8], P.SVDFParams(asymmetric_quantize_inputs=True)) == 3
+
+
+RNN_PARAMS = {
+    B.RNN: P.RNNParams,
+    B.UNIDIRECTIONAL_SEQUENCE_RNN: P.SequenceRNNParams,
+    B.BIDIRECTIONAL_SEQUENCE_RNN: P.BidirectionalSequenceRNNParams,
+    B.BIDIRECTIONAL_SEQUENCE_LSTM: P.BidirectionalSequenceLSTMParams,
+}
+
+
+@pytest.mark.parametrize("op", list(RNN_PARAMS), ids=lambda op: B(op).name)
+def test_recurrent_float_is_v1_int8_weights_v2_with_asymmetric_inputs_v3(op):
+    params = RNN_PARAMS[op]
+    assert by_types(op, [T.FLOAT32, T.FLOAT32], [T.FLOAT32], params()) == 1
+    assert by_types(op, *HYBRID, params()) == 2
+    assert by_types(op, *HYBRID, params(asymmetric_quantize_inputs=True)) == 3
+
+
+@pytest.mark.parametrize("op", list(RNN_PARAMS), ids=lambda op: B(op).name)
+def test_recurrent_rule_reads_the_weights_at_input_1(op):
+    """TFLite tests input 1 only: a BIDIRECTIONAL_SEQUENCE_LSTM with CIFG (input 1 absent)
+    is v1 even with int8 weights elsewhere."""
+    assert by_types(op, [T.FLOAT32, None, T.INT8], [T.FLOAT32], RNN_PARAMS[op]()) == 1
+
+
+def test_lstm_full_kernel_versions():
+    full = P.LSTMParams()
+    assert by_types(B.LSTM, [T.FLOAT32, T.FLOAT32, T.FLOAT32], [T.FLOAT32], full) == 1
+    assert by_types(B.LSTM, [T.INT8, T.INT8, T.INT8], [T.INT8], full) == 1  # 8x8->16 integer LSTM
+    assert by_types(B.LSTM, *HYBRID, full) == 3
+    assert by_types(B.LSTM, *HYBRID, P.LSTMParams(asymmetric_quantize_inputs=True)) == 4
+    assert by_types(B.LSTM, [T.INT16, T.INT8, T.INT8], [T.INT16], full) == 5
+
+
+def test_lstm_basic_kernel_is_v2_whatever_the_types():
+    basic = P.LSTMParams(kernel_type=P.LSTMKernelType.BASIC)
+    assert by_types(B.LSTM, [T.FLOAT32, T.FLOAT32, T.FLOAT32], [T.FLOAT32], basic) == 2
+    assert by_types(B.LSTM, [T.UINT8, T.UINT8, T.UINT8], [T.UINT8], basic) == 2
+    # the hybrid and int16 rules are the full kernel's only
+    assert by_types(B.LSTM, *HYBRID, basic) == 2
+    assert by_types(B.LSTM, [T.INT16, T.INT8, T.INT8], [T.INT16], basic) == 2
+
+
+def test_unidirectional_sequence_lstm_versions():
+    plain = P.UnidirectionalSequenceLSTMParams()
+    op = B.UNIDIRECTIONAL_SEQUENCE_LSTM
+    assert by_types(op, [T.FLOAT32, T.FLOAT32, T.FLOAT32], [T.FLOAT32], plain) == 1
+    assert by_types(op, [T.INT8, T.INT8, T.INT8], [T.INT8], plain) == 1
+    assert by_types(op, *HYBRID, plain) == 2
+    assert by_types(op, *HYBRID, P.UnidirectionalSequenceLSTMParams(asymmetric_quantize_inputs=True)) == 3
+    assert by_types(op, [T.FLOAT32, T.FLOAT32, T.FLOAT32], [T.FLOAT32],
+                    P.UnidirectionalSequenceLSTMParams(diagonal_recurrent_tensors=True)) == 4
+    assert by_types(op, [T.INT16, T.INT8, T.INT8], [T.INT16], plain) == 5
+
+
+def test_unidirectional_sequence_lstm_diagonal_comes_before_the_hybrid_rule_and_int16_before_both():
+    op = B.UNIDIRECTIONAL_SEQUENCE_LSTM
+    diagonal = P.UnidirectionalSequenceLSTMParams(diagonal_recurrent_tensors=True, asymmetric_quantize_inputs=True)
+    assert by_types(op, *HYBRID, diagonal) == 4
+    assert by_types(op, [T.INT16, T.INT8, T.INT8], [T.INT16], diagonal) == 5
+
+
+def test_lstm_int16_versions_are_tflite_rules_without_a_runtime_release():
+    """TFLite's rules give LSTM and UNIDIRECTIONAL_SEQUENCE_LSTM v5 to int16x8 nodes, yet
+    its runtime table (and LiteRT's resolver) has no v5 for either."""
+    for op in (B.LSTM, B.UNIDIRECTIONAL_SEQUENCE_LSTM):
+        assert (op, 5) not in TFLITE_MIN_RUNTIME_VERSIONS
+        assert (op, 4) in TFLITE_MIN_RUNTIME_VERSIONS
+
+
+# ---------------------------------------------------------------------------
 # Quantization-dependent ext options
 # ---------------------------------------------------------------------------
 
@@ -819,7 +906,8 @@ def test_handwritten_signature_without_ext_or_params_uses_defaults():
     [B.ELU, B.PRELU, B.HARD_SWISH, B.RESHAPE, B.EXPAND_DIMS, B.SHAPE, B.RANK, B.ZEROS_LIKE, B.CUMSUM,
      B.NEG, B.SIN, B.COS, B.FLOOR, B.CEIL, B.ROUND, B.SQUARE, B.POW, B.RELU_N1_TO_1, B.RELU_0_TO_1,
      B.LOGICAL_AND, B.LOGICAL_OR, B.LOGICAL_NOT, B.L2_POOL_2D, B.LOCAL_RESPONSE_NORMALIZATION,
-     B.DENSIFY, B.IF, B.WHILE, B.CALL_ONCE, B.VAR_HANDLE, B.READ_VARIABLE, B.ASSIGN_VARIABLE],
+     B.DENSIFY, B.IF, B.WHILE, B.CALL_ONCE, B.VAR_HANDLE, B.READ_VARIABLE, B.ASSIGN_VARIABLE,
+     B.RFFT2D, B.COMPLEX_ABS, B.REAL, B.IMAG],
     ids=lambda op: B(op).name,
 )
 def test_op_without_a_tflite_rule_is_always_v1(op):

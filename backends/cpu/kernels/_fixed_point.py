@@ -7,6 +7,11 @@ at Prepare (``internal/common.h``: ``LUTPopulate``, ``LUTLookup``). This module
 reproduces both bit for bit. Every function takes and returns raw int32 values held in
 int64 arrays (or Python ints); additions wrap like the compiled C (two's
 complement), multiplications are gemmlowp's ``SaturatingRoundingDoublingHighMul``.
+The exp/tanh/logistic functions also take ``bits=16``: gemmlowp's ``FixedPoint<int16_t>``
+(the integer LSTM's gate activations), whose constants are the int32 ones
+rounding-shifted right by 16 (``RescaleConstantInitializer``), whose products are the
+16-bit ``SaturatingRoundingDoublingHighMul`` and whose one saturating addition is
+``AddSaturatingIf16Bit``.
 The arithmetic functions are written against the array namespace of their arguments
 (``backends.cpu.quantization.namespace_of``): numpy on the CPU, CuPy (or the emulated
 CuPy) on the GPU, whose quantized ops call them on device arrays (no host reads). The
@@ -41,7 +46,8 @@ __all__ = [
     "log_x_for_x_greater_than_or_equal_to_1", "count_leading_zeros32", "get_reciprocal",
     "c_expf", "c_tanhf", "c_expm1f", "c_logf", "round_half_away_f32",
     "lut_populate_8bit", "lut_populate_int16", "lut_lookup_int16", "checked_log2",
-    "sigmoid_table_uint16", "per_value", "pair_table", "rescale",
+    "sigmoid_table_uint16", "per_value", "pair_table", "rescale", "int16_logistic_table",
+    "int16_tanh_table", "inv_sqrt_quantized_multiplier",
 ]
 
 # Every function below takes Python ints (one value: plain integer arithmetic, fast for
@@ -65,8 +71,13 @@ def _i64(x):
     return np.asarray(x, dtype=np.int64)
 
 
-def srdhm(a, b):
-    """gemmlowp's ``SaturatingRoundingDoublingHighMul`` (int32): a * b / 2**31, rounded."""
+def srdhm(a, b, bits: int = 32):
+    """gemmlowp's ``SaturatingRoundingDoublingHighMul`` (int32, or int16 with ``bits=16``):
+    a * b / 2**(bits - 1), rounded."""
+    if bits == 16:
+        a, b = _i64(a), _i64(b)
+        high = (a * b + (1 << 14)) >> 15
+        return _where((a == -32768) & (b == -32768), 32767, high)
     if a.__class__ is int and b.__class__ is int:
         return INT32_MAX if a == b == INT32_MIN else (a * b + (1 << 30)) >> 31
     return saturating_rounding_doubling_high_mul(a, b)
@@ -92,21 +103,30 @@ def wrap16(x):
     return ((x + (1 << 15)) & 0xFFFF) - (1 << 15)
 
 
-def saturating_shift_left(x, exponent):
+def _wrap(x, bits: int):
+    return wrap16(x) if bits == 16 else wrap32(x)
+
+
+def _constant(int32_value: int, bits: int) -> int:
+    """gemmlowp's ``RescaleConstantInitializer``: an int32 constant in the raw type."""
+    return int32_value if bits == 32 else int(rdbpot(int32_value, 32 - bits))
+
+
+def saturating_shift_left(x, exponent, bits: int = 32):
     """gemmlowp's ``SaturatingRoundingMultiplyByPOT`` with exponent >= 0 (also TFLite's
-    ``SaturatingRoundingMultiplyByPOTParam``): ``x * 2**exponent`` saturated to int32.
-    ``exponent`` may be an array (broadcast against ``x``)."""
+    ``SaturatingRoundingMultiplyByPOTParam``): ``x * 2**exponent`` saturated to int32
+    (int16 with ``bits=16``). ``exponent`` may be an array (broadcast against ``x``)."""
     x, exponent = _i64(x), _i64(exponent)
-    threshold = (1 << (31 - exponent)) - 1
-    result = _where(x > threshold, INT32_MAX, x << exponent)
-    return _where(x < -threshold, INT32_MIN, result)
+    threshold = (1 << (bits - 1 - exponent)) - 1
+    result = _where(x > threshold, (1 << (bits - 1)) - 1, x << exponent)
+    return _where(x < -threshold, -(1 << (bits - 1)), result)
 
 
-def rescale(x, src_integer_bits: int, dst_integer_bits: int):
-    """gemmlowp's ``Rescale<dst>(FixedPoint<int32, src>)``."""
+def rescale(x, src_integer_bits: int, dst_integer_bits: int, bits: int = 32):
+    """gemmlowp's ``Rescale<dst>(FixedPoint<int32, src>)`` (``int16_t`` with ``bits=16``)."""
     exponent = src_integer_bits - dst_integer_bits
     if exponent > 0:
-        return saturating_shift_left(x, exponent)
+        return saturating_shift_left(x, exponent, bits)
     if exponent < 0:
         return rdbpot(x, -exponent)
     return _i64(x)
@@ -125,85 +145,115 @@ def rounding_half_sum(a, b):
 _EXP_BARREL = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308), (2, 39332535), (3, 720401), (4, 242))
 
 
-def _exp_on_interval_between_negative_one_quarter_and_0_excl(a):
-    """exp(a) for a in [-1/4, 0), Q0.31 in and out (Taylor expansion around -1/8)."""
-    constant_term = 1895147668  # exp(-1/8)
-    constant_1_over_3 = 715827883
-    x = wrap32(_i64(a) + (1 << 28))
-    x2 = srdhm(x, x)
-    x3 = srdhm(x2, x)
-    x4 = srdhm(x2, x2)
+def _exp_on_interval_between_negative_one_quarter_and_0_excl(a, bits: int = 32):
+    """exp(a) for a in [-1/4, 0), Q0.31 (Q0.15) in and out (Taylor expansion around -1/8)."""
+    constant_term = _constant(1895147668, bits)  # exp(-1/8)
+    constant_1_over_3 = _constant(715827883, bits)
+    x = _wrap(_i64(a) + (1 << (bits - 4)), bits)
+    x2 = srdhm(x, x, bits)
+    x3 = srdhm(x2, x, bits)
+    x4 = srdhm(x2, x2, bits)
     x4_over_4 = rdbpot(x4, 2)
-    poly = rdbpot(wrap32(srdhm(wrap32(x4_over_4 + x3), constant_1_over_3) + x2), 1)
-    return wrap32(constant_term + srdhm(constant_term, wrap32(x + poly)))
+    poly = rdbpot(_wrap(srdhm(_wrap(x4_over_4 + x3, bits), constant_1_over_3, bits) + x2, bits), 1)
+    total = constant_term + srdhm(constant_term, _wrap(x + poly, bits), bits)
+    if bits == 16:  # AddSaturatingIf16Bit
+        return _where(total > 32767, 32767, _where(total < -32768, -32768, total))
+    return wrap32(total)
 
 
-def exp_on_negative_values(a, integer_bits: int):
+def exp_on_negative_values(a, integer_bits: int, bits: int = 32):
     """gemmlowp's ``exp_on_negative_values``: exp(a) for a <= 0 in Q``integer_bits``,
-    result in Q0.31."""
+    result in Q0.31 (Q0.15 with ``bits=16``)."""
     a = _i64(a)
-    fractional_bits = 31 - integer_bits
+    fractional_bits = bits - 1 - integer_bits
     one_quarter = 1 << (fractional_bits - 2)
-    a_mod_quarter_minus_one_quarter = wrap32((a & (one_quarter - 1)) - one_quarter)
+    a_mod_quarter_minus_one_quarter = _wrap((a & (one_quarter - 1)) - one_quarter, bits)
     result = _exp_on_interval_between_negative_one_quarter_and_0_excl(
-        rescale(a_mod_quarter_minus_one_quarter, integer_bits, 0)
+        rescale(a_mod_quarter_minus_one_quarter, integer_bits, 0, bits), bits
     )
-    remainder = wrap32(a_mod_quarter_minus_one_quarter - a)
+    remainder = _wrap(a_mod_quarter_minus_one_quarter - a, bits)
     for exponent, multiplier in _EXP_BARREL:
         if integer_bits > exponent:
             bit = 1 << (fractional_bits + exponent)
-            result = _where((remainder & bit) != 0, srdhm(result, multiplier), result)
+            result = _where((remainder & bit) != 0, srdhm(result, _constant(multiplier, bits), bits), result)
     if integer_bits > 5:
-        clamp = -(1 << (36 - integer_bits))  # -32.0
+        clamp = _constant(-(1 << (36 - integer_bits)), bits)  # -32.0
         result = _where(a < clamp, 0, result)
-    return _where(a == 0, INT32_MAX, result)
+    return _where(a == 0, (1 << (bits - 1)) - 1, result)
 
 
-_F2_ONE = 1 << 29  # 1.0 in Q2.29
 _CONSTANT_48_OVER_17 = 1515870810
 _CONSTANT_NEG_32_OVER_17 = -1010580540
 
 
-def _newton_raphson_reciprocal_of_half_denominator(a):
-    """The shared body of gemmlowp's 1/(1+x) and (1-x)/(1+x): x ~ 1 / ((1 + a) / 2) in Q2.29."""
-    half_denominator = rounding_half_sum(a, INT32_MAX)
-    x = wrap32(_CONSTANT_48_OVER_17 + srdhm(half_denominator, _CONSTANT_NEG_32_OVER_17))
+def _newton_raphson_reciprocal_of_half_denominator(a, bits: int = 32):
+    """The shared body of gemmlowp's 1/(1+x) and (1-x)/(1+x): x ~ 1 / ((1 + a) / 2) in Q2.29
+    (Q2.13)."""
+    one = (1 << (bits - 1)) - 1
+    f2_one = 1 << (bits - 3)
+    half_denominator = rounding_half_sum(a, one)
+    x = _wrap(_constant(_CONSTANT_48_OVER_17, bits) + srdhm(half_denominator, _constant(_CONSTANT_NEG_32_OVER_17, bits), bits), bits)
     for _ in range(3):
-        half_denominator_times_x = srdhm(half_denominator, x)
-        one_minus_half_denominator_times_x = wrap32(_F2_ONE - half_denominator_times_x)
-        x = wrap32(x + rescale(srdhm(x, one_minus_half_denominator_times_x), 4, 2))
+        half_denominator_times_x = srdhm(half_denominator, x, bits)
+        one_minus_half_denominator_times_x = _wrap(f2_one - half_denominator_times_x, bits)
+        x = _wrap(x + rescale(srdhm(x, one_minus_half_denominator_times_x, bits), 4, 2, bits), bits)
     return half_denominator, x
 
 
-def one_over_one_plus_x_for_x_in_0_1(a):
+def one_over_one_plus_x_for_x_in_0_1(a, bits: int = 32):
     """gemmlowp's ``one_over_one_plus_x_for_x_in_0_1``: 1 / (1 + a), Q0.31 in and out."""
-    _, x = _newton_raphson_reciprocal_of_half_denominator(a)
-    return rescale(x, 1, 0)  # ExactMulByPot<-1> makes it Q1.30, then Rescale<0>
+    _, x = _newton_raphson_reciprocal_of_half_denominator(a, bits)
+    return rescale(x, 1, 0, bits)  # ExactMulByPot<-1> makes it Q1.30, then Rescale<0>
 
 
-def one_minus_x_over_one_plus_x_for_x_in_0_1(a):
+def one_minus_x_over_one_plus_x_for_x_in_0_1(a, bits: int = 32):
     """gemmlowp's ``one_minus_x_over_one_plus_x_for_x_in_0_1``: (1 - a) / (1 + a)."""
-    _, x = _newton_raphson_reciprocal_of_half_denominator(a)
-    return rescale(wrap32(x - _F2_ONE), 2, 0)
+    _, x = _newton_raphson_reciprocal_of_half_denominator(a, bits)
+    return rescale(_wrap(x - (1 << (bits - 3)), bits), 2, 0, bits)
 
 
-def fixed_point_tanh(a, integer_bits: int):
-    """gemmlowp's ``tanh`` of a Q``integer_bits`` value, result in Q0.31."""
+def fixed_point_tanh(a, integer_bits: int, bits: int = 32):
+    """gemmlowp's ``tanh`` of a Q``integer_bits`` value, result in Q0.31 (Q0.15)."""
     a = _i64(a)
     negative = a < 0
-    n = _where(negative, a, wrap32(-a))
-    t = one_minus_x_over_one_plus_x_for_x_in_0_1(exp_on_negative_values(n, integer_bits + 1))
-    return _where(a == 0, 0, _where(negative, wrap32(-t), t))
+    n = _where(negative, a, _wrap(-a, bits))
+    t = one_minus_x_over_one_plus_x_for_x_in_0_1(exp_on_negative_values(n, integer_bits + 1, bits), bits)
+    return _where(a == 0, 0, _where(negative, _wrap(-t, bits), t))
 
 
-def fixed_point_logistic(a, integer_bits: int):
-    """gemmlowp's ``logistic`` of a Q``integer_bits`` value, result in Q0.31."""
+def fixed_point_logistic(a, integer_bits: int, bits: int = 32):
+    """gemmlowp's ``logistic`` of a Q``integer_bits`` value, result in Q0.31 (Q0.15)."""
     a = _i64(a)
     positive = a > 0
-    abs_input = _where(positive, a, wrap32(-a))
-    result_if_positive = one_over_one_plus_x_for_x_in_0_1(exp_on_negative_values(wrap32(-abs_input), integer_bits))
-    result_if_negative = wrap32(INT32_MAX - result_if_positive)
-    return _where(a == 0, 1 << 30, _where(positive, result_if_positive, result_if_negative))
+    abs_input = _where(positive, a, _wrap(-a, bits))
+    exp = exp_on_negative_values(_wrap(-abs_input, bits), integer_bits, bits)
+    result_if_positive = one_over_one_plus_x_for_x_in_0_1(exp, bits)
+    result_if_negative = _wrap((1 << (bits - 1)) - 1 - result_if_positive, bits)
+    return _where(a == 0, 1 << (bits - 2), _where(positive, result_if_positive, result_if_negative))
+
+
+_INT16_TABLES: dict[tuple[str, int], np.ndarray] = {}
+
+
+def _int16_table(name: str, function: Callable, integer_bits: int) -> np.ndarray:
+    key = (name, integer_bits)
+    if key not in _INT16_TABLES:
+        values = np.arange(-32768, 32768, dtype=np.int64)
+        _INT16_TABLES[key] = np.asarray(function(values, integer_bits, bits=16), np.int64).astype(np.int16)
+    return _INT16_TABLES[key]
+
+
+def int16_logistic_table(integer_bits: int) -> np.ndarray:
+    """gemmlowp's 16-bit ``logistic`` (``FixedPoint<int16_t, integer_bits>`` in, Q0.15 out)
+    of every int16, as a table indexed by ``value + 32768`` (TFLite's ``ApplySigmoid``
+    with ``integer_bits=3``)."""
+    return _int16_table("logistic", fixed_point_logistic, integer_bits)
+
+
+def int16_tanh_table(integer_bits: int) -> np.ndarray:
+    """gemmlowp's 16-bit ``tanh`` of every int16 (TFLite's ``ApplyTanh(integer_bits)``),
+    as a table indexed by ``value + 32768``."""
+    return _int16_table("tanh", fixed_point_tanh, integer_bits)
 
 
 # --- log, reciprocal --------------------------------------------------------------------
@@ -266,6 +316,33 @@ def log_x_for_x_greater_than_or_equal_to_1(x, output_integer_bits: int, input_in
     num_scaled = rescale(num, 0, accum_integer_bits)
     total = wrap32(srdhm(z_pow_2_adj, log_2) + srdhm(num_scaled, recip_denom))
     return rescale(total, accum_integer_bits, output_integer_bits)
+
+
+def inv_sqrt_quantized_multiplier(value: int, reverse_shift: int) -> tuple[int, int]:
+    """TFLite's ``GetInvSqrtQuantizedMultiplierExp`` (``internal/common.h``) of one int32
+    ``value`` >= 0, step for step: the (multiplier, shift) pair its integer layer norm
+    rescales by (``value`` is normalized into [2**27, 2**29) by pairs of bits, then a
+    Newton-Raphson iteration for the inverse square root in Q3.28)."""
+    if value <= 1:
+        return INT32_MAX, 0
+    shift = 11
+    while value >= (1 << 29):
+        value //= 4
+        shift += 1
+    left_shift_bit_pairs = (count_leading_zeros32(value) - 1) // 2 - 1
+    shift -= left_shift_bit_pairs
+    value <<= 2 * left_shift_bit_pairs
+    half_input = rdbpot(value >> 1, 1)  # F3 input / 2
+    half_three = (1 << 28) + (1 << 27)  # 1.5 in Q3.28
+    x = 1 << 28  # F3::One()
+    for _ in range(5):
+        x3 = rescale(srdhm(srdhm(x, x), x), 9, 3)
+        x = rescale(wrap32(srdhm(half_three, x) - srdhm(half_input, x3)), 6, 3)
+    x = srdhm(x, 1518500250)  # * sqrt(2) / 2 (F0)
+    if shift < 0:
+        x = wrap32(x << -shift)
+        shift = 0
+    return int(x), shift * reverse_shift
 
 
 def get_reciprocal(x, x_integer_digits: int):

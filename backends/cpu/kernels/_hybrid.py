@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from backends.cpu.quantization import round_half_away
+from backends.cpu.quantization import exact_float_dtype, round_half_away, wrap_int32
 
 
 def _neon_round(products: np.ndarray) -> np.ndarray:
@@ -87,6 +87,43 @@ def asymmetric_quantize_rows(x: np.ndarray):
 def quantize_rows(x: np.ndarray, asymmetric: bool):
     """Quantize each row of the 2-D float32 array ``x`` (see the module docstring)."""
     return asymmetric_quantize_rows(x) if asymmetric else symmetric_quantize_rows(x)
+
+
+class HybridMatrix:
+    """int8 weights ``[rows, depth]`` with their float scale (one, or one per row), as
+    TFLite's hybrid ``MatrixBatchVectorMultiplyAccumulate`` uses them: for rows quantized
+    by :func:`quantize_rows` (values ``q``, factors ``f``, zero points ``z`` or None)::
+
+        term[b, r] = float(int32(sum_d w[r, d] * q[b, d] - row_sum(w)[r] * z[b])) * (f[b] * s[r])
+
+    in float32, the value the C adds to its accumulator (``result += dotprod * scale``).
+    The integer sum is one BLAS matmul in a float type where it is exact."""
+
+    def __init__(self, weights: np.ndarray, scale: float, per_channel_scale: np.ndarray | None = None) -> None:
+        matrix = np.asarray(weights).reshape(weights.shape[0], -1).astype(np.int64)
+        self.rows, self.depth = matrix.shape
+        self.row_sums = matrix.sum(axis=1)
+        self.float_type = exact_float_dtype(int(np.abs(matrix).sum(axis=1).max(initial=0)) * 128)
+        self.matrix_t = np.ascontiguousarray(matrix.T.astype(self.float_type))
+        self.scale = np.float32(scale)
+        self.per_channel_scale = None if per_channel_scale is None else np.asarray(per_channel_scale, np.float32)
+
+    def term(self, quantized: np.ndarray, factors: np.ndarray, offsets: np.ndarray | None) -> np.ndarray:
+        """float32 ``[batch, rows]``: what the product adds to the accumulator."""
+        dot = np.rint(np.matmul(quantized.astype(self.float_type), self.matrix_t)).astype(np.int64)
+        if offsets is not None:
+            dot -= self.row_sums[None, :] * offsets[:, None]
+        if self.per_channel_scale is None:
+            scale = (factors * self.scale)[:, None]  # float32
+        else:
+            scale = factors[:, None] * self.per_channel_scale[None, :]
+        return wrap_int32(dot).astype(np.float32) * scale
+
+    def accumulate(self, out: np.ndarray, rows: np.ndarray, asymmetric: bool) -> None:
+        """``out += term`` for float32 ``rows`` quantized on the fly; nothing when the rows
+        are all zero (TFLite skips the product then: ``IsZeroVector``)."""
+        if rows.any():
+            out += self.term(*quantize_rows(rows, asymmetric))
 
 
 def apply_float_activation(out: np.ndarray, activation: int) -> None:

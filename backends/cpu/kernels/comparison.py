@@ -145,8 +145,9 @@ def merge_bits(out: np.ndarray, condition: np.ndarray, values: np.ndarray, mask:
     np.bitwise_xor(bits, mask, out=bits)
 
 
-#: Value types SELECT copies (TFLite copies any 8/16/32/64-bit type bit for bit).
-SELECT_TYPES = (T.FLOAT32, T.INT32, T.INT64, T.BOOL, T.UINT32, T.INT16, T.INT8, T.UINT8)
+#: Value types SELECT copies (TFLite copies any 8/16/32/64-bit type bit for bit; complex64
+#: too, not complex128).
+SELECT_TYPES = (T.FLOAT32, T.INT32, T.INT64, T.BOOL, T.UINT32, T.INT16, T.INT8, T.UINT8, T.COMPLEX64)
 
 
 class SelectBase(CpuKernel):

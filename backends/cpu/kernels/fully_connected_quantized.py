@@ -61,7 +61,7 @@ from typing import Callable
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
-from backends.cpu.kernels._hybrid import apply_float_activation, quantize_rows
+from backends.cpu.kernels._hybrid import HybridMatrix, apply_float_activation
 from backends.cpu.kernels._window import check_shapes, remember_shapes, require_inputs
 from backends.cpu.quantization import (
     _wrap_int32,
@@ -396,11 +396,7 @@ class FullyConnectedQuantized(CpuKernel):
             self._set_hybrid_weights(weights.data)
 
     def _set_hybrid_weights(self, data: np.ndarray) -> None:
-        matrix = data.reshape(self.units, self.depth)
-        self.row_sums = matrix.astype(np.int64).sum(axis=1)
-        bound = int(np.abs(matrix.astype(np.int64)).sum(axis=1).max(initial=0)) * 128
-        self.float_type = exact_float_dtype(bound)
-        self.weights_t = np.ascontiguousarray(matrix.T.astype(self.float_type))
+        self.hybrid_matrix = HybridMatrix(data.reshape(self.units, self.depth), self.weights_scale, self.per_channel_scale)
 
     # -- invoke ------------------------------------------------------------------------------
     def bind(self) -> Callable[[], None]:
@@ -461,21 +457,7 @@ class FullyConnectedQuantized(CpuKernel):
             out[...] = self.bias.data.reshape(1, -1)
         else:
             out[...] = 0
-        if not x.any():  # TFLite skips the product for an all-zero input
-            apply_float_activation(out, self.activation)
-            return
-        quantized, factors, offsets = quantize_rows(x, self.asymmetric)
-        if self.per_channel_scale is None:
-            factors = factors * self.weights_scale  # float32
-            scale = factors[:, None]
-        else:
-            scale = factors[:, None] * self.per_channel_scale[None, :]  # float32
-        dot = np.matmul(quantized.astype(self.float_type), self.weights_t)
-        dot = np.rint(dot).astype(np.int64)
-        if offsets is not None:
-            dot -= self.row_sums[None, :] * offsets[:, None]
-        dot = wrap_int32(dot)  # TFLite's int32 dot product
-        out += dot.astype(np.float32) * scale
+        self.hybrid_matrix.accumulate(out, x, self.asymmetric)  # (TFLite skips an all-zero input)
         apply_float_activation(out, self.activation)
 
 

@@ -36,6 +36,7 @@ import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register_custom
 from backends.cpu.kernels.transpose_conv import TransposeConv
+from schema.custom_options import CustomOptionsError
 from schema.enums import TensorType
 
 CONVOLUTION_2D_TRANSPOSE_BIAS = "Convolution2DTransposeBias"
@@ -43,10 +44,6 @@ CONVOLUTION_2D_TRANSPOSE_BIAS = "Convolution2DTransposeBias"
 #: TfLitePadding (the C enum, not the schema's Padding: there SAME is 0).
 TFLITE_PADDING_UNKNOWN, TFLITE_PADDING_SAME, TFLITE_PADDING_VALID = 0, 1, 2
 _PADDING_NAMES = {TFLITE_PADDING_UNKNOWN: "UNKNOWN", TFLITE_PADDING_SAME: "SAME", TFLITE_PADDING_VALID: "VALID"}
-
-
-class CustomOptionsError(ValueError):
-    """The custom options of a node cannot be read."""
 
 
 @dataclass(frozen=True)

@@ -179,7 +179,7 @@ class MirrorPad(_PadBase):
         if inputs_pending(self):
             return
         x, paddings, out = self.inputs[0], self.inputs[1], self.outputs[0]
-        self.require_types(x, *MOVABLE_TYPES)
+        self.require_types(x, *MOVABLE_TYPES, T.COMPLEX64)
         self.require_types(paddings, *INDEX_TYPES, role="paddings")
         self.require_types(out, x.type, role="output")
         if x.type in QUANTIZED_TYPES:

@@ -25,6 +25,12 @@ MOVABLE_TYPES = (T.FLOAT32, T.INT8, T.UINT8, T.INT16, T.INT32, T.INT64, T.BOOL)
 #: ``MOVABLE_TYPES`` and STRING, for the kernels TFLite also runs on strings (held here as
 #: object arrays of ``bytes``, which numpy copies, slices and gathers like any array).
 MOVABLE_OR_STRING_TYPES = (*MOVABLE_TYPES, T.STRING)
+#: Complex types, which LiteRT moves through some of these kernels and not others (one-node
+#: models, tests/cpu/test_complex_layout.py): both through RESHAPE, SQUEEZE, EXPAND_DIMS and
+#: BROADCAST_TO; complex64 only through TRANSPOSE, SLICE, STRIDED_SLICE, TILE, MIRROR_PAD,
+#: FILL, SELECT and SELECT_V2; neither through GATHER, GATHER_ND, CONCATENATION, PACK, UNPACK,
+#: SPLIT, SPLIT_V, PAD, REVERSE_V2 or SPACE_TO_DEPTH.
+COMPLEX_TYPES = (T.COMPLEX64, T.COMPLEX128)
 QUANTIZED_TYPES = (T.INT8, T.UINT8, T.INT16)
 INDEX_TYPES = (T.INT32, T.INT64)
 
@@ -179,7 +185,7 @@ def resolve_new_shape(kernel: CpuKernel, requested: Sequence[int], input_shape: 
     return tuple(shape)
 
 
-# v1: every type, strings included (the op has a single version).
+# v1: every type, strings and complex included (the op has a single version).
 @register(BuiltinOperator.RESHAPE, 1, 1)
 class Reshape(CpuKernel):
     """RESHAPE v1: new shape from a constant or runtime shape tensor, else from params."""
@@ -189,7 +195,7 @@ class Reshape(CpuKernel):
         if inputs_pending(self):
             return
         x = self.inputs[0]
-        self.require_types(x, *MOVABLE_OR_STRING_TYPES)
+        self.require_types(x, *MOVABLE_OR_STRING_TYPES, *COMPLEX_TYPES)
         self.require_types(self.outputs[0], x.type, role="output")
         shape_tensor = self.inputs[1] if len(self.inputs) > 1 else None
         # TFLite reads the shape tensor only when it is an int32 vector; else the params.
@@ -225,7 +231,7 @@ class Reshape(CpuKernel):
 # --------------------------------------------------------------------------------------
 
 
-# v1: numeric and bool types; v2: string (LiteRT's kernel takes strings at v1 too, and
+# v1: numeric, complex and bool types; v2: string (LiteRT's kernel takes strings at v1 too, and
 # registers v2 in its BUILTIN resolver, not in BUILTIN_REF).
 @register(BuiltinOperator.SQUEEZE, 1, 2)
 class Squeeze(CpuKernel):
@@ -236,7 +242,7 @@ class Squeeze(CpuKernel):
         if inputs_pending(self):
             return
         x = self.inputs[0]
-        self.require_types(x, *MOVABLE_OR_STRING_TYPES)
+        self.require_types(x, *MOVABLE_OR_STRING_TYPES, *COMPLEX_TYPES)
         self.require_types(self.outputs[0], x.type, role="output")
         rank = len(x.shape)
         if rank > 8:
@@ -275,7 +281,7 @@ def expanded_shape(kernel: CpuKernel, shape: Sequence[int], axis: int) -> tuple[
     return (*shape[:axis], 1, *shape[axis:])
 
 
-# v1: every type, strings included (the op has a single version).
+# v1: every type, strings and complex included (the op has a single version).
 @register(BuiltinOperator.EXPAND_DIMS, 1, 1)
 class ExpandDims(CpuKernel):
     """EXPAND_DIMS v1: insert a size-1 axis; the axis comes from input 1 (int32 or int64)."""
@@ -285,7 +291,7 @@ class ExpandDims(CpuKernel):
         if inputs_pending(self):
             return
         x, axis = self.inputs[0], self.inputs[1]
-        self.require_types(x, *MOVABLE_OR_STRING_TYPES)
+        self.require_types(x, *MOVABLE_OR_STRING_TYPES, *COMPLEX_TYPES)
         self.require_types(axis, *INDEX_TYPES, role="axis")
         self.require_types(self.outputs[0], x.type, role="output")
         require_same_quantization(self, x, self.outputs[0])

@@ -87,7 +87,7 @@ class Fill(CpuKernel):
             return
         dims, value, out = self.inputs[0], self.inputs[1], self.outputs[0]
         self.require_types(dims, *INDEX_TYPES, role="dims")
-        self.require_types(value, *MOVABLE_TYPES, T.FLOAT16, T.STRING, role="value")
+        self.require_types(value, *MOVABLE_TYPES, T.FLOAT16, T.STRING, T.COMPLEX64, role="value")
         self.require_types(out, value.type, role="output")
         if len(dims.shape) != 1:
             raise self.unsupported(f"dims must be a vector, it has shape {list(dims.shape)}")

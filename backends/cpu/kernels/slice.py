@@ -19,8 +19,8 @@ from backends.cpu.kernels.reshape import INDEX_TYPES, MOVABLE_TYPES, inputs_pend
 from schema.enums import BuiltinOperator, TensorType
 
 #: STRING too: TFLite slices strings at every version (v3 of SLICE and v5 of STRIDED_SLICE
-#: are the versions the converter stamps for them).
-SLICE_TYPES = (*MOVABLE_TYPES, TensorType.UINT32, TensorType.STRING)
+#: are the versions the converter stamps for them); complex64 (not complex128) at every version.
+SLICE_TYPES = (*MOVABLE_TYPES, TensorType.UINT32, TensorType.STRING, TensorType.COMPLEX64)
 
 
 # --------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
 from backends.cpu.kernels.reshape import (
+    COMPLEX_TYPES,
     INDEX_TYPES,
     MOVABLE_TYPES,
     checked_bytes,
@@ -27,7 +28,7 @@ class Tile(CpuKernel):
         if inputs_pending(self):
             return
         x, multiples = self.inputs
-        self.require_types(x, *MOVABLE_TYPES, T.STRING)
+        self.require_types(x, *MOVABLE_TYPES, T.STRING, T.COMPLEX64)
         self.require_types(multiples, *INDEX_TYPES, role="multiples")
         self.require_types(self.outputs[0], x.type, role="output")
         if multiples.num_elements != len(x.shape):
@@ -69,7 +70,7 @@ def broadcast_target(kernel: CpuKernel, input_shape, target) -> list[int]:
     return target
 
 
-# v2: every type (its version 1 was rolled back, so the op starts at 2); v3: int8, int16.
+# v2: every type, complex included (its version 1 was rolled back, so the op starts at 2); v3: int8, int16.
 @register(BuiltinOperator.BROADCAST_TO, 2, 3)
 class BroadcastTo(CpuKernel):
     """BROADCAST_TO v2-v3: numpy broadcasting of the input to the shape in input 1."""
@@ -78,7 +79,7 @@ class BroadcastTo(CpuKernel):
         if inputs_pending(self):
             return
         x, shape = self.inputs
-        self.require_types(x, *MOVABLE_TYPES)
+        self.require_types(x, *MOVABLE_TYPES, *COMPLEX_TYPES)
         self.require_types(shape, *INDEX_TYPES, role="shape")
         self.require_types(self.outputs[0], x.type, role="output")
         if len(shape.shape) != 1:

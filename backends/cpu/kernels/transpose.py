@@ -26,7 +26,7 @@ class Transpose(CpuKernel):
         x, perm = self.inputs[0], self.inputs[1]
         if x.type == TensorType.BFLOAT16:
             raise self.unsupported("bfloat16 input is not supported (float32, integer and bool types are)")
-        self.require_types(x, *MOVABLE_TYPES)
+        self.require_types(x, *MOVABLE_TYPES, TensorType.COMPLEX64)
         self.require_types(perm, *INDEX_TYPES, role="perm")
         self.require_types(self.outputs[0], x.type, role="output")
         if len(x.shape) > MAX_DIMS:
