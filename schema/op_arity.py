@@ -87,6 +87,7 @@ ARITY: dict[int, Arity] = {
     B.SPLIT: Arity(2, 2, 1, MANY),
     B.SPLIT_V: Arity(3, 3, 1, MANY),
     B.STRIDED_SLICE: _fixed(4),
+    B.TOPK_V2: _fixed(2, 2),
     B.TRANSPOSE_CONV: Arity(3, 4, optional=frozenset({3})),
     B.UNPACK: Arity(1, 1, 1, MANY),
     B.VAR_HANDLE: _fixed(0),
