@@ -89,6 +89,7 @@ ARITY: dict[int, Arity] = {
     B.STRIDED_SLICE: _fixed(4),
     B.TOPK_V2: _fixed(2, 2),
     B.TRANSPOSE_CONV: Arity(3, 4, optional=frozenset({3})),
+    B.UNIQUE: _fixed(1, 2),
     B.UNPACK: Arity(1, 1, 1, MANY),
     B.VAR_HANDLE: _fixed(0),
     B.WHILE: Arity(0, MANY, 0, MANY),

@@ -768,6 +768,7 @@ LITEDELEGATE_MIN_RUNTIME_VERSIONS: dict[tuple[BuiltinOperator, int], str] = {
     (BuiltinOperator.TRANSPOSE_CONV, 3): "0.1.0",
     (BuiltinOperator.TRANSPOSE_CONV, 4): "0.1.0",
     (BuiltinOperator.TRANSPOSE_CONV, 5): "0.1.0",
+    (BuiltinOperator.UNIQUE, 1): "0.1.0",
     (BuiltinOperator.UNPACK, 1): "0.1.0",
     (BuiltinOperator.UNPACK, 2): "0.1.0",
     (BuiltinOperator.UNPACK, 3): "0.1.0",
