@@ -73,6 +73,9 @@ ARITY: dict[int, Arity] = {
     B.DEPTHWISE_CONV_2D: Arity(2, 3, optional=frozenset({2})),
     B.FULLY_CONNECTED: Arity(2, 3, optional=frozenset({2})),
     B.IF: Arity(1, MANY, 0, MANY),
+    # Five inputs: (indices, count); six (soft NMS, whichever op): (indices, scores, count).
+    B.NON_MAX_SUPPRESSION_V4: Arity(5, 6, 2, 3),
+    B.NON_MAX_SUPPRESSION_V5: Arity(5, 6, 2, 3),
     B.ONE_HOT: _fixed(4),
     B.PACK: Arity(1, MANY),
     B.PAD: Arity(2, 3, optional=frozenset({2})),

@@ -635,6 +635,8 @@ LITEDELEGATE_MIN_RUNTIME_VERSIONS: dict[tuple[BuiltinOperator, int], str] = {
     (BuiltinOperator.MUL, 6): "0.1.0",
     (BuiltinOperator.MUL, 7): "0.1.0",
     (BuiltinOperator.NEG, 1): "0.1.0",
+    (BuiltinOperator.NON_MAX_SUPPRESSION_V4, 1): "0.1.0",
+    (BuiltinOperator.NON_MAX_SUPPRESSION_V5, 1): "0.1.0",
     (BuiltinOperator.NOT_EQUAL, 1): "0.1.0",
     (BuiltinOperator.NOT_EQUAL, 2): "0.1.0",
     (BuiltinOperator.NOT_EQUAL, 3): "0.1.0",
