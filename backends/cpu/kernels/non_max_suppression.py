@@ -39,18 +39,25 @@ T = TensorType
 
 
 class BoxCorners:
-    """Per box, TFLite's corners and area in float32 (``std::min``/``std::max`` as C++
-    evaluates them: a NaN second operand gives the first)."""
+    """Boxes as TFLite's IoU functions see them: float32 corners and areas. (Shared with
+    ``TFLite_Detection_PostProcess``, whose IoU is the same computation.)"""
 
-    def __init__(self, boxes: np.ndarray) -> None:
+    def __init__(self, ymin: np.ndarray, xmin: np.ndarray, ymax: np.ndarray, xmax: np.ndarray) -> None:
+        self.ymin, self.xmin, self.ymax, self.xmax = ymin, xmin, ymax, xmax
+        self.area = (ymax - ymin) * (xmax - xmin)
+
+    @classmethod
+    def of_corner_pairs(cls, boxes: np.ndarray) -> "BoxCorners":
+        """Boxes ``[n, 4]`` of two opposite corners ``y1, x1, y2, x2`` in either order, sorted
+        with ``std::min``/``std::max`` as C++ evaluates them (a NaN second operand gives the
+        first)."""
         y1, x1, y2, x2 = (boxes[:, i] for i in range(4))
-        self.ymin, self.ymax = _cpp_min(y1, y2), _cpp_max(y1, y2)
-        self.xmin, self.xmax = _cpp_min(x1, x2), _cpp_max(x1, x2)
-        self.area = (self.ymax - self.ymin) * (self.xmax - self.xmin)
+        return cls(_cpp_min(y1, y2), _cpp_min(x1, x2), _cpp_max(y1, y2), _cpp_max(x1, x2))
 
     def iou(self, i, j) -> np.ndarray:
-        """IoU of candidate box(es) ``i`` with selected box(es) ``j`` (indices or index
-        arrays, broadcast): TFLite's ``ComputeIntersectionOverUnion(boxes, i, j)``."""
+        """IoU of box(es) ``i`` with box(es) ``j`` (indices or index arrays, broadcast):
+        TFLite's ``ComputeIntersectionOverUnion(boxes, i, j)``, zero when an area is not
+        positive. The order matters only for NaN corners (``std::min``/``std::max``)."""
         top = _cpp_min(self.ymax[i], self.ymax[j])
         right = _cpp_min(self.xmax[i], self.xmax[j])
         bottom = _cpp_max(self.ymin[i], self.ymin[j])
@@ -86,7 +93,7 @@ def non_max_suppression(
     soft_nms_sigma: float,
 ) -> tuple[list[int], list[float]]:
     """The selected box indices and their (possibly decayed) scores, in selection order."""
-    corners = BoxCorners(boxes)
+    corners = BoxCorners.of_corner_pairs(boxes)
     candidates = np.flatnonzero(scores > np.float32(score_threshold))
     wanted = min(candidates.size, max_output_size)
     if soft_nms_sigma > 0:
