@@ -21,13 +21,13 @@ from delegate_sdk.delegate import (
     SimpleDelegate,
 )
 from delegate_sdk.node import Node
-from delegate_sdk.op_resolver import MutableOpResolver, OpResolver, UnsupportedOperatorError
+from delegate_sdk.op_resolver import MutableOpResolver, OpListing, OpResolver, UnsupportedOperatorError
 from delegate_sdk.registration import Registration
 from delegate_sdk.tensor import Allocation, RuntimeTensor
 
 __all__ = [
     "Allocation", "Context", "Delegate", "DelegateContext", "DelegateDeclarationError", "DelegateError",
     "DelegateKernel", "DelegateKernelError", "DelegateParams", "DelegatePrepareError", "InvalidReplacementError",
-    "KernelError", "MutableOpResolver", "Node", "NodeDecision", "OpResolver", "Registration", "RuntimeTensor",
+    "KernelError", "MutableOpResolver", "Node", "NodeDecision", "OpListing", "OpResolver", "Registration", "RuntimeTensor",
     "SimpleDelegate", "UnsupportedOperatorError",
 ]

@@ -3,7 +3,8 @@
 ``MutableOpResolver`` stores one registration per (op, version): ``add_builtin(op,
 registration, min_version, max_version)`` registers the range. ``capped`` and
 ``as_of_release`` derive a resolver that behaves like an older runtime, so a user
-can check whether a deployed older runtime would run a model.
+can check whether a deployed older runtime would run a model. ``list_ops`` lists what a
+resolver runs: every builtin and custom op, its versions, and the kernels behind them.
 """
 
 from __future__ import annotations
@@ -90,6 +91,25 @@ class MutableOpResolver(OpResolver):
         """Every (op, version) pair registered, sorted."""
         return sorted(self._builtins)
 
+    def registered_customs(self) -> list[tuple[str, int]]:
+        """Every (custom op name, version) pair registered, sorted."""
+        return sorted(self._customs)
+
+    def list_ops(self) -> list["OpListing"]:
+        """Every op this resolver runs: the builtin ops by name, then the custom ops by name,
+        each with its versions and, per kernel, the versions that kernel runs (from the
+        registrations' ``kernels``; empty for registrations that name none)."""
+        builtins: dict[int, dict[int, Registration]] = {}
+        for (op, version), registration in self._builtins.items():
+            builtins.setdefault(op, {})[version] = registration
+        customs: dict[str, dict[int, Registration]] = {}
+        for (name, version), registration in self._customs.items():
+            customs.setdefault(name, {})[version] = registration
+        listed = [_listing(builtin_operator_name(op), op, None, by_version) for op, by_version in builtins.items()]
+        listed.sort(key=lambda entry: entry.name)
+        custom = [_listing(name, int(BuiltinOperator.CUSTOM), name, by_version) for name, by_version in customs.items()]
+        return listed + sorted(custom, key=lambda entry: entry.name)
+
     # -- deriving older runtimes ----------------------------------------------------------
     def capped(self, max_versions: Mapping[int, int], description: str | None = None) -> "MutableOpResolver":
         """A copy that runs at most ``max_versions[op]`` of each listed op."""
@@ -121,6 +141,44 @@ class MutableOpResolver(OpResolver):
             if table.get(key) and compare_versions(table[key], release) <= 0
         }
         return result
+
+
+@dataclass(frozen=True)
+class OpListing:
+    """One op a resolver runs (``MutableOpResolver.list_ops``).
+
+    ``name`` is the ``BuiltinOperator`` name, or the custom op's name (then ``custom_name``
+    is set and ``builtin_code`` is ``CUSTOM``); ``versions`` ascending; ``kernels`` pairs
+    each kernel's dotted name with the versions it runs, in the order of their first
+    version (a version run by a float and a quantized kernel appears under both)."""
+
+    name: str
+    builtin_code: int
+    custom_name: str | None
+    versions: tuple[int, ...]
+    kernels: tuple[tuple[str, tuple[int, ...]], ...]
+
+    @property
+    def is_custom(self) -> bool:
+        return self.custom_name is not None
+
+    def to_json(self) -> dict:
+        """Plain data: ``{"op", "custom", "versions", "kernels": [{"kernel", "versions"}]}``."""
+        return {
+            "op": self.name,
+            "custom": self.is_custom,
+            "versions": list(self.versions),
+            "kernels": [{"kernel": kernel, "versions": list(versions)} for kernel, versions in self.kernels],
+        }
+
+
+def _listing(name: str, code: int, custom_name: str | None, by_version: Mapping[int, Registration]) -> OpListing:
+    kernels: dict[str, list[int]] = {}
+    for version in sorted(by_version):
+        for kernel in by_version[version].kernels:
+            kernels.setdefault(kernel, []).append(version)
+    return OpListing(name, code, custom_name, tuple(sorted(by_version)),
+                     tuple((kernel, tuple(versions)) for kernel, versions in kernels.items()))
 
 
 def _check_range(min_version: int, max_version: int, name: str) -> None:

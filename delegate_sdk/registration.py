@@ -32,6 +32,9 @@ class Registration:
     free: KernelFunction | None = None
     #: For delegate kernels: the delegate's name (``"GpuDelegate"``), shown in reports.
     name: str = ""
+    #: What implements it, for listings (``MutableOpResolver.list_ops``): the dotted names
+    #: of the kernel classes, in the order they are asked (``"backends.cpu.kernels.binary.Add"``).
+    kernels: tuple[str, ...] = ()
 
     @property
     def op_name(self) -> str:

@@ -123,7 +123,7 @@ class ExternalDelegateError(RuntimeError):
 # The C ABI: tflite/core/c/common.h and c_api_types.h as ai-edge-litert 2.3 builds them.
 # Field names are the C names; every pointer is a c_void_p whose target this module
 # keeps alive. tests/data/c_delegate/tflite_abi.h declares the same structs in C and
-# tests/interpreter/test_external_delegate.py compares every size and offset.
+# tests/interpreter_tests/test_external_delegate.py compares every size and offset.
 # =====================================================================================
 
 kTfLiteOk = 0

@@ -2,7 +2,7 @@
 ``builtin_op_data.h``.
 
 One frozen dataclass per options table of the schema's ``BuiltinOptions`` union.
-The rules every class here follows (``tests/schema/test_params.py`` checks them):
+The rules every class here follows (``tests/schema_tests/test_params.py`` checks them):
 
 - the class name is the table name with ``Options`` replaced by ``Params``
   (``Conv2DOptions`` -> ``Conv2DParams``);

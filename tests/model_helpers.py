@@ -1,25 +1,98 @@
-"""Small helpers the tests share: the stamped version of a one-node model, random inputs
+"""Small helpers the tests share: ``single_op_model``, the one builder of one-node models
+(with ``In``, ``Const``, ``Out``), the stamped version of a one-node model, random inputs
 over a quantized type's full range, and small models (concatenation, resource variables,
 IF / WHILE) that the control-flow tests and the fuzzer's generated seeds both use."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any, Sequence
+
 import numpy as np
 
 from schema.builder import ModelBuilder
 from schema.enums import BuiltinOperator as Op
-from schema.model import Model
+from schema.model import Model, Quantization
 from schema.params import AddParams, ConcatenationParams, IfParams, WhileParams
 
 
-def one_node_model(op, shape, dtype=np.float32, input_quantization=None, output_quantization=None) -> bytes:
-    """main(x) = op(x): one unary node, input and output of ``shape`` and ``dtype``."""
+@dataclass(frozen=True)
+class In:
+    """A graph input of a one-node model: ``shape``, ``dtype`` (numpy or ``TensorType``),
+    quantization ``q``."""
+
+    shape: Sequence[int]
+    dtype: Any = np.float32
+    q: Quantization | None = None
+
+
+@dataclass(frozen=True)
+class Const:
+    """A constant input holding ``value`` (its dtype is the tensor's), quantization ``q``."""
+
+    value: Any
+    q: Quantization | None = None
+
+
+@dataclass(frozen=True)
+class Out:
+    """An output of a one-node model. ``shape=None``: the shape our CPU kernel's prepare
+    gives (a first build with a placeholder shape finds it); a -1 in ``shape`` makes that
+    dimension unknown (stored as 1, -1 in the ``shape_signature``)."""
+
+    shape: Sequence[int] | None = None
+    dtype: Any = np.float32
+    q: Quantization | None = None
+
+
+def single_op_model(op, inputs, outputs, params=None, *, version=None, custom_options: bytes | None = None,
+                    resolver=None) -> bytes:
+    """The tests' one builder of one-node models: ``main(graph inputs) = op(inputs)``.
+
+    ``inputs``: per input position an ``In`` (a graph input), a ``Const`` or a numpy array (a
+    constant), or None (an absent optional input, index -1). ``outputs``: an ``Out`` or a
+    list of them. ``op`` is a ``BuiltinOperator``, or a string for a custom op (with
+    ``custom_options``). The builder stamps the version TFLite's rules give, unless
+    ``version`` is given. Outputs without a shape take the shapes our CPU kernel's prepare
+    gives a draft of the model (stamped by the rules, run with ``resolver`` if given).
+
+    (``delegate_sdk.testing.single_op_model(op, version)`` is another thing: the delegate
+    kit's recipe model of an (op, version).)
+    """
+    outputs = [outputs] if isinstance(outputs, Out) else list(outputs)
+    if any(o.shape is None for o in outputs):
+        from interpreter import Interpreter
+
+        draft = _one_node(op, inputs, [o if o.shape is not None else Out([1], o.dtype, o.q) for o in outputs],
+                          params, None, custom_options)
+        interpreter = Interpreter(model_content=draft, op_resolver=resolver)
+        interpreter.allocate_tensors()
+        found = [list(interpreter.get_tensor(d["index"]).shape) for d in interpreter.get_output_details()]
+        outputs = [o if o.shape is not None else Out(shape, o.dtype, o.q) for o, shape in zip(outputs, found)]
+    return _one_node(op, inputs, outputs, params, version, custom_options)
+
+
+def _one_node(op, inputs, outputs, params, version, custom_options) -> bytes:
     builder = ModelBuilder()
     graph = builder.subgraph()
-    x = graph.add_input("x", list(shape), dtype, quantization=input_quantization)
-    y = graph.add_tensor("y", list(shape), dtype, quantization=output_quantization)
-    graph.add_operator(op, [x], [y])
-    graph.add_output(y)
+    indices = []
+    for k, spec in enumerate(inputs):
+        if spec is None:
+            indices.append(-1)
+        elif isinstance(spec, In):
+            indices.append(graph.add_input(f"x{k}", list(spec.shape), spec.dtype, quantization=spec.q))
+        else:
+            spec = spec if isinstance(spec, Const) else Const(spec)
+            indices.append(graph.add_constant(f"c{k}", spec.value, quantization=spec.q))
+    outs = [
+        graph.add_tensor(f"y{k}", [1 if d == -1 else d for d in o.shape], o.dtype, quantization=o.q,
+                         shape_signature=list(o.shape) if -1 in o.shape else None)
+        for k, o in enumerate(outputs)
+    ]
+    graph.add_operator(op, indices, outs, params, version=version, custom_options=custom_options)
+    for tensor in outs:
+        graph.add_output(tensor)
+    builder.add_signature("serving_default", graph)
     return builder.build()
 
 

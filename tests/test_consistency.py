@@ -1,8 +1,8 @@
 """Consistency across the versioning procedure (the project's "OpversionMissing" test).
 
-Adding a parameter to an op touches several places (schema, params, parser, kernel
-registration, op_version, runtime_version, delegate tables); these tests catch a
-missed step.
+Adding an op, or a parameter to an op, touches several places (schema, params, parser,
+kernel registration, arity, recipe, op_version, runtime_version, delegate tables, the test
+against LiteRT: docs/ADDING_AN_OP.md); these tests catch a missed step.
 """
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ import pytest
 
 from backends.cpu import builtin_op_resolver
 from backends.gpu.ops import gpu_support_table
+from delegate_sdk.recipes import VERSION_RECIPES
 from interpreter.example_model import build_example_model
 from schema.enums import BuiltinOperator
 from schema.model import Model
+from schema.op_arity import ARITY
 from schema.versioning.op_signature import op_signature_from_tensors
 from schema.versioning.op_version import get_builtin_operator_version
 from schema.versioning.runtime_version import LITEDELEGATE_MIN_RUNTIME_VERSIONS, TFLITE_MIN_RUNTIME_VERSIONS
@@ -30,6 +32,67 @@ def registered() -> set[tuple[int, int]]:
 
 def name(pair) -> str:
     return f"{BuiltinOperator(pair[0]).name} v{pair[1]}"
+
+
+#: Each custom op the CPU registers, and the test (``path::name``) that compares it with
+#: LiteRT (or, for an op LiteRT lacks, with LiteRT running an equivalent builtin model).
+CUSTOM_OP_TESTS: dict[str, str] = {
+    "AudioSpectrogram": "tests/cpu/test_audio_custom_ops.py::test_audio_spectrogram_matches_litert",
+    "Convolution2DTransposeBias": "tests/cpu/test_mediapipe_custom.py::test_matches_litert_on_the_equivalent_transpose_conv",
+    "Mfcc": "tests/cpu/test_audio_custom_ops.py::test_mfcc_matches_litert",
+    "TFLite_Detection_PostProcess": (
+        "tests/cpu/test_detection_postprocess.py::test_ssd_model_ending_in_detection_postprocess_gives_litert_outputs"
+    ),
+}
+
+
+def missing_steps(pair, compared_with_litert) -> list[str]:
+    """What the registered builtin ``pair`` still lacks of docs/ADDING_AN_OP.md."""
+    lacks = []
+    if pair[0] not in ARITY:
+        lacks.append("an arity entry (schema/op_arity.py, ARITY)")
+    entry = VERSION_RECIPES.get(pair)
+    if entry is None:
+        lacks.append("a recipe (delegate_sdk/recipes/<family>.py)")
+    elif entry.family == "dry run only":
+        lacks.append("a recipe the CPU runs (move it from delegate_sdk/recipes/dry_run.py to its family's module)")
+    if pair not in LITEDELEGATE_MIN_RUNTIME_VERSIONS:
+        lacks.append("a release entry (schema/versioning/runtime_version.py, LITEDELEGATE_RELEASES[CURRENT_RELEASE])")
+    if not compared_with_litert(pair):
+        lacks.append("a test against LiteRT (tests/test_ops_against_litert.py runs its recipe, or NOT_COMPARED names one)")
+    return lacks
+
+
+def test_every_registered_op_version_has_an_arity_entry_a_recipe_a_release_and_a_test_against_litert(registered):
+    from test_ops_against_litert import COMPARED, NOT_COMPARED
+
+    def compared_with_litert(pair) -> bool:
+        runnable = pair in VERSION_RECIPES and VERSION_RECIPES[pair].family != "dry run only"
+        return (pair in COMPARED and runnable) or pair in NOT_COMPARED
+
+    incomplete = {name(pair): lacks for pair in sorted(registered) if (lacks := missing_steps(pair, compared_with_litert))}
+    assert not incomplete, "registered op versions with steps missing (docs/ADDING_AN_OP.md):\n" + "\n".join(
+        f"  {pair}: lacks {', '.join(lacks)}" for pair, lacks in incomplete.items()
+    )
+
+
+def test_the_completeness_check_names_each_missing_step():
+    never = BuiltinOperator.ADD_N, 1  # no kernel, no recipe, no release entry, no arity entry
+    assert missing_steps(never, lambda pair: False) == [
+        "an arity entry (schema/op_arity.py, ARITY)",
+        "a recipe (delegate_sdk/recipes/<family>.py)",
+        "a release entry (schema/versioning/runtime_version.py, LITEDELEGATE_RELEASES[CURRENT_RELEASE])",
+        "a test against LiteRT (tests/test_ops_against_litert.py runs its recipe, or NOT_COMPARED names one)",
+    ]
+    assert "a recipe the CPU runs" in missing_steps((BuiltinOperator.CONV_2D, 7), lambda pair: True)[0]
+
+
+def test_every_custom_op_the_cpu_registers_names_its_test_against_litert():
+    customs = {op for op, _ in builtin_op_resolver().registered_customs()}
+    assert customs == set(CUSTOM_OP_TESTS), f"list the test of each custom op in CUSTOM_OP_TESTS: {sorted(customs)}"
+    for op, where in CUSTOM_OP_TESTS.items():
+        path, test = where.split("::")
+        assert f"def {test}(" in (pathlib.Path(__file__).parents[1] / path).read_text(encoding="utf-8"), f"{op}: no {where}"
 
 
 def test_every_registered_op_version_has_a_litedelegate_release(registered):

@@ -208,7 +208,8 @@ def registration_for(op: int, kernel_classes: list[type[CpuKernel]]) -> Registra
         node.user_data.invoke()
 
     invoke.calls_user_data_invoke = True  # the interpreter may call kernel.bind()() directly
-    return Registration(builtin_code=op, init=init, prepare=prepare, invoke=invoke)
+    kernels = tuple(f"{k.__module__}.{k.__qualname__}" for k in candidates)
+    return Registration(builtin_code=op, init=init, prepare=prepare, invoke=invoke, kernels=kernels)
 
 
 def _all_inputs_constant(kernel: CpuKernel) -> bool:
@@ -234,7 +235,10 @@ def _import_kernel_modules() -> None:
 
 
 def builtin_op_resolver() -> MutableOpResolver:
-    """A resolver with every CPU kernel of this package (TFLite's ``BuiltinOpResolver``)."""
+    """A resolver with every CPU kernel of this package (TFLite's ``BuiltinOpResolver``).
+
+    ``builtin_op_resolver().list_ops()`` lists its builtin and custom ops, their versions and
+    the kernel classes that run each version (``litedelegate ops`` prints it)."""
     _import_kernel_modules()
     classes: dict[tuple[int, int], list[type[CpuKernel]]] = {}
     for entry in KERNELS:

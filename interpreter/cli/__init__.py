@@ -5,6 +5,7 @@
     litedelegate versions [MODEL] [--runtime X.Y.Z] [--tflite X.Y.Z] [--rewrite OUT.tflite] [--json]
     litedelegate bench    [MODEL] [--delegate ...] [--runs N] [--compare-litert] [--json]
     litedelegate diff     [MODEL] --delegate ... [--reference cpu|litert-ref] [--invokes N] [--nodes] [--json]
+    litedelegate ops      [--compare-litert] [--json]
 
 With no MODEL every command uses the example model shipped in the package
 (``interpreter.example_model``). Exit codes: 0 ok, 1 a runtime or model error, 2 a usage
@@ -15,7 +16,7 @@ some node. Errors are one line; ``--debug`` shows the traceback.
 returning one, imported from MODULE or a ``.py`` file, the current directory included),
 so an author sees their delegate in the same reports, timings and pictures as the GPU's.
 
-One module per command (``run``, ``analyze``, ``versions``, ``bench``); ``analysis``
+One module per command (``run``, ``analyze``, ``versions``, ``bench``, ``diff``, ``ops``); ``analysis``
 places nodes, ``graph`` draws them, ``rewrite`` edits versions, ``output`` prints.
 """
 
@@ -31,7 +32,7 @@ PROG = "litedelegate"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from interpreter.cli import analyze, bench, diff, run, versions
+    from interpreter.cli import analyze, bench, diff, ops, run, versions
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks of errors")
@@ -43,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (run, analyze, versions, bench, diff):
+    for module in (run, analyze, versions, bench, diff, ops):
         module.add_parser(commands, [common])
     return parser
 

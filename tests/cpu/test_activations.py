@@ -7,9 +7,9 @@ import pytest
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
-from model_helpers import stamped_version
+from model_helpers import In, Out, single_op_model, stamped_version
 from oracle import assert_matches_litert, assert_outputs_equal, run_interpreter, run_litert, run_ours
-from schema.builder import ModelBuilder, quantization
+from schema.builder import ModelBuilder
 from schema.enums import BuiltinOperator as B
 from schema.params import GeluParams, LeakyReluParams
 
@@ -27,14 +27,7 @@ def name(value) -> str:
 
 
 def unary_model(op, shape, dtype=np.float32, params=None, version=None, quant=None) -> bytes:
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    x = graph.add_input("x", shape, dtype, quantization=quant)
-    y = graph.add_tensor("y", shape, dtype, quantization=quant)
-    graph.add_operator(op, [x], [y], params, version=version)
-    graph.add_output(y)
-    builder.add_signature("serving_default", graph)
-    return builder.build()
+    return single_op_model(op, [In(shape, dtype, quant)], Out(shape, dtype, quant), params, version=version)
 
 
 def prelu_model(x_shape, alpha, dtype=np.float32) -> bytes:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
-from model_helpers import stamped_version
+from model_helpers import In, Out, single_op_model, stamped_version
 from oracle import assert_matches_litert, assert_outputs_equal, run_interpreter, run_ours
 from schema.builder import ModelBuilder, quantization
 from schema.enums import BuiltinOperator as B
@@ -36,14 +36,8 @@ def name(value) -> str:
 def unary_model(op, dtype, input_q, output_q, params=None, shape=None, version=None) -> bytes:
     info = np.iinfo(dtype)
     shape = shape or [1, info.max - info.min + 1]
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    x = graph.add_input("x", shape, dtype, quantization=quantization(*input_q))
-    y = graph.add_tensor("y", shape, dtype, quantization=quantization(*output_q))
-    graph.add_operator(op, [x], [y], params, version=version)
-    graph.add_output(y)
-    builder.add_signature("serving_default", graph)
-    return builder.build()
+    return single_op_model(op, [In(shape, dtype, quantization(*input_q))], Out(shape, dtype, quantization(*output_q)), params,
+                           version=version)
 
 
 def every_value(dtype) -> np.ndarray:
@@ -258,14 +252,7 @@ def test_quantized_prelu_with_alpha_as_graph_input_matches_litert(dtype):
 
 @pytest.mark.parametrize("op", [B.RELU, B.RELU6, B.LOGISTIC, B.TANH, B.HARD_SWISH, B.LEAKY_RELU], ids=name)
 def test_float_activation_v1_nodes_still_run_the_float_kernels(op):
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    x = graph.add_input("x", [3, 7], np.float32)
-    y = graph.add_tensor("y", [3, 7], np.float32)
-    graph.add_operator(op, [x], [y])
-    graph.add_output(y)
-    builder.add_signature("serving_default", graph)
-    model = builder.build()
+    model = single_op_model(op, [In([3, 7])], Out([3, 7]))
     assert stamped_version(model) == 1
     assert_matches_litert(model, [np.linspace(-8, 8, 21, dtype=np.float32).reshape(3, 7)])
 

@@ -10,7 +10,7 @@ from hypothesis.extra import numpy as hnp
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
-from model_helpers import stamped_version
+from model_helpers import Const, In, Out, single_op_model, stamped_version
 from oracle import assert_matches_litert, run_litert, run_ours
 from schema.builder import ModelBuilder, quantization
 from schema.enums import ActivationFunctionType as Act
@@ -20,28 +20,14 @@ from schema.params import AddParams, DivParams, MulParams, SubParams
 PARAMS_WITH_ACTIVATION = {B.ADD: AddParams, B.SUB: SubParams, B.MUL: MulParams, B.DIV: DivParams}
 
 
-def single_op_model(op, inputs, output_dtype=None, params=None, version=None, output_shape=None, quant=None) -> bytes:
-    """A one-node model. ``inputs``: (shape, dtype) for a graph input, or an array for a constant."""
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    indices, shapes, dtypes = [], [], []
-    for i, spec in enumerate(inputs):
-        if isinstance(spec, np.ndarray):
-            indices.append(graph.add_constant(f"c{i}", spec, quantization=quant))
-            shapes.append(spec.shape)
-            dtypes.append(spec.dtype)
-        else:
-            shape, dtype = spec
-            indices.append(graph.add_input(f"x{i}", shape, dtype, quantization=quant))
-            shapes.append(tuple(shape))
-            dtypes.append(np.dtype(dtype))
-    if output_shape is None:
-        output_shape = np.broadcast_shapes(*shapes)
-    y = graph.add_tensor("y", output_shape, output_dtype if output_dtype is not None else dtypes[0], quantization=quant)
-    graph.add_operator(op, indices, [y], params, version=version)
-    graph.add_output(y)
-    builder.add_signature("serving_default", graph)
-    return builder.build()
+def binary_model(op, inputs, output_dtype=None, params=None, version=None, output_shape=None, quant=None) -> bytes:
+    """``inputs``: (shape, dtype) for a graph input, or an array for a constant, all quantized
+    ``quant``; the output has their broadcast shape and the first one's type by default."""
+    specs = [Const(spec, quant) if isinstance(spec, np.ndarray) else In(*spec, quant) for spec in inputs]
+    shapes = [spec.value.shape if isinstance(spec, Const) else tuple(spec.shape) for spec in specs]
+    first = specs[0].value.dtype if isinstance(specs[0], Const) else specs[0].dtype
+    output = Out(output_shape or np.broadcast_shapes(*shapes), output_dtype if output_dtype is not None else first, quant)
+    return single_op_model(op, specs, output, params, version=version)
 
 
 def name(value) -> str:
@@ -114,7 +100,7 @@ VERSION_CASES = [
     ids=[f"{c[0].name}-v{c[4]}-{np.dtype(c[1]).name}-{len(c[2])}d" for c in VERSION_CASES],
 )
 def test_binary_op_version_matches_litert(op, dtype, shape_x, shape_y, version, limit, nonzero):
-    model = single_op_model(op, [(shape_x, dtype), (shape_y, dtype)])
+    model = binary_model(op, [(shape_x, dtype), (shape_y, dtype)])
     assert stamped_version(model) == version
     rng = np.random.default_rng(version)
     low = 0 if np.dtype(dtype).kind == "u" else -limit
@@ -126,7 +112,7 @@ def test_binary_op_version_matches_litert(op, dtype, shape_x, shape_y, version, 
 
 
 def test_int32_pow_with_small_exponents_matches_litert():
-    model = single_op_model(B.POW, [([3, 4], np.int32), ([3, 4], np.int32)])
+    model = binary_model(B.POW, [([3, 4], np.int32), ([3, 4], np.int32)])
     assert stamped_version(model) == 1
     rng = np.random.default_rng(1)
     x = rng.integers(-6, 7, size=(3, 4)).astype(np.int32)
@@ -137,7 +123,7 @@ def test_int32_pow_with_small_exponents_matches_litert():
 @pytest.mark.parametrize("op", [B.ADD, B.SUB, B.MUL, B.DIV], ids=name)
 @pytest.mark.parametrize("activation", [Act.NONE, Act.RELU, Act.RELU6, Act.RELU_N1_TO_1, Act.TANH, Act.SIGN_BIT], ids=name)
 def test_fused_activation_clamps_like_litert_and_tanh_is_not_applied(op, activation):
-    model = single_op_model(op, [([4, 6], np.float32), ([6], np.float32)], params=PARAMS_WITH_ACTIVATION[op](activation))
+    model = binary_model(op, [([4, 6], np.float32), ([6], np.float32)], params=PARAMS_WITH_ACTIVATION[op](activation))
     rng = np.random.default_rng(int(activation))
     x = random_values([4, 6], np.float32, rng, -8, 8)
     y = random_values([6], np.float32, rng, -2, 2, nonzero=True)
@@ -147,14 +133,14 @@ def test_fused_activation_clamps_like_litert_and_tanh_is_not_applied(op, activat
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.int16], ids=name)
 @pytest.mark.parametrize("activation", [Act.RELU, Act.RELU6, Act.RELU_N1_TO_1], ids=name)
 def test_integer_add_fused_activation_clamps_like_litert(dtype, activation):
-    model = single_op_model(B.ADD, [([3, 5], dtype), ([3, 5], dtype)], params=AddParams(activation))
+    model = binary_model(B.ADD, [([3, 5], dtype), ([3, 5], dtype)], params=AddParams(activation))
     rng = np.random.default_rng(3)
     assert_matches_litert(model, [random_values([3, 5], dtype, rng, -9, 9), random_values([3, 5], dtype, rng, -9, 9)])
 
 
 def test_uint32_mul_with_relu_n1_to_1_clamps_to_one_like_litert():
     # CalculateActivationRange<uint32_t> turns the -1 bound into 0xFFFFFFFF.
-    model = single_op_model(B.MUL, [([6], np.uint32), ([6], np.uint32)], params=MulParams(Act.RELU_N1_TO_1))
+    model = binary_model(B.MUL, [([6], np.uint32), ([6], np.uint32)], params=MulParams(Act.RELU_N1_TO_1))
     x = np.array([0, 1, 2, 5, 100, 7], np.uint32)
     assert_matches_litert(model, [x, x])
 
@@ -162,7 +148,7 @@ def test_uint32_mul_with_relu_n1_to_1_clamps_to_one_like_litert():
 @pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # numpy notes the float overflow
 @pytest.mark.parametrize("op", [B.ADD, B.SUB, B.MUL], ids=name)
 def test_float_infinities_saturate_to_float_max_like_litert(op):
-    model = single_op_model(op, [([6], np.float32), ([6], np.float32)])
+    model = binary_model(op, [([6], np.float32), ([6], np.float32)])
     x = np.array([np.inf, -np.inf, np.nan, 3e38, 1.0, -2.0], np.float32)
     y = np.array([1.0, 1.0, 1.0, 3e38, np.nan, 0.5], np.float32)
     ours = assert_matches_litert(model, [x, y])
@@ -170,14 +156,14 @@ def test_float_infinities_saturate_to_float_max_like_litert(op):
 
 
 def test_float_div_by_zero_saturates_to_float_max_like_litert():
-    model = single_op_model(B.DIV, [([5], np.float32), ([5], np.float32)])
+    model = binary_model(B.DIV, [([5], np.float32), ([5], np.float32)])
     x = np.array([1.0, -1.0, 0.0, 2.0, np.nan], np.float32)
     y = np.array([0.0, 0.0, 0.0, -0.0, 1.0], np.float32)
     assert_matches_litert(model, [x, y])
 
 
 def test_int32_div_truncates_toward_zero_like_litert():
-    model = single_op_model(B.DIV, [([8], np.int32), ([8], np.int32)])
+    model = binary_model(B.DIV, [([8], np.int32), ([8], np.int32)])
     x = np.array([7, -7, 7, -7, 1, -1, 2**31 - 1, -(2**31)], np.int32)
     y = np.array([2, 2, -2, -2, 3, 3, 7, 3], np.int32)
     ours = assert_matches_litert(model, [x, y])
@@ -188,7 +174,7 @@ def test_int32_div_truncates_toward_zero_like_litert():
     "op, dtype", [(B.DIV, np.int32), (B.FLOOR_DIV, np.int32), (B.FLOOR_DIV, np.float32), (B.FLOOR_MOD, np.int64)], ids=name
 )
 def test_zero_divisor_fails_naming_the_op(op, dtype):
-    model = single_op_model(op, [([3], dtype), ([3], dtype)])
+    model = binary_model(op, [([3], dtype), ([3], dtype)])
     x = np.array([1, 2, 3], dtype)
     y = np.array([1, 0, 2], dtype)
     with pytest.raises(Exception):
@@ -198,19 +184,19 @@ def test_zero_divisor_fails_naming_the_op(op, dtype):
 
 
 def test_constant_zero_divisor_fails_at_allocate():
-    model = single_op_model(B.FLOOR_DIV, [([3], np.int32), np.array([1, 0, 2], np.int32)])
+    model = binary_model(B.FLOOR_DIV, [([3], np.int32), np.array([1, 0, 2], np.int32)])
     interpreter = Interpreter(model_content=model)
     with pytest.raises(KernelError, match="FLOOR_DIV.*division by zero"):
         interpreter.allocate_tensors()
 
 
 def test_float_floor_mod_zero_divisor_gives_nan_like_litert():
-    model = single_op_model(B.FLOOR_MOD, [([3], np.float32), ([3], np.float32)])
+    model = binary_model(B.FLOOR_MOD, [([3], np.float32), ([3], np.float32)])
     assert_matches_litert(model, [np.array([1, -2, 3], np.float32), np.array([0, 0, 2], np.float32)])
 
 
 def test_float_floor_mod_keeps_the_sign_of_zero_results_like_litert():
-    model = single_op_model(B.FLOOR_MOD, [([8], np.float32), ([8], np.float32)])
+    model = binary_model(B.FLOOR_MOD, [([8], np.float32), ([8], np.float32)])
     x = np.array([4, -4, 4, -4, 5.5, -5.5, 0.0, -0.0], np.float32)
     y = np.array([2, 2, -2, -2, 2, -2, -3, 3], np.float32)
     ours = assert_matches_litert(model, [x, y])
@@ -219,7 +205,7 @@ def test_float_floor_mod_keeps_the_sign_of_zero_results_like_litert():
 
 def test_float_floor_div_divides_in_double_like_litert():
     # float32(1) / float32(1.0000001) rounds to 1 in float32 but is just below 1 in double.
-    model = single_op_model(B.FLOOR_DIV, [([4], np.float32), ([4], np.float32)])
+    model = binary_model(B.FLOOR_DIV, [([4], np.float32), ([4], np.float32)])
     x = np.array([1.0, -1.0, 3.0, 0.3], np.float32)
     y = np.array([1.0000001, 1.0000001, 3.0000002, 0.1], np.float32)
     assert_matches_litert(model, [x, y])
@@ -227,21 +213,21 @@ def test_float_floor_div_divides_in_double_like_litert():
 
 @pytest.mark.parametrize("op", [B.MAXIMUM, B.MINIMUM], ids=name)
 def test_maximum_minimum_return_y_when_either_side_is_nan_like_litert(op):
-    model = single_op_model(op, [([2, 4], np.float32), ([4], np.float32)])
+    model = binary_model(op, [([2, 4], np.float32), ([4], np.float32)])
     x = np.array([[np.nan, 1.0, np.nan, -np.inf], [2.0, np.nan, 0.0, 5.0]], np.float32)
     y = np.array([1.0, np.nan, np.nan, 3.0], np.float32)
     assert_matches_litert(model, [x, y])
 
 
 def test_negative_int32_pow_exponent_fails_naming_the_op():
-    model = single_op_model(B.POW, [([2], np.int32), ([2], np.int32)])
+    model = binary_model(B.POW, [([2], np.int32), ([2], np.int32)])
     with pytest.raises(KernelError, match="POW.*negative"):
         run_ours(model, [np.array([2, 3], np.int32), np.array([1, -1], np.int32)])
 
 
 def test_add_with_a_constant_operand_matches_litert():
     bias = np.linspace(-1, 1, 8).astype(np.float32)
-    model = single_op_model(B.ADD, [([2, 3, 8], np.float32), bias], params=AddParams(Act.RELU))
+    model = binary_model(B.ADD, [([2, 3, 8], np.float32), bias], params=AddParams(Act.RELU))
     assert_matches_litert(model)
 
 
@@ -265,7 +251,7 @@ def test_non_constant_broadcast_operands_match_litert(op, shape_x, shape_y, tile
     out = np.empty(np.broadcast_shapes(shape_x, shape_y), np.float32)
     assert [tiled_operand(np.empty(s, np.float32), out) is not None for s in (shape_x, shape_y)] == tiled
     params = PARAMS_WITH_ACTIVATION[op](activation)
-    model = single_op_model(op, [(shape_x, np.float32), (shape_y, np.float32)], params=params)
+    model = binary_model(op, [(shape_x, np.float32), (shape_y, np.float32)], params=params)
     rng = np.random.default_rng(9)
     inputs = [random_values(shape, np.float32, rng) for shape in (shape_x, shape_y)]
     assert_matches_litert(model, inputs)
@@ -299,13 +285,13 @@ def test_mul_of_two_constants_is_folded_and_matches_litert():
 
 
 def test_int8_add_on_version_1_fails_naming_the_op():
-    model = single_op_model(B.ADD, [([2], np.int8), ([2], np.int8)], version=1)
+    model = binary_model(B.ADD, [([2], np.int8), ([2], np.int8)], version=1)
     with pytest.raises(KernelError, match="ADD v1.*INT8"):
         Interpreter(model_content=model).allocate_tensors()
 
 
 def test_quantized_int16_add_fails_naming_the_op():
-    model = single_op_model(B.ADD, [([2], np.int16), ([2], np.int16)], version=5, quant=quantization(0.5))
+    model = binary_model(B.ADD, [([2], np.int16), ([2], np.int16)], version=5, quant=quantization(0.5))
     with pytest.raises(KernelError, match="ADD v5.*quantized"):
         Interpreter(model_content=model).allocate_tensors()
 
@@ -323,13 +309,13 @@ def test_mixed_input_types_fail_naming_the_op():
 
 
 def test_complex_mul_with_fused_activation_fails_naming_the_op():
-    model = single_op_model(B.MUL, [([2], np.complex64), ([2], np.complex64)], params=MulParams(Act.RELU))
+    model = binary_model(B.MUL, [([2], np.complex64), ([2], np.complex64)], params=MulParams(Act.RELU))
     with pytest.raises(KernelError, match="MUL v6.*COMPLEX64"):
         Interpreter(model_content=model).allocate_tensors()
 
 
 def test_shapes_that_do_not_broadcast_fail_naming_the_op():
-    model = single_op_model(B.ADD, [([2, 3], np.float32), ([4], np.float32)], output_shape=[2, 3])
+    model = binary_model(B.ADD, [([2, 3], np.float32), ([4], np.float32)], output_shape=[2, 3])
     with pytest.raises(KernelError, match="ADD v1.*broadcast"):
         Interpreter(model_content=model).allocate_tensors()
 
@@ -366,7 +352,7 @@ def binary_cases(draw, op):
 def test_binary_ops_on_random_broadcast_shapes_match_litert(op, data):
     (shape_x, shape_y), dtype, activation, seed = data.draw(binary_cases(op))
     params = PARAMS_WITH_ACTIVATION[op](activation) if activation is not None else None
-    model = single_op_model(op, [(shape_x, dtype), (shape_y, dtype)], params=params)
+    model = binary_model(op, [(shape_x, dtype), (shape_y, dtype)], params=params)
     rng = np.random.default_rng(seed)
     divides = op in (B.DIV, B.FLOOR_DIV, B.FLOOR_MOD)
     limit = 100 if dtype.kind in "iu" else 4

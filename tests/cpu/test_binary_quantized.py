@@ -12,7 +12,7 @@ from hypothesis.extra import numpy as hnp
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
-from model_helpers import stamped_version
+from model_helpers import Const, In, Out, single_op_model, stamped_version
 from oracle import MODELS_DIR, assert_matches_litert, run_ours
 from schema.builder import ModelBuilder, quantization
 from schema.enums import ActivationFunctionType as Act
@@ -27,22 +27,10 @@ def quantized_model(op, inputs, output, params=None, version=None) -> bytes:
     """One node. ``inputs``: (shape, dtype, scale, zero_point) graph inputs, or
     (array, scale, zero_point) constants; ``output``: (shape, dtype, scale, zero_point).
     ``version`` overrides the stamped (minimum) version."""
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    indices = []
-    for i, spec in enumerate(inputs):
-        if isinstance(spec[0], np.ndarray):
-            value, scale, zero_point = spec
-            indices.append(graph.add_constant(f"c{i}", value, quantization=quantization(scale, zero_point)))
-        else:
-            shape, dtype, scale, zero_point = spec
-            indices.append(graph.add_input(f"x{i}", shape, dtype, quantization=quantization(scale, zero_point)))
+    specs = [Const(spec[0], quantization(*spec[1:])) if isinstance(spec[0], np.ndarray) else In(spec[0], spec[1], quantization(*spec[2:]))
+             for spec in inputs]
     shape, dtype, scale, zero_point = output
-    y = graph.add_tensor("y", shape, dtype, quantization=quantization(scale, zero_point))
-    graph.add_operator(op, indices, [y], params, version=version)
-    graph.add_output(y)
-    builder.add_signature("serving_default", graph)
-    return builder.build()
+    return single_op_model(op, specs, Out(shape, dtype, quantization(scale, zero_point)), params, version=version)
 
 
 

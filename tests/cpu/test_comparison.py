@@ -11,9 +11,9 @@ from hypothesis.extra import numpy as hnp
 from delegate_sdk.context import KernelError
 from delegate_sdk.op_resolver import UnsupportedOperatorError
 from interpreter import Interpreter
-from model_helpers import stamped_version
+from model_helpers import Const, In, Out, single_op_model, stamped_version
 from oracle import assert_matches_litert, run_ours
-from schema.builder import ModelBuilder, quantization
+from schema.builder import ModelBuilder
 from schema.enums import BuiltinOperator as B
 from schema.enums import TensorType as T
 from schema.enums import numpy_dtype
@@ -30,26 +30,12 @@ def as_dtype(dtype) -> np.dtype:
     return numpy_dtype(dtype) if isinstance(dtype, int) and not isinstance(dtype, bool) else np.dtype(dtype)
 
 
-def single_op_model(op, inputs, output_dtype, version=None, output_shape=None, quant=None) -> bytes:
-    """A one-node model. ``inputs``: (shape, dtype) for a graph input, or an array for a constant."""
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    indices, shapes = [], []
-    for i, spec in enumerate(inputs):
-        if isinstance(spec, np.ndarray):
-            indices.append(graph.add_constant(f"c{i}", spec))
-            shapes.append(spec.shape)
-        else:
-            shape, dtype = spec
-            indices.append(graph.add_input(f"x{i}", shape, dtype, quantization=quant))
-            shapes.append(tuple(shape))
-    if output_shape is None:
-        output_shape = np.broadcast_shapes(*shapes)
-    y = graph.add_tensor("y", output_shape, output_dtype)
-    graph.add_operator(op, indices, [y], version=version)
-    graph.add_output(y)
-    builder.add_signature("serving_default", graph)
-    return builder.build()
+def comparison_model(op, inputs, output_dtype, version=None, output_shape=None, quant=None) -> bytes:
+    """``inputs``: (shape, dtype) for a graph input (quantized ``quant``), or an array for a
+    constant; the output has their broadcast shape by default."""
+    specs = [Const(spec) if isinstance(spec, np.ndarray) else In(*spec, quant) for spec in inputs]
+    shapes = [spec.value.shape if isinstance(spec, Const) else tuple(spec.shape) for spec in specs]
+    return single_op_model(op, specs, Out(output_shape or np.broadcast_shapes(*shapes), output_dtype), version=version)
 
 
 
@@ -80,7 +66,7 @@ COMPARISON_CASES = [
     "op, dtype, version", COMPARISON_CASES, ids=[f"{c[0].name}-v{c[2]}-{name(c[1])}" for c in COMPARISON_CASES]
 )
 def test_comparison_version_matches_litert(op, dtype, version):
-    model = single_op_model(op, [([3, 1, 4], dtype), ([2, 4], dtype)], T.BOOL)
+    model = comparison_model(op, [([3, 1, 4], dtype), ([2, 4], dtype)], T.BOOL)
     assert stamped_version(model) == version
     rng = np.random.default_rng(version)
     assert_matches_litert(model, [tie_prone_values([3, 1, 4], dtype, rng), tie_prone_values([2, 4], dtype, rng)])
@@ -123,14 +109,14 @@ def string_values(shape, seed: int) -> np.ndarray:
 @pytest.mark.parametrize("op, version", EQUALITY_VERSION_CASES, ids=[f"{o.name}-v{v}" for o, v in EQUALITY_VERSION_CASES])
 def test_string_equality_at_every_version_litert_registers_matches_litert(op, version):
     """Strings as graph inputs, broadcast, at a version forced into the model."""
-    model = single_op_model(op, [([3, 1, 4], T.STRING), ([2, 4], T.STRING)], T.BOOL, version=version)
+    model = comparison_model(op, [([3, 1, 4], T.STRING), ([2, 4], T.STRING)], T.BOOL, version=version)
     assert stamped_version(model) == version
     assert_matches_litert(model, [string_values([3, 1, 4], version), string_values([2, 4], version + 10)])
 
 
 @pytest.mark.parametrize("op", [B.EQUAL, B.NOT_EQUAL], ids=name)
 def test_the_writer_stamps_string_equality_v3(op):
-    model = single_op_model(op, [([2], T.STRING), ([2], T.STRING)], T.BOOL)
+    model = comparison_model(op, [([2], T.STRING), ([2], T.STRING)], T.BOOL)
     assert stamped_version(model) == 3
 
 
@@ -144,21 +130,21 @@ PLAIN_AT_OTHER_VERSIONS = [
     "op, dtype, version", PLAIN_AT_OTHER_VERSIONS, ids=[f"{c[0].name}-v{c[2]}-{name(c[1])}" for c in PLAIN_AT_OTHER_VERSIONS]
 )
 def test_plain_equality_at_a_version_the_writer_does_not_stamp_for_its_type_matches_litert(op, dtype, version):
-    model = single_op_model(op, [([3, 1, 4], dtype), ([2, 4], dtype)], T.BOOL, version=version)
+    model = comparison_model(op, [([3, 1, 4], dtype), ([2, 4], dtype)], T.BOOL, version=version)
     rng = np.random.default_rng(version)
     assert_matches_litert(model, [tie_prone_values([3, 1, 4], dtype, rng), tie_prone_values([2, 4], dtype, rng)])
 
 
 @pytest.mark.parametrize("op, version", [(B.EQUAL, 6), (B.NOT_EQUAL, 5)], ids=lambda v: getattr(v, "name", str(v)))
 def test_string_equality_past_litert_s_versions_is_refused_naming_op_and_version(op, version):
-    model = single_op_model(op, [([2], T.STRING), ([2], T.STRING)], T.BOOL, version=version)
+    model = comparison_model(op, [([2], T.STRING), ([2], T.STRING)], T.BOOL, version=version)
     with pytest.raises(UnsupportedOperatorError, match=rf"{op.name}.*\b{version}\b"):
         Interpreter(model_content=model)
 
 
 @pytest.mark.parametrize("version", [1, 3, 4])
 def test_not_equal_on_plain_int16_is_refused_where_litert_leaves_the_output_unwritten(version):
-    model = single_op_model(B.NOT_EQUAL, [([2, 3], T.INT16), ([2, 3], T.INT16)], T.BOOL, version=version)
+    model = comparison_model(B.NOT_EQUAL, [([2, 3], T.INT16), ([2, 3], T.INT16)], T.BOOL, version=version)
     interpreter = Interpreter(model_content=model)
     with pytest.raises(KernelError, match="NOT_EQUAL on plain .*int16 is not supported"):
         interpreter.allocate_tensors()
@@ -166,27 +152,27 @@ def test_not_equal_on_plain_int16_is_refused_where_litert_leaves_the_output_unwr
 
 @pytest.mark.parametrize("op", [B.LOGICAL_AND, B.LOGICAL_OR], ids=name)
 def test_logical_binary_with_broadcasting_matches_litert(op):
-    model = single_op_model(op, [([2, 3, 4], T.BOOL), ([3, 1], T.BOOL)], T.BOOL)
+    model = comparison_model(op, [([2, 3, 4], T.BOOL), ([3, 1], T.BOOL)], T.BOOL)
     assert stamped_version(model) == 1
     assert_matches_litert(model)
 
 
 def test_logical_not_matches_litert():
-    model = single_op_model(B.LOGICAL_NOT, [([2, 5], T.BOOL)], T.BOOL)
+    model = comparison_model(B.LOGICAL_NOT, [([2, 5], T.BOOL)], T.BOOL)
     assert stamped_version(model) == 1
     assert_matches_litert(model)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.int64, np.bool_, np.int16], ids=name)
 def test_select_v1_elementwise_matches_litert(dtype):
-    model = single_op_model(B.SELECT, [([2, 3], T.BOOL), ([2, 3], dtype), ([2, 3], dtype)], as_dtype(dtype))
+    model = comparison_model(B.SELECT, [([2, 3], T.BOOL), ([2, 3], dtype), ([2, 3], dtype)], as_dtype(dtype))
     assert stamped_version(model) == 1
     assert_matches_litert(model)
 
 
 @pytest.mark.parametrize("condition_shape", [[], [3]], ids=["scalar", "one-per-row"])
 def test_select_v1_low_rank_condition_matches_litert(condition_shape):
-    model = single_op_model(
+    model = comparison_model(
         B.SELECT, [(condition_shape, T.BOOL), ([3, 2, 4], T.FLOAT32), ([3, 2, 4], T.FLOAT32)], T.FLOAT32, output_shape=[3, 2, 4]
     )
     assert stamped_version(model) == 1
@@ -195,7 +181,7 @@ def test_select_v1_low_rank_condition_matches_litert(condition_shape):
 
 
 def test_select_v1_single_elements_keep_the_declared_output_shape_like_litert():
-    model = single_op_model(
+    model = comparison_model(
         B.SELECT, [([1], T.BOOL), ([1, 1], T.FLOAT32), ([], T.FLOAT32)], T.FLOAT32, output_shape=[1]
     )
     for flag in (True, False):
@@ -205,7 +191,7 @@ def test_select_v1_single_elements_keep_the_declared_output_shape_like_litert():
 
 def test_select_v3_five_dimensional_matches_litert():
     shape = [2, 1, 3, 2, 2]
-    model = single_op_model(B.SELECT, [(shape, T.BOOL), (shape, T.FLOAT32), (shape, T.FLOAT32)], T.FLOAT32)
+    model = comparison_model(B.SELECT, [(shape, T.BOOL), (shape, T.FLOAT32), (shape, T.FLOAT32)], T.FLOAT32)
     assert stamped_version(model) == 3
     assert_matches_litert(model)
 
@@ -215,12 +201,12 @@ def test_select_uint32_values_match_litert(op):
     # TFLite's rule tests the condition (input 0, always BOOL) for UINT32, so it never
     # stamps these versions by itself: SELECT v4 / SELECT_V2 v2 are given explicitly.
     version = 4 if op == B.SELECT else 2
-    model = single_op_model(op, [([4], T.BOOL), ([4], T.UINT32), ([4], T.UINT32)], T.UINT32, version=version)
+    model = comparison_model(op, [([4], T.BOOL), ([4], T.UINT32), ([4], T.UINT32)], T.UINT32, version=version)
     assert_matches_litert(model)
 
 
 def test_select_v2_broadcasts_all_three_inputs_like_litert():
-    model = single_op_model(B.SELECT_V2, [([2, 1, 4], T.BOOL), ([3, 1], T.FLOAT32), ([1, 4], T.FLOAT32)], T.FLOAT32)
+    model = comparison_model(B.SELECT_V2, [([2, 1, 4], T.BOOL), ([3, 1], T.FLOAT32), ([1, 4], T.FLOAT32)], T.FLOAT32)
     assert stamped_version(model) == 1
     for seed in range(3):
         assert_matches_litert(model, seed=seed)
@@ -230,19 +216,19 @@ def test_select_v2_broadcasts_all_three_inputs_like_litert():
 
 
 def test_bool_ordering_comparison_fails_naming_the_op():
-    model = single_op_model(B.GREATER, [([3], T.BOOL), ([3], T.BOOL)], T.BOOL)
+    model = comparison_model(B.GREATER, [([3], T.BOOL), ([3], T.BOOL)], T.BOOL)
     with pytest.raises(KernelError, match="GREATER v1.*BOOL"):
         Interpreter(model_content=model).allocate_tensors()
 
 
 def test_select_v1_condition_that_does_not_fit_fails_naming_the_op():
-    model = single_op_model(B.SELECT, [([3], T.BOOL), ([2, 3], T.FLOAT32), ([2, 3], T.FLOAT32)], T.FLOAT32, output_shape=[2, 3])
+    model = comparison_model(B.SELECT, [([3], T.BOOL), ([2, 3], T.FLOAT32), ([2, 3], T.FLOAT32)], T.FLOAT32, output_shape=[2, 3])
     with pytest.raises(KernelError, match="SELECT v1.*condition shape"):
         Interpreter(model_content=model).allocate_tensors()
 
 
 def test_select_v2_with_non_bool_condition_fails_naming_the_op():
-    model = single_op_model(B.SELECT_V2, [([3], T.INT32), ([3], T.FLOAT32), ([3], T.FLOAT32)], T.FLOAT32)
+    model = comparison_model(B.SELECT_V2, [([3], T.INT32), ([3], T.FLOAT32), ([3], T.FLOAT32)], T.FLOAT32)
     with pytest.raises(KernelError, match="SELECT_V2 v1.*condition"):
         Interpreter(model_content=model).allocate_tensors()
 
@@ -259,7 +245,7 @@ def test_select_v2_with_non_bool_condition_fails_naming_the_op():
 )
 def test_comparisons_on_random_broadcast_shapes_match_litert(op, shapes, dtype, seed):
     shape_x, shape_y = shapes.input_shapes
-    model = single_op_model(op, [(shape_x, dtype), (shape_y, dtype)], T.BOOL)
+    model = comparison_model(op, [(shape_x, dtype), (shape_y, dtype)], T.BOOL)
     rng = np.random.default_rng(seed)
     assert_matches_litert(model, [tie_prone_values(shape_x, dtype, rng), tie_prone_values(shape_y, dtype, rng)])
 
@@ -274,7 +260,7 @@ def test_select_v2_on_random_broadcast_shapes_matches_litert(shapes, dtype, seed
     shape_c, shape_x, shape_y = shapes.input_shapes
     # TFLite keeps the declared output shape when every tensor has one element.
     output_shape = shapes.result_shape
-    model = single_op_model(B.SELECT_V2, [(shape_c, T.BOOL), (shape_x, dtype), (shape_y, dtype)], as_dtype(dtype), output_shape=output_shape)
+    model = comparison_model(B.SELECT_V2, [(shape_c, T.BOOL), (shape_x, dtype), (shape_y, dtype)], as_dtype(dtype), output_shape=output_shape)
     rng = np.random.default_rng(seed)
     inputs = [tie_prone_values(shape_c, np.bool_, rng), tie_prone_values(shape_x, dtype, rng), tie_prone_values(shape_y, dtype, rng)]
     ours = run_ours(model, inputs)

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from backends.cpu.kernels._float_reference import SAFE_MAGNITUDE, square_limit
+from model_helpers import Const, In, Out, single_op_model
 from oracle import run_litert, run_ours
 from schema.builder import ModelBuilder
 from schema.enums import ActivationFunctionType, BuiltinOperator, Padding
@@ -38,17 +39,8 @@ FC_ACTIVATIONS = [Act.NONE, Act.RELU, Act.RELU6, Act.RELU_N1_TO_1]  # FC refuses
 
 def one_node(op, input_shape, weights, bias, params, *, weights_are_input: bool = False) -> bytes:
     """A model of one ``op`` node: input x, weights (a constant, or a second input), bias."""
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    inputs = [graph.add_input("x", input_shape)]
-    inputs.append(graph.add_input("w", list(weights.shape)) if weights_are_input else graph.add_constant("w", weights))
-    if bias is not None:
-        inputs.append(graph.add_constant("b", bias))
-    y = graph.add_tensor("y", [1])
-    graph.add_operator(op, inputs, [y], params)
-    graph.add_output(y)
-    builder.add_signature("serving_default", graph)
-    return builder.build()
+    inputs = [In(input_shape), In(weights.shape) if weights_are_input else Const(weights)]
+    return single_op_model(op, inputs + ([] if bias is None else [Const(bias)]), Out([1]), params)
 
 
 def assert_bit_equal(model: bytes, inputs: list[np.ndarray]) -> np.ndarray:

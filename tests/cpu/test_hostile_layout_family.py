@@ -20,6 +20,7 @@ from backends.gpu.ops.reduce import require_reduced_shape
 from delegate_sdk.context import KernelError
 from delegate_sdk.delegate import DelegatePrepareError
 from interpreter import Interpreter
+from model_helpers import Const, Out, single_op_model
 from oracle import assert_matches_litert
 from schema.builder import ModelBuilder, quantization
 from schema.enums import BuiltinOperator as B
@@ -72,13 +73,7 @@ def delegate_fails(model: bytes, error=ModelError, match: str = "") -> BaseExcep
 
 
 def folded_node(op, constants, out_shape, version=1) -> bytes:
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    ins = [graph.add_constant(f"c{i}", np.asarray(value)) for i, value in enumerate(constants)]
-    y = graph.add_tensor("y", out_shape)
-    graph.add_operator(op, ins, [y], version=version)
-    graph.add_output(y)
-    return builder.build()
+    return single_op_model(op, [Const(np.asarray(value)) for value in constants], Out(out_shape), version=version)
 
 
 @pytest.mark.parametrize(
@@ -243,7 +238,7 @@ def test_a_dynamic_output_of_absurd_size_is_refused_naming_the_bytes(op, spec, v
 
 def test_fill_with_absurd_dims_is_refused_naming_the_bytes():
     model = single_op(B.FILL, [In([2], np.int32), np.float32(1.5)], [([-1, -1], np.float32)])
-    fails(model, [i32([1000, 1000])], match="output 'out0' of shape [1000, 1000] would need 3.81 MiB",
+    fails(model, [i32([1000, 1000])], match="output 'y0' of shape [1000, 1000] would need 3.81 MiB",
           experimental_arena_limit_bytes=1 << 20)
 
 

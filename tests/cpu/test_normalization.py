@@ -6,36 +6,29 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from model_helpers import stamped_version
+from model_helpers import In, Out, single_op_model, stamped_version
 from oracle import assert_matches_litert, run_ours
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
-from schema.builder import ModelBuilder, quantization
+from schema.builder import quantization
 from schema.enums import ActivationFunctionType, BuiltinOperator
 from schema.params import L2NormParams, LocalResponseNormalizationParams
 
 B = BuiltinOperator
 
 
-def single_op_model(op, shape, params, dtype=np.float32, **tensor_kwargs):
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    x = graph.add_input("x", shape, dtype, **tensor_kwargs)
-    y = graph.add_tensor("y", shape, dtype, **tensor_kwargs)
-    graph.add_operator(op, [x], [y], params)
-    graph.add_output(y)
-    builder.add_signature("serving_default", graph)
-    return builder.build()
+def normalization_model(op, shape, params, dtype=np.float32, q=None):
+    return single_op_model(op, [In(shape, dtype, q)], Out(shape, dtype, q), params)
 
 
 def l2_model(shape, **kwargs):
-    return single_op_model(B.L2_NORMALIZATION, shape, L2NormParams(), **kwargs)
+    return normalization_model(B.L2_NORMALIZATION, shape, L2NormParams(), **kwargs)
 
 
 def lrn_model(shape, radius=2, bias=1.0, alpha=0.5, beta=0.75):
     params = LocalResponseNormalizationParams(radius=radius, bias=bias, alpha=alpha, beta=beta)
-    return single_op_model(B.LOCAL_RESPONSE_NORMALIZATION, shape, params)
+    return normalization_model(B.LOCAL_RESPONSE_NORMALIZATION, shape, params)
 
 
 
@@ -67,13 +60,13 @@ def test_l2_normalization_property_matches_litert(shape, seed):
 
 
 def test_l2_normalization_with_a_fused_activation_is_refused_with_the_op_name():
-    model = single_op_model(B.L2_NORMALIZATION, [2, 3], L2NormParams(fused_activation_function=ActivationFunctionType.RELU))
+    model = normalization_model(B.L2_NORMALIZATION, [2, 3], L2NormParams(fused_activation_function=ActivationFunctionType.RELU))
     with pytest.raises(KernelError, match="L2_NORMALIZATION.*RELU"):
         Interpreter(model_content=model).allocate_tensors()
 
 
 def test_quantized_uint8_l2_normalization_is_refused_with_the_op_name():
-    model = l2_model([2, 4], dtype=np.uint8, quantization=quantization(1 / 128, 128))
+    model = l2_model([2, 4], dtype=np.uint8, q=quantization(1 / 128, 128))
     assert stamped_version(model) == 1
     with pytest.raises(KernelError, match="L2_NORMALIZATION v1.*quantized"):
         Interpreter(model_content=model).allocate_tensors()
@@ -126,6 +119,6 @@ def test_lrn_of_a_3d_input_is_refused_with_the_op_name():
 
 
 def test_lrn_of_an_int32_input_is_refused_with_the_op_name():
-    model = single_op_model(B.LOCAL_RESPONSE_NORMALIZATION, [1, 2, 2, 3], LocalResponseNormalizationParams(), dtype=np.int32)
+    model = normalization_model(B.LOCAL_RESPONSE_NORMALIZATION, [1, 2, 2, 3], LocalResponseNormalizationParams(), dtype=np.int32)
     with pytest.raises(KernelError, match="LOCAL_RESPONSE_NORMALIZATION v1.*INT32"):
         Interpreter(model_content=model).allocate_tensors()

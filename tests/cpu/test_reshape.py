@@ -1,6 +1,6 @@
 """RESHAPE, SQUEEZE, EXPAND_DIMS against LiteRT's reference kernels.
 
-The helpers at the top (``In``, ``single_op``, ``values``, ...) are shared by the other
+The helpers at the top (``single_op``, ``values``, ...; ``In`` is model_helpers') are shared by the other
 layout-op test files (``from test_reshape import ...``).
 """
 
@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
+from model_helpers import Const, In, Out, single_op_model
 from oracle import (
     FLOAT_ATOL,
     FLOAT_RTOL,
@@ -29,34 +30,12 @@ from schema.params import ExpandDimsParams, PackParams, ReshapeParams, ShapePara
 from schema.enums import TensorType
 
 
-class In:
-    """A model input in a test model spec (anything else is a constant)."""
-
-    def __init__(self, shape, dtype=np.float32, q=None):
-        self.shape, self.dtype, self.q = list(shape), np.dtype(dtype), q
-
-
 def single_op(op, inputs, outputs, params=None, version=None):
-    """A one-node model; ``outputs`` is a list of (shape, dtype[, quantization]).
-
-    A -1 in an output shape makes that dimension unknown (``shape_signature``)."""
-    builder = ModelBuilder()
-    g = builder.subgraph()
-    ins = []
-    for i, spec in enumerate(inputs):
-        if isinstance(spec, In):
-            ins.append(g.add_input(f"in{i}", spec.shape, spec.dtype, quantization=spec.q))
-        else:
-            ins.append(g.add_constant(f"const{i}", np.asarray(spec)))
-    outs = []
-    for j, (shape, dtype, *q) in enumerate(outputs):
-        signature = list(shape) if -1 in shape else None
-        outs.append(g.add_tensor(f"out{j}", [1 if d == -1 else d for d in shape], np.dtype(dtype),
-                                 quantization=q[0] if q else None, shape_signature=signature))
-        g.add_output(outs[-1])
-    g.add_operator(op, ins, outs, params, version=version)
-    builder.add_signature("serving_default", g)
-    return builder.build()
+    """A one-node model: ``inputs`` are ``In`` or constant values; ``outputs`` is a list of
+    (shape, dtype[, quantization]), a -1 in a shape making that dimension unknown."""
+    specs = [spec if isinstance(spec, In) else Const(np.asarray(spec)) for spec in inputs]
+    outs = [Out(shape, np.dtype(dtype), *q) for shape, dtype, *q in outputs]
+    return single_op_model(op, specs, outs, params, version=version)
 
 
 def version_of(model: bytes, node: int = 0) -> int:

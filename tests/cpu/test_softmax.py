@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from model_helpers import stamped_version
+from model_helpers import In, Out, single_op_model, stamped_version
 from oracle import MODELS_DIR, assert_matches_litert
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
-from schema.builder import ModelBuilder, quantization
+from schema.builder import quantization
 from schema.enums import BuiltinOperator
 from schema.params import LogSoftmaxParams, SoftmaxParams
 
@@ -19,15 +19,9 @@ B = BuiltinOperator
 
 
 def softmax_model(op, shape, beta=1.0, dtype=np.float32, version=None, **tensor_kwargs):
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    x = graph.add_input("x", shape, dtype, **tensor_kwargs)
-    y = graph.add_tensor("y", shape, dtype, **tensor_kwargs)
+    q = tensor_kwargs.get("quantization")
     params = SoftmaxParams(beta=beta) if op == B.SOFTMAX else LogSoftmaxParams()
-    graph.add_operator(op, [x], [y], params, version=version)
-    graph.add_output(y)
-    builder.add_signature("serving_default", graph)
-    return builder.build()
+    return single_op_model(op, [In(shape, dtype, q)], Out(shape, dtype, q), params, version=version)
 
 
 

@@ -7,9 +7,9 @@ import pytest
 
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
-from model_helpers import stamped_version
+from model_helpers import In, Out, single_op_model, stamped_version
 from oracle import assert_matches_litert, assert_outputs_equal, run_interpreter, run_ours
-from schema.builder import ModelBuilder, quantization
+from schema.builder import quantization
 from schema.enums import BuiltinOperator as B
 
 #: Float inputs with the edge cases of each op: signed zeros, infinities, NaN, halves.
@@ -23,15 +23,8 @@ def name(value) -> str:
     return getattr(value, "name", None) or np.dtype(value).name
 
 
-def single_op_model(op, shape, dtype, version=None, quant=None) -> bytes:
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    x = graph.add_input("x", shape, dtype, quantization=quant)
-    y = graph.add_tensor("y", shape, dtype, quantization=quant)
-    graph.add_operator(op, [x], [y], version=version)
-    graph.add_output(y)
-    builder.add_signature("serving_default", graph)
-    return builder.build()
+def unary_model(op, shape, dtype, version=None, quant=None) -> bytes:
+    return single_op_model(op, [In(shape, dtype, quant)], Out(shape, dtype, quant), version=version)
 
 
 
@@ -60,20 +53,20 @@ FLOAT_V1_OPS = [B.EXP, B.LOG, B.SQRT, B.RSQRT, B.SQUARE, B.ABS, B.NEG, B.SIN, B.
 @pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # SQUARE(1e30) is inf, as in TFLite
 @pytest.mark.parametrize("op", FLOAT_V1_OPS, ids=name)
 def test_float32_unary_v1_matches_litert(op):
-    model = single_op_model(op, [4, 16], np.float32)
+    model = unary_model(op, [4, 16], np.float32)
     assert stamped_version(model) == 1
     assert_matches_litert(model, [float_inputs(int(op))])
 
 
 @pytest.mark.parametrize("op", [B.CEIL, B.ROUND], ids=name)
 def test_float32_ceil_round_v1_match_litert_builtin_kernels(op):
-    model = single_op_model(op, [4, 16], np.float32)
+    model = unary_model(op, [4, 16], np.float32)
     assert stamped_version(model) == 1
     assert_matches_litert_builtin(model, [float_inputs(int(op), -1e3, 1e3)])
 
 
 def test_round_is_half_to_even_like_litert():
-    model = single_op_model(B.ROUND, [10], np.float32)
+    model = unary_model(B.ROUND, [10], np.float32)
     x = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, 2.4999998, 8388609.0, -0.49999997], np.float32)
     ours = assert_matches_litert_builtin(model, [x])
     np.testing.assert_array_equal(ours[0][:7], [-2, -2, -0, 0, 2, 2, 4])
@@ -81,20 +74,20 @@ def test_round_is_half_to_even_like_litert():
 
 @pytest.mark.parametrize("op, dtype", [(B.NEG, np.int32), (B.NEG, np.int64)], ids=["int32", "int64"])
 def test_integer_neg_v1_matches_litert(op, dtype):
-    model = single_op_model(op, [6], dtype)
+    model = unary_model(op, [6], dtype)
     assert stamped_version(model) == 1
     info = np.iinfo(dtype)
     assert_matches_litert(model, [np.array([0, 1, -1, 12345, info.max, info.min], dtype)])
 
 
 def test_float64_sign_v1_matches_litert():
-    model = single_op_model(B.SIGN, [4, 16], np.float64)
+    model = unary_model(B.SIGN, [4, 16], np.float64)
     assert stamped_version(model) == 1
     assert_matches_litert(model, [float_inputs(5).astype(np.float64)])
 
 
 def test_int32_sign_v2_matches_litert():
-    model = single_op_model(B.SIGN, [5], np.int32)
+    model = unary_model(B.SIGN, [5], np.int32)
     assert stamped_version(model) == 2
     assert_matches_litert(model, [np.array([0, 7, -7, 2**31 - 1, -(2**31)], np.int32)])
 
@@ -102,7 +95,7 @@ def test_int32_sign_v2_matches_litert():
 @pytest.mark.parametrize("dtype, version", [(np.int16, 4), (np.int32, 5)], ids=["int16-v4", "int32-v5"])
 def test_integer_abs_matches_litert_builtin_kernels(dtype, version):
     # LiteRT's reference resolver stops at ABS v3; its default kernels run v4 and v5.
-    model = single_op_model(B.ABS, [6], dtype)
+    model = unary_model(B.ABS, [6], dtype)
     assert stamped_version(model) == version
     info = np.iinfo(dtype)
     assert_matches_litert_builtin(model, [np.array([0, 3, -3, info.max, info.min, -1], dtype)])
@@ -112,18 +105,18 @@ def test_integer_abs_matches_litert_builtin_kernels(dtype, version):
 
 
 def test_quantized_int8_exp_on_version_1_fails_naming_the_op():
-    model = single_op_model(B.EXP, [3], np.int8, version=1, quant=quantization(0.1))
+    model = unary_model(B.EXP, [3], np.int8, version=1, quant=quantization(0.1))
     with pytest.raises(KernelError, match="EXP v1.*INT8"):
         Interpreter(model_content=model).allocate_tensors()
 
 
 def test_quantized_int16_abs_fails_naming_the_op():
-    model = single_op_model(B.ABS, [3], np.int16, version=4, quant=quantization(0.1))
+    model = unary_model(B.ABS, [3], np.int16, version=4, quant=quantization(0.1))
     with pytest.raises(KernelError, match="ABS v4.*quantized"):
         Interpreter(model_content=model).allocate_tensors()
 
 
 def test_int32_log_fails_naming_the_op():
-    model = single_op_model(B.LOG, [3], np.int32)
+    model = unary_model(B.LOG, [3], np.int32)
     with pytest.raises(KernelError, match="LOG v1.*INT32.*FLOAT32"):
         Interpreter(model_content=model).allocate_tensors()

@@ -36,6 +36,7 @@ from backends.gpu.cuda.sources import read_source
 from interpreter.testing import assert_matches_cpu
 from interpreter import Interpreter
 from kernel_twin import assert_twin_matches, run_both_ways
+from model_helpers import Const, In, Out, single_op_model
 from schema.builder import ModelBuilder
 from schema.enums import ActivationFunctionType as Act
 from schema.enums import BuiltinOperator as B
@@ -366,19 +367,10 @@ DEVICES = {"host": lambda: GpuDelegate(device="host"), "emulated-cuda": lambda: 
 def one_node_model(op, input_shapes, params=None, constant=None) -> bytes:
     """``op`` on float32 inputs of ``input_shapes`` (the last one the constant ``constant``
     when given); the output has the broadcast shape."""
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    inputs = []
-    for k, shape in enumerate(input_shapes):
-        if constant is not None and k == len(input_shapes) - 1:
-            inputs.append(graph.add_constant(f"c{k}", np.asarray(constant, F32).reshape(shape)))
-        else:
-            inputs.append(graph.add_input(f"x{k}", list(shape), F32))
-    out = graph.add_tensor("y", list(np.broadcast_shapes(*map(tuple, input_shapes))), F32)
-    graph.add_operator(op, inputs, [out], params)
-    graph.add_output(out)
-    builder.add_signature("serving_default", graph)
-    return builder.build()
+    inputs = [In(shape, F32) for shape in input_shapes]
+    if constant is not None:
+        inputs[-1] = Const(np.asarray(constant, F32).reshape(input_shapes[-1]))
+    return single_op_model(op, inputs, Out(np.broadcast_shapes(*map(tuple, input_shapes)), F32), params)
 
 
 ALPHA = np.linspace(-0.5, 1.5, 5)

@@ -27,7 +27,7 @@ from backends.gpu.ops import gpu_support_table
 from delegate_sdk.testing import plan_delegation
 from interpreter.testing import assert_matches_cpu
 from interpreter import Interpreter
-from model_helpers import stamped_version
+from model_helpers import Const, In, Out, single_op_model, stamped_version
 from oracle import litert_interpreter, run_interpreter
 from schema.builder import ModelBuilder, quantization
 from schema.enums import BuiltinOperator as B
@@ -58,36 +58,9 @@ DEVICES = {
 # -- building one-node models ---------------------------------------------------------------------
 
 
-class In:
-    """A runtime input of the model."""
-
-    def __init__(self, shape, dtype=np.float32, q=None) -> None:
-        self.shape, self.dtype, self.q = list(shape), dtype, q
-
-
-class Const:
-    """A constant input (quantized when ``q`` is given)."""
-
-    def __init__(self, value, q=None) -> None:
-        self.value, self.q = np.asarray(value), q
-
-
 def _build(op, inputs, outputs, params, shapes, version=None) -> bytes:
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    indices = []
-    for k, spec in enumerate(inputs):
-        if isinstance(spec, In):
-            indices.append(graph.add_input(f"x{k}", spec.shape, spec.dtype, quantization=spec.q))
-        else:
-            value = spec if isinstance(spec, Const) else Const(spec)
-            indices.append(graph.add_constant(f"c{k}", value.value, quantization=value.q))
-    outs = [graph.add_tensor(f"y{k}", shape, dtype, quantization=q) for k, ((dtype, q), shape) in enumerate(zip(outputs, shapes))]
-    graph.add_operator(op, indices, outs, params, version=version)
-    for t in outs:
-        graph.add_output(t)
-    builder.add_signature("serving_default", graph)
-    return builder.build()
+    return single_op_model(op, inputs, [Out(shape, dtype, q) for (dtype, q), shape in zip(outputs, shapes)], params,
+                           version=version)
 
 
 def model(op, inputs, outputs, params=None, *, version=None, resolver=None) -> bytes:
@@ -95,11 +68,7 @@ def model(op, inputs, outputs, params=None, *, version=None, resolver=None) -> b
     are what our CPU kernel's prepare gives (a first build with placeholder shapes finds
     them); ``version`` overrides the stamped version."""
     outputs = [o if isinstance(o, tuple) else (o, None) for o in outputs]
-    draft = _build(op, inputs, outputs, params, [[1]] * len(outputs))
-    interpreter = Interpreter(model_content=draft, op_resolver=resolver)
-    interpreter.allocate_tensors()
-    shapes = [list(interpreter.get_tensor(d["index"]).shape) for d in interpreter.get_output_details()]
-    return _build(op, inputs, outputs, params, shapes, version)
+    return single_op_model(op, inputs, [Out(None, *o) for o in outputs], params, version=version, resolver=resolver)
 
 
 def values(dtype, shape, seed, *, exact=False) -> np.ndarray:

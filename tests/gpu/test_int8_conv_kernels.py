@@ -48,6 +48,7 @@ from backends.gpu.cuda.sources import DepthwiseGeometry, depthwise_launch_config
 from interpreter import Interpreter
 from interpreter.testing import assert_matches_cpu
 from gpu_helpers import assert_tensors_equal_litert
+from model_helpers import Const, In, Out, single_op_model
 from oracle import litert_interpreter, run_interpreter
 from schema.builder import ModelBuilder, quantization
 from schema.enums import ActivationFunctionType as Act
@@ -219,16 +220,8 @@ DEVICES = [
 def one_node(op, x_spec, constants, params, out_spec) -> bytes:
     """``x_spec``: (shape, type, quantization) of the graph input; ``constants``: (values,
     type, quantization) per constant input (filter, bias); ``out_spec`` likewise."""
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    inputs = [graph.add_input("x", list(x_spec[0]), x_spec[1], quantization=x_spec[2])]
-    for i, (values, type_, q) in enumerate(constants):
-        inputs.append(graph.add_constant(f"c{i}", np.asarray(values, {T.INT32: np.int32, **NUMPY}[type_]), quantization=q))
-    out = graph.add_tensor("out", [1], out_spec[0], quantization=out_spec[1])
-    graph.add_operator(op, inputs, [out], params)
-    graph.add_output(out)
-    builder.add_signature("serving_default", graph)
-    return builder.build()
+    constant_inputs = [Const(np.asarray(values, {T.INT32: np.int32, **NUMPY}[type_]), q) for values, type_, q in constants]
+    return single_op_model(op, [In(*x_spec), *constant_inputs], Out([1], *out_spec), params)
 
 
 def output_scale(input_scale: float, filter_scale: float, taps: int) -> float:

@@ -24,6 +24,7 @@ from backends.cpu.quantization import quantize_multiplier
 from backends.gpu import GpuDelegate, emulated_cuda_device
 from interpreter.testing import assert_matches_cpu
 from kernel_twin import assert_twin_matches, run_both_ways
+from model_helpers import Const, In, Out, single_op_model
 from oracle import random_inputs, run_interpreter, run_litert
 from schema.builder import ModelBuilder, quantization
 from schema.enums import BuiltinOperator as B
@@ -46,17 +47,10 @@ def full_range(dtype, shape) -> np.ndarray:
 def cpu_one_node(op, x: np.ndarray, params, out_type=None, out_q=None, extra=None) -> np.ndarray:
     """``op`` on our CPU path, the input quantized (0.1, 3) and the output as given."""
     dtype = x.dtype.type
-    builder = ModelBuilder()
-    graph = builder.subgraph()
     zero = 3 if dtype == np.int8 else 131
-    inputs = [graph.add_input("x", list(x.shape), TYPES[dtype], quantization=quantization(0.1, zero))]
-    if extra is not None:
-        inputs.append(graph.add_constant("axes", np.asarray(extra, np.int32)))
-    out = graph.add_tensor("out", [1], out_type or TYPES[dtype], quantization=out_q or quantization(0.1, zero))
-    graph.add_operator(op, inputs, [out], params)
-    graph.add_output(out)
-    builder.add_signature("serving_default", graph)
-    interpreter = Interpreter(model_content=builder.build())
+    inputs = [In(x.shape, TYPES[dtype], quantization(0.1, zero))] + ([] if extra is None else [Const(np.asarray(extra, np.int32))])
+    model = single_op_model(op, inputs, Out([1], out_type or TYPES[dtype], out_q or quantization(0.1, zero)), params)
+    interpreter = Interpreter(model_content=model)
     interpreter.allocate_tensors()
     interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
     interpreter.invoke()

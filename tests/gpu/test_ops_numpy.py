@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
-from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 import pytest
@@ -31,6 +30,7 @@ from backends.gpu.ops import gpu_op_classes, gpu_support_table, select_op_class
 from delegate_sdk.node import Node
 from delegate_sdk.tensor import Allocation, RuntimeTensor
 from interpreter import Interpreter
+from model_helpers import In, Out, single_op_model
 from schema.builder import ModelBuilder, quantization
 from schema.enums import ActivationFunctionType, BuiltinOperator, FullyConnectedOptionsWeightsFormat, Padding
 from schema.model import Model
@@ -75,31 +75,9 @@ OPS_DIR = pathlib.Path(__file__).resolve().parents[2] / "backends" / "gpu" / "op
 # -- one-node models ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class In:
-    """A runtime input of the model (random values at run time)."""
-
-    shape: tuple[int, ...]
-    dtype: Any = np.float32
-
-
 def model(op: int, specs: Sequence[In | np.ndarray | None], params=None, *, version: int | None = None, out_dtype=np.float32) -> bytes:
     """One ``op`` node: an ``In`` is a model input, an array a constant, None an omitted input."""
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    indices = []
-    for k, spec in enumerate(specs):
-        if spec is None:
-            indices.append(-1)
-        elif isinstance(spec, In):
-            indices.append(graph.add_input(f"x{k}", list(spec.shape), spec.dtype))
-        else:
-            indices.append(graph.add_constant(f"c{k}", spec))
-    out = graph.add_tensor("out", [1], out_dtype)
-    graph.add_operator(op, indices, [out], params, version=version)
-    graph.add_output(out)
-    builder.add_signature("serving_default", graph)
-    return builder.build()
+    return single_op_model(op, specs, Out([1], out_dtype), params, version=version)
 
 
 def rand(shape, seed: int = 0, low: float = -1.0, high: float = 1.0) -> np.ndarray:

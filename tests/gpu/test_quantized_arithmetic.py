@@ -27,6 +27,7 @@ from delegate_sdk.tensor import Allocation, RuntimeTensor
 from delegate_sdk.testing import plan_delegation
 from interpreter.testing import assert_matches_cpu
 from interpreter import Interpreter
+from model_helpers import Const, In, Out, single_op_model
 from oracle import litert_interpreter, run_interpreter
 from schema.builder import ModelBuilder, quantization
 from schema.enums import ActivationFunctionType as Act
@@ -47,21 +48,8 @@ BINARY_PARAMS = {B.ADD: AddParams, B.SUB: SubParams, B.MUL: MulParams}
 def one_node_model(op, inputs, output, params=None, version=None) -> bytes:
     """One node. ``inputs``: (shape, dtype, quantization or None) graph inputs, or
     (array, quantization) constants; ``output``: (shape, dtype, quantization or None)."""
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    indices = []
-    for i, spec in enumerate(inputs):
-        if isinstance(spec[0], np.ndarray):
-            indices.append(graph.add_constant(f"c{i}", spec[0], quantization=spec[1]))
-        else:
-            shape, dtype, q = spec
-            indices.append(graph.add_input(f"x{i}", shape, dtype, quantization=q))
-    shape, dtype, q = output
-    y = graph.add_tensor("y", shape, dtype, quantization=q)
-    graph.add_operator(op, indices, [y], params, version=version)
-    graph.add_output(y)
-    builder.add_signature("serving_default", graph)
-    return builder.build()
+    specs = [Const(*spec) if isinstance(spec[0], np.ndarray) else In(*spec) for spec in inputs]
+    return single_op_model(op, specs, Out(*output), params, version=version)
 
 
 def stamped(model: bytes) -> int:

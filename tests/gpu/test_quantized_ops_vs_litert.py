@@ -18,8 +18,9 @@ import pytest
 
 from backends.gpu import GpuDelegate
 from interpreter import Interpreter
+from model_helpers import Const, In, Out, single_op_model
 from oracle import litert_interpreter, run_interpreter
-from schema.builder import ModelBuilder, quantization
+from schema.builder import quantization
 from schema.enums import ActivationFunctionType, BuiltinOperator, Padding, TensorType
 from schema.params import (
     AddParams,
@@ -47,29 +48,17 @@ SAME, VALID = Padding.SAME, Padding.VALID
 
 def x(shape, type_, scale=None, zero_point=0):
     """A model input."""
-    return ("input", list(shape), type_, None if scale is None else quantization(scale, zero_point))
+    return In(list(shape), type_, None if scale is None else quantization(scale, zero_point))
 
 
 def const(values, type_, quant=None):
     """A constant input."""
-    return ("constant", np.asarray(values, NP[type_]), type_, quant)
+    return Const(np.asarray(values, NP[type_]), quant)
 
 
 def model(op, inputs, output, params=None) -> bytes:
     """One node; ``output``: (shape, type, quantization or None). The builder stamps the version."""
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    indices = []
-    for i, (kind, value, type_, quant) in enumerate(inputs):
-        if kind == "input":
-            indices.append(graph.add_input(f"x{i}", value, type_, quantization=quant))
-        else:
-            indices.append(graph.add_constant(f"c{i}", value, quantization=quant))
-    shape, type_, quant = output
-    y = graph.add_tensor("y", list(shape), type_, quantization=quant)
-    graph.add_operator(op, indices, [y], params)
-    graph.add_output(y)
-    return builder.build()
+    return single_op_model(op, inputs, Out(*output), params)
 
 
 def signed_zero_point(rng) -> int:

@@ -20,8 +20,9 @@ from backends.gpu import GpuDelegate, emulated_cuda_device
 from delegate_sdk.testing import plan_delegation
 from interpreter.testing import assert_matches_cpu
 from interpreter import Interpreter
+from model_helpers import Const, In, Out, single_op_model
 from oracle import MODELS_DIR, litert_interpreter, run_interpreter
-from schema.builder import ModelBuilder, quantization
+from schema.builder import quantization
 from schema.enums import ActivationFunctionType, BuiltinOperator, Padding, TensorType
 from schema.model import Model
 from schema.params import DepthwiseConv2DParams, FullyConnectedParams, Pool2DParams, ReducerParams
@@ -86,23 +87,9 @@ def check(model: bytes, make_device, *, version: int, invokes: int = 4, seed: in
 def one_node(op, inputs, params, out_type, out_quant, *, version=None) -> bytes:
     """``inputs``: (name, shape, type, quantization, constant values or None) per input
     (None for an omitted one)."""
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    indices = []
-    for spec in inputs:
-        if spec is None:
-            indices.append(-1)
-            continue
-        name, shape, type_, quant, values = spec
-        if values is None:
-            indices.append(graph.add_input(name, list(shape), type_, quantization=quant))
-        else:
-            indices.append(graph.add_constant(name, np.asarray(values, NP[type_]), quantization=quant))
-    out = graph.add_tensor("out", [1], out_type, quantization=out_quant)
-    graph.add_operator(op, indices, [out], params, version=version)
-    graph.add_output(out)
-    builder.add_signature("serving_default", graph)
-    return builder.build()
+    specs = [None if spec is None else In(spec[1], spec[2], spec[3]) if spec[4] is None
+             else Const(np.asarray(spec[4], NP[spec[2]]), spec[3]) for spec in inputs]
+    return single_op_model(op, specs, Out([1], out_type, out_quant), params, version=version)
 
 
 # -- DEPTHWISE_CONV_2D --------------------------------------------------------------------------

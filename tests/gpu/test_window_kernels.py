@@ -29,7 +29,7 @@ from backends.gpu.cuda.windows import (
 from backends.gpu import GpuDelegate, emulated_cuda_device
 from interpreter import Interpreter
 from kernel_twin import assert_twin_matches, run_both_ways
-from schema.builder import ModelBuilder
+from model_helpers import Const, In, Out, single_op_model
 from schema.enums import ActivationFunctionType as Act
 from schema.enums import BuiltinOperator as B
 from schema.params import Pool2DParams, ReducerParams, ResizeBilinearParams, ResizeNearestNeighborParams
@@ -44,16 +44,8 @@ ACTIVATIONS = [Act.NONE, Act.RELU, Act.RELU6, Act.RELU_N1_TO_1, Act.TANH]
 def one_node(op, x_shape, params, extra=None) -> bytes:
     """One ``op`` node on a float32 input ``x``; ``extra``: a constant int32 second input
     (a resize's size, a mean's axes)."""
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    inputs = [graph.add_input("x", list(x_shape))]
-    if extra is not None:
-        inputs.append(graph.add_constant("size", np.asarray(extra, np.int32)))
-    out = graph.add_tensor("out", [1])
-    graph.add_operator(op, inputs, [out], params)
-    graph.add_output(out)
-    builder.add_signature("serving_default", graph)
-    return builder.build()
+    inputs = [In(x_shape)] + ([] if extra is None else [Const(np.asarray(extra, np.int32))])
+    return single_op_model(op, inputs, Out([1]), params)
 
 
 def cpu_result(model: bytes, x: np.ndarray) -> np.ndarray:

@@ -4,7 +4,7 @@
  * RELU fused activation) and runs them in its own kernel: one kernel per partition,
  * intermediate results in buffers it owns, partition inputs and outputs read and written
  * through the TfLiteTensor data pointers of the context. Built by
- * tests/interpreter/test_external_delegate.py (gcc -shared -fPIC -O1) and loaded both by
+ * tests/interpreter_tests/test_external_delegate.py (gcc -shared -fPIC -O1) and loaded both by
  * ai_edge_litert's load_delegate and by litedelegate's.
  *
  * Options (keys and values are strings, as tflite_plugin_create_delegate receives them):

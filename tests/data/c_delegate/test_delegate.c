@@ -11,7 +11,7 @@
  * and the TfLiteDelegate is zeroed (calloc) where the original's `new TfLiteDelegate`
  * leaves the members other than Prepare and flags uninitialised.
  *
- * Built by tests/interpreter/test_litert_delegate_library.py and loaded by both
+ * Built by tests/interpreter_tests/test_litert_delegate_library.py and loaded by both
  * ai_edge_litert's load_delegate and litedelegate's.
  */
 #include <stddef.h>

@@ -4,7 +4,7 @@
  * builtin_op_data.h of the LiteRT sources that ai-edge-litert 2.3.0 is built from,
  * because those headers are not installed with the wheel. Only the layout matters:
  * a plugin compiled against this file runs in ai-edge-litert and in litedelegate
- * alike, and tests/interpreter/test_external_delegate.py checks
+ * alike, and tests/interpreter_tests/test_external_delegate.py checks
  *   - every size and offset below against litedelegate's ctypes declarations
  *     (interpreter/external_delegate.py), through add_mul_delegate_layout_*(), and
  *   - against the installed LiteRT: sizeof(TfLiteNode) and sizeof(TfLiteRegistration)

@@ -11,7 +11,7 @@ import pytest
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
 from interpreter.arena import ArenaLimitError
-from model_helpers import one_node_model
+from model_helpers import In, Out, single_op_model
 from schema.builder import ModelBuilder
 from schema.enums import BuiltinOperator as B, TensorType as T
 from schema.params import ConcatenationParams, Conv2DParams, WhileParams
@@ -85,7 +85,7 @@ def test_a_kernel_out_of_memory_is_an_arena_limit_error_naming_the_node(monkeypa
 
     monkeypatch.setattr(relu.Relu, "prepare", prepare_out_of_memory)
     with pytest.raises(KernelError, match=r"node 0 \(RELU v1\) failed in prepare: MemoryError") as caught:
-        Interpreter(model_content=one_node_model(B.RELU, [4])).allocate_tensors()
+        Interpreter(model_content=single_op_model(B.RELU, [In([4])], Out([4]))).allocate_tensors()
     assert isinstance(caught.value.__cause__, ArenaLimitError)
     assert "out of memory: Unable to allocate 512. MiB" in str(caught.value.__cause__)
     assert isinstance(caught.value.__cause__.__cause__, MemoryError)
@@ -101,7 +101,7 @@ def test_a_delegate_out_of_memory_in_prepare_is_an_arena_limit_error(monkeypatch
         def prepare(self, context):
             raise MemoryError("Unable to allocate 275. MiB for an array")
 
-    interpreter = Interpreter(model_content=one_node_model(B.RELU, [4]))
+    interpreter = Interpreter(model_content=single_op_model(B.RELU, [In([4])], Out([4])))
     with pytest.raises(DelegatePrepareError, match="Restored original execution plan") as caught:
         interpreter.modify_graph_with_delegate(Greedy())
     assert isinstance(caught.value.__cause__, ArenaLimitError)

@@ -13,6 +13,7 @@ from schema.enums import BuiltinOperator
 from schema.versioning.runtime_version import (
     CURRENT_RELEASE,
     LITEDELEGATE_MIN_RUNTIME_VERSIONS,
+    LITEDELEGATE_RELEASES,
     TFLITE_MIN_RUNTIME_VERSIONS,
     UnknownOpVersionError,
     compare_versions,
@@ -213,3 +214,19 @@ def test_litedelegate_table_only_lists_op_versions_tflite_defines():
 
 def test_litedelegate_table_starts_with_depthwise_conv_2d_dilation():
     assert release_adding(B.DEPTHWISE_CONV_2D, 2, LITEDELEGATE_MIN_RUNTIME_VERSIONS) == "0.1.0"
+
+
+def test_the_release_groups_list_each_op_version_once_by_op_name():
+    seen: dict[tuple[int, int], str] = {}
+    for release, ops in LITEDELEGATE_RELEASES.items():
+        assert list(ops) == sorted(ops, key=lambda op: op.name), f"release {release}: keep its ops in name order"
+        for op, versions in ops.items():
+            assert versions and list(versions) == sorted(set(versions)), f"{op.name} in {release}: versions ascending, once"
+            for version in versions:
+                assert (op, version) not in seen, f"{op.name} v{version} is in release {seen[(op, version)]} and {release}"
+                seen[(op, version)] = release
+    assert seen == LITEDELEGATE_MIN_RUNTIME_VERSIONS
+
+
+def test_new_op_versions_go_in_the_group_of_the_release_being_developed():
+    assert list(LITEDELEGATE_RELEASES)[-1] == CURRENT_RELEASE

@@ -12,7 +12,7 @@ import pytest
 from backends.gpu import GpuDelegate
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
-from model_helpers import one_node_model
+from model_helpers import In, Out, single_op_model
 from schema.builder import ModelBuilder, quantization
 from schema.enums import BuiltinOperator as B, TensorType as T
 from schema.errors import ModelError
@@ -87,13 +87,14 @@ def test_a_tensor_no_node_writes_is_refused_at_load():
     ids=["nan", "inf", "negative", "zero", "huge-zero-point"],
 )
 def test_unusable_quantization_parameters_are_refused_at_load(scale, zero_point, message):
-    model = one_node_model(B.RELU, [4], T.INT8, quantization(scale, zero_point), quantization(0.5, 0))
-    with pytest.raises(ModelError, match=rf"tensor 0 \('x'\) quantization has .*{message}|tensor 0 \('x'\) quantization {message}"):
+    model = single_op_model(B.RELU, [In([4], T.INT8, quantization(scale, zero_point))], Out([4], T.INT8, quantization(0.5, 0)))
+    with pytest.raises(ModelError, match=rf"tensor 0 \('x0'\) quantization has .*{message}|tensor 0 \('x0'\) quantization {message}"):
         Interpreter(model_content=model)
 
 
 def test_per_channel_parameters_must_match_the_channels():
-    model = one_node_model(B.RELU, [2, 3], T.INT8, quantization([0.1, 0.2], 0, quantized_dimension=5), quantization(0.5, 0))
+    model = single_op_model(B.RELU, [In([2, 3], T.INT8, quantization([0.1, 0.2], 0, quantized_dimension=5))],
+                            Out([2, 3], T.INT8, quantization(0.5, 0)))
     with pytest.raises(ModelError, match="per-channel along dimension 5, but the tensor has rank 2"):
         Interpreter(model_content=model)
 
@@ -168,7 +169,7 @@ def test_the_gpu_delegate_keeps_to_the_interpreter_s_arena_limit():
     from backends.gpu.device import DeviceMemoryError
     from delegate_sdk.delegate import DelegatePrepareError
 
-    interpreter = Interpreter(model_content=one_node_model(B.RELU, [256, 1024]), experimental_arena_limit_bytes=1 << 20)
+    interpreter = Interpreter(model_content=single_op_model(B.RELU, [In([256, 1024])], Out([256, 1024])), experimental_arena_limit_bytes=1 << 20)
     with pytest.raises(DelegatePrepareError) as caught:
         interpreter.modify_graph_with_delegate(GpuDelegate(device="host"))
     cause = caught.value.__cause__

@@ -1,0 +1,94 @@
+"""Recipes of the type conversions: CAST, DEQUANTIZE, QUANTIZE and DENSIFY (a constant
+stored sparse); the source and target types make the version."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+
+from delegate_sdk.recipes.base import (
+    F16, F32, I8, I8Q, I16Q, I32, S2, U8Q, U16, U32, B, Graph, Kind, Recipe, hand_stamped, one_input, repack,
+)
+from schema.builder import quantization
+
+UNBUILDABLE = {
+    (B.QUANTIZE, 6): "no rule gives QUANTIZE v6 (TFLite's rules stop at 5); the CPU does not register it; no recipe",
+    (B.DEQUANTIZE, 4): "no rule gives DEQUANTIZE v4: TFLite's GetBuiltinOperatorVersion returns 1, 2, 3, 5, 6, 7 or 8 "
+                       "for it (v4 exists in the runtime tables), yet LiteRT registers it with the kernel of the others and "
+                       "so does the CPU (the recipe is the int8 model of v2, stamped v4 by hand)",
+}
+
+FAMILY = "type conversion"
+
+
+def cast(source: Kind, target: Kind) -> bytes:
+    return one_input(B.CAST, source, S2, S2, out=target, in_data_type=source.type, out_data_type=target.type)
+
+
+def dequantize(t: Kind, per_channel: bool = False) -> bytes:
+    m = Graph()
+    if per_channel:
+        x = m.g.add_constant("x", m.rng.integers(-100, 100, (3, 2)).astype(np.int8),
+                             quantization=quantization([0.1, 0.2, 0.3], 0, 0))
+    else:
+        x = m.input("x", S2, t)
+    y = m.tensor("y", (3, 2) if per_channel else S2, F32)
+    m.op(B.DEQUANTIZE, [x], [y])
+    return m.build(y)
+
+
+def quantize(target: Kind, per_channel: bool = False) -> bytes:
+    m = Graph()
+    x = m.input("x", (3, 2), F32)
+    q = quantization([0.1, 0.2, 0.3], 0, 0) if per_channel else target.q
+    y = m.g.add_tensor("y", [3, 2], target.type, quantization=q)
+    m.op(B.QUANTIZE, [x], [y])
+    return m.build(y)
+
+
+def densify() -> bytes:
+    """DENSIFY of a constant stored sparse (every dimension dense: the simplest format)."""
+    from schema import schema_generated as fb
+
+    dense = np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]], np.float32)
+    m = Graph()
+    w = m.g.add_constant("w", dense)
+    y = m.tensor("y", dense.shape, F32)
+    m.op(B.DENSIFY, [w], [y])
+    model = fb.ModelT.InitFromPackedBuf(m.build(y), 0)
+    tensor = next(t for t in model.subgraphs[0].tensors if t.name.decode() == "w")
+    sparsity = fb.SparsityParametersT()
+    sparsity.traversalOrder = [0, 1]
+    sparsity.blockMap = []
+    sparsity.dimMetadata = []
+    for size in dense.shape:
+        dim = fb.DimensionMetadataT()
+        dim.format = 0  # DENSE
+        dim.denseSize = size
+        sparsity.dimMetadata.append(dim)
+    tensor.sparsity = sparsity
+    return repack(model)
+
+
+def recipes() -> Iterator[Recipe]:
+    for version, (source, target) in {1: (F32, I32), 2: (U32, F32), 3: (I8, F32), 4: (U16, F32), 5: (F32, F16)}.items():
+        yield Recipe(B.CAST, version, lambda s=source, t=target: cast(s, t), f"{source.name} -> {target.name}", FAMILY)
+    dequantizations = {
+        1: ("uint8 quantized -> float32", lambda: dequantize(U8Q)),
+        2: ("int8 quantized -> float32", lambda: dequantize(I8Q)),
+        3: ("int16 quantized -> float32", lambda: dequantize(I16Q)),
+        5: ("int8 per channel (a constant) -> float32", lambda: dequantize(I8Q, per_channel=True)),
+    }
+    for version, (description, build) in dequantizations.items():
+        yield Recipe(B.DEQUANTIZE, version, build, description, FAMILY)
+    yield Recipe(B.DEQUANTIZE, 4, hand_stamped(lambda: dequantize(I8Q), 4), "int8 quantized -> float32", FAMILY,
+                 hand_stamped=UNBUILDABLE[(B.DEQUANTIZE, 4)])
+    quantizations = {
+        1: ("float32 -> int8", lambda: quantize(I8Q)),
+        2: ("float32 -> int16", lambda: quantize(I16Q)),
+        3: ("float32 -> int8 per channel", lambda: quantize(I8Q, per_channel=True)),
+    }
+    for version, (description, build) in quantizations.items():
+        yield Recipe(B.QUANTIZE, version, build, description, FAMILY)
+    yield Recipe(B.DENSIFY, 1, densify, "float32 constant stored sparse", FAMILY)
