@@ -13,12 +13,12 @@ from schema.enums import TensorType as T
 FAMILY = "detection"
 
 
-def topk(t: Kind, k: int = 2) -> bytes:
+def topk(t: Kind, k: int = 2, shape=S2) -> bytes:
     m = Graph()
-    x = m.input("x", S2, t)
+    x = m.input("x", shape, t)
     count = m.i32("k", k)
-    values = m.tensor("values", (S2[0], k), t)
-    indices = m.tensor("indices", (S2[0], k), I32)
+    values = m.tensor("values", (*shape[:-1], k), t)
+    indices = m.tensor("indices", (*shape[:-1], k), I32)
     m.op(B.TOPK_V2, [x, count], [values, indices])
     return m.build(values, indices)
 

@@ -442,3 +442,38 @@ def test_ssd_model_ending_in_detection_postprocess_gives_litert_outputs(quantize
     inputs = [feature_map(quantized_head, seed)]
     outputs = assert_matches_litert_where_written(model, custom, inputs, bit_exact=quantized_head)
     assert outputs[3][0] > 0  # some detections, so the comparison covers boxes, classes and scores
+
+
+# -- the GPU delegate keeps these ops on the CPU -------------------------------------------------
+
+
+def test_the_gpu_delegate_runs_the_ssd_head_and_leaves_the_postprocess_on_the_cpu_saying_why():
+    from backends.gpu import GpuDelegate
+
+    custom = options(use_regular_nms=True, nms_score_threshold=0.4)
+    model = ssd_head_model(False, custom)
+    interpreter = Interpreter(model_content=model, experimental_delegates=[GpuDelegate(device="host")])
+    placements = interpreter.node_placements()
+    assert [p.delegated for p in placements] == [True] * 5 + [False]
+    (reason,) = placements[-1].rejections
+    assert reason == f"{POSTPROCESS} v1: GpuDelegate does not support {POSTPROCESS}"
+    expected = run_litert(model, [feature_map(False)])
+    ours = run_interpreter(interpreter, [feature_map(False)])
+    rows = written_rows(custom, int(expected[3][0]))
+    for got, want in zip(ours[:3], expected[:3]):
+        assert_outputs_equal([got[0, rows]], [want[0, rows]])
+
+
+def test_the_gpu_delegate_leaves_topk_unique_and_nms_on_the_cpu_saying_why():
+    from backends.gpu import GpuDelegate
+    from test_non_max_suppression import V4, V5, nms_model
+    from test_topk import topk_model
+    from test_unique import unique_model
+
+    models = {"TOPK_V2": topk_model([4, 9], 3), "UNIQUE": unique_model(10),
+              "NON_MAX_SUPPRESSION_V4": nms_model(V4, 10), "NON_MAX_SUPPRESSION_V5": nms_model(V5, 10, sigma=0.5)}
+    for op, model in models.items():
+        interpreter = Interpreter(model_content=model, experimental_delegates=[GpuDelegate(device="host")])
+        (placement,) = interpreter.node_placements()
+        assert placement.runs_on == "CPU"
+        assert placement.rejections == (f"{op} v1: GpuDelegate does not support {op}",)

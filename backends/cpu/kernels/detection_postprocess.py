@@ -127,8 +127,10 @@ def decode_boxes(encodings: np.ndarray, anchors: np.ndarray, scales) -> BoxCorne
 
 class Overlaps:
     """Per box, the boxes whose IoU with it is above the threshold (as TFLite computes it,
-    the selected box first): one row per box, computed when first asked, kept for the invoke
-    (regular NMS asks for the same boxes class after class)."""
+    the selected box first): rows computed when first needed, in blocks (the candidates next
+    in line), and kept for the invoke (regular NMS asks for the same boxes class after class)."""
+
+    BLOCK = 64
 
     def __init__(self, boxes: BoxCorners, iou_threshold: np.float32) -> None:
         self.boxes = boxes
@@ -136,28 +138,32 @@ class Overlaps:
         self.every_box = np.arange(len(boxes.area))
         self.rows: dict[int, np.ndarray] = {}
 
-    def of(self, box: int) -> np.ndarray:
-        row = self.rows.get(box)
-        if row is None:
-            row = self.rows[box] = self.boxes.iou(box, self.every_box) > self.iou_threshold
-        return row
+    def of(self, order: np.ndarray, suppressed: np.ndarray, position: int) -> np.ndarray:
+        """The row of box ``order[position]``; when it is missing, those of the next
+        candidates still in the running too (``order`` from ``position`` on, not ``suppressed``)."""
+        box = int(order[position])
+        if box not in self.rows:
+            next_in_line = order[position:][~suppressed[position:]][: self.BLOCK].tolist()
+            missing = np.array([b for b in next_in_line if b not in self.rows], np.int64)
+            block = self.boxes.iou(missing[:, None], self.every_box[None, :]) > self.iou_threshold
+            self.rows.update(zip(missing.tolist(), block))
+        return self.rows[box]
 
 
 def single_class_nms(overlaps: Overlaps, scores: np.ndarray, score_threshold, limit: int) -> list[int]:
     """``NonMaxSuppressionSingleClassHelper``: the selected box indices, best first."""
     kept = np.flatnonzero(scores >= score_threshold)
     order = kept[np.argsort(-scores[kept], kind="stable")]
-    alive = np.ones(order.size, bool)
+    limit = min(order.size, limit)
+    suppressed = np.zeros(order.size, bool)
     selected: list[int] = []
-    position = -1
-    while len(selected) < min(order.size, limit):
-        following = np.flatnonzero(alive[position + 1 :])
-        if following.size == 0:
+    for position in range(order.size):
+        if len(selected) >= limit:
             break
-        position += 1 + int(following[0])
-        best = int(order[position])
-        selected.append(best)
-        alive[position + 1 :] &= ~overlaps.of(best)[order[position + 1 :]]
+        if suppressed[position]:
+            continue
+        selected.append(int(order[position]))
+        suppressed[position + 1 :] |= overlaps.of(order, suppressed, position)[order[position + 1 :]]
     return selected
 
 

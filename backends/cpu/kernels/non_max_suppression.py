@@ -45,6 +45,10 @@ class BoxCorners:
     def __init__(self, ymin: np.ndarray, xmin: np.ndarray, ymax: np.ndarray, xmax: np.ndarray) -> None:
         self.ymin, self.xmin, self.ymax, self.xmax = ymin, xmin, ymax, xmax
         self.area = (ymax - ymin) * (xmax - xmin)
+        # Without NaN, np.minimum/np.maximum decide as std::min/std::max do (they may differ
+        # only in the sign of a zero, which no comparison sees): the faster path.
+        finite = not any(np.isnan(corner).any() for corner in (ymin, xmin, ymax, xmax))
+        self._min, self._max = (np.minimum, np.maximum) if finite else (_cpp_min, _cpp_max)
 
     @classmethod
     def of_corner_pairs(cls, boxes: np.ndarray) -> "BoxCorners":
@@ -58,12 +62,12 @@ class BoxCorners:
         """IoU of box(es) ``i`` with box(es) ``j`` (indices or index arrays, broadcast):
         TFLite's ``ComputeIntersectionOverUnion(boxes, i, j)``, zero when an area is not
         positive. The order matters only for NaN corners (``std::min``/``std::max``)."""
-        top = _cpp_min(self.ymax[i], self.ymax[j])
-        right = _cpp_min(self.xmax[i], self.xmax[j])
-        bottom = _cpp_max(self.ymin[i], self.ymin[j])
-        left = _cpp_max(self.xmin[i], self.xmin[j])
+        top = self._min(self.ymax[i], self.ymax[j])
+        right = self._min(self.xmax[i], self.xmax[j])
+        bottom = self._max(self.ymin[i], self.ymin[j])
+        left = self._max(self.xmin[i], self.xmin[j])
         zero = np.float32(0)
-        intersection = _cpp_max(top - bottom, zero) * _cpp_max(right - left, zero)
+        intersection = self._max(top - bottom, zero) * self._max(right - left, zero)
         with np.errstate(divide="ignore", invalid="ignore"):
             iou = intersection / (self.area[i] + self.area[j] - intersection)
         return np.where((self.area[i] <= 0) | (self.area[j] <= 0), zero, iou)
