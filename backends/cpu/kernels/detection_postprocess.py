@@ -108,7 +108,8 @@ def dequantized(tensor: RuntimeTensor, values: np.ndarray) -> np.ndarray:
         return values
     scale = np.float32(tensor.quantization.scale[0])
     zero_point = np.float32(int(tensor.quantization.zero_point[0]))
-    return (values.astype(np.float32) - zero_point) * scale
+    with np.errstate(over="ignore"):  # a huge scale gives inf, as in TFLite
+        return (values.astype(np.float32) - zero_point) * scale
 
 
 def decode_boxes(encodings: np.ndarray, anchors: np.ndarray, scales) -> BoxCorners:

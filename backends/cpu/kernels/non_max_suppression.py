@@ -44,7 +44,8 @@ class BoxCorners:
 
     def __init__(self, ymin: np.ndarray, xmin: np.ndarray, ymax: np.ndarray, xmax: np.ndarray) -> None:
         self.ymin, self.xmin, self.ymax, self.xmax = ymin, xmin, ymax, xmax
-        self.area = (ymax - ymin) * (xmax - xmin)
+        with np.errstate(all="ignore"):  # inf and NaN corners give C++'s inf and NaN, silently
+            self.area = (ymax - ymin) * (xmax - xmin)
         # Without NaN, np.minimum/np.maximum decide as std::min/std::max do (they may differ
         # only in the sign of a zero, which no comparison sees): the faster path.
         finite = not any(np.isnan(corner).any() for corner in (ymin, xmin, ymax, xmax))
@@ -67,8 +68,8 @@ class BoxCorners:
         bottom = self._max(self.ymin[i], self.ymin[j])
         left = self._max(self.xmin[i], self.xmin[j])
         zero = np.float32(0)
-        intersection = self._max(top - bottom, zero) * self._max(right - left, zero)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(all="ignore"):  # inf and NaN corners give C++'s inf and NaN, silently
+            intersection = self._max(top - bottom, zero) * self._max(right - left, zero)
             iou = intersection / (self.area[i] + self.area[j] - intersection)
         return np.where((self.area[i] <= 0) | (self.area[j] <= 0), zero, iou)
 
@@ -209,14 +210,15 @@ def _decay(candidate: list, ious: np.ndarray, iou_threshold: float, score_thresh
     """Soft suppression of ``candidate`` by each IoU in turn (float32, as TFLite's loop);
     True when one IoU reaches the threshold first (hard suppression)."""
     score = np.float32(candidate[0])
-    for iou in ious:
-        if iou >= np.float32(iou_threshold):
-            return True
-        exponent = np.float32(scale * iou) * iou
-        score = np.float32(score * np.float32(math.exp(exponent)))
-        candidate[0] = float(score)
-        if score <= np.float32(score_threshold):
-            break
+    with np.errstate(all="ignore"):  # inf and NaN as in C++, silently
+        for iou in ious:
+            if iou >= np.float32(iou_threshold):
+                return True
+            exponent = np.float32(scale * iou) * iou  # <= 0 or NaN: math.exp cannot overflow
+            score = np.float32(score * np.float32(math.exp(exponent)))
+            candidate[0] = float(score)
+            if score <= np.float32(score_threshold):
+                break
     return False
 
 
