@@ -48,6 +48,10 @@ class FlexbufferMap:
             return value
         raise CustomOptionsError(f"custom option {key!r} is {value!r}, not a number")
 
+    def is_null(self, key: str) -> bool:
+        """``IsNull``: the key is missing (or holds null); kernels use it for defaults."""
+        return self.values.get(key) is None
+
     def as_int64(self, key: str) -> int:
         """``AsInt64``: 0 when missing, floats truncated toward zero."""
         return int(self._number(key))

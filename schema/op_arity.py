@@ -86,6 +86,9 @@ ARITY: dict[int, Arity] = {
     B.IF: Arity(1, MANY, 0, MANY),
     # LSTM: the full kernel (20 or 24 inputs, 1 output) or the basic one (5 inputs, 4 outputs).
     B.LSTM: Arity(5, 24, 1, 4, optional=_LSTM_OPTIONAL),
+    # Five inputs: (indices, count); six (soft NMS, whichever op): (indices, scores, count).
+    B.NON_MAX_SUPPRESSION_V4: Arity(5, 6, 2, 3),
+    B.NON_MAX_SUPPRESSION_V5: Arity(5, 6, 2, 3),
     B.ONE_HOT: _fixed(4),
     B.PACK: Arity(1, MANY),
     B.PAD: Arity(2, 3, optional=frozenset({2})),
@@ -105,6 +108,9 @@ ARITY: dict[int, Arity] = {
     B.TRANSPOSE_CONV: Arity(3, 4, optional=frozenset({3})),
     B.UNIDIRECTIONAL_SEQUENCE_LSTM: Arity(20, 24, optional=_LSTM_OPTIONAL),
     B.UNIDIRECTIONAL_SEQUENCE_RNN: _fixed(5),
+    B.TOPK_V2: _fixed(2, 2),
+    B.TRANSPOSE_CONV: Arity(3, 4, optional=frozenset({3})),
+    B.UNIQUE: _fixed(1, 2),
     B.UNPACK: Arity(1, 1, 1, MANY),
     B.VAR_HANDLE: _fixed(0),
     B.WHILE: Arity(0, MANY, 0, MANY),

@@ -24,10 +24,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 # branches that close gaps in different groups from touching the same lines).
 #: Builtin (op, versions) LiteRT registers and the CPU does not run.
 KNOWN_GAPS: dict[str, tuple[int, ...]] = {
-    # detection
-    "NON_MAX_SUPPRESSION_V4": (1,),
-    "NON_MAX_SUPPRESSION_V5": (1,),
-    "TOPK_V2": (1, 2, 3),
     # text: embeddings, hashtables, hashing
     "EMBEDDING_LOOKUP": (1, 2, 3, 4, 5),
     "EMBEDDING_LOOKUP_SPARSE": (1,),
@@ -43,7 +39,6 @@ KNOWN_GAPS: dict[str, tuple[int, ...]] = {
     "RANDOM_STANDARD_NORMAL": (1,),
     "RANDOM_UNIFORM": (1,),
     # shape, data movement and scatter
-    "UNIQUE": (1,),
     # windows in 3-D and general
     "CONV_3D": (1,),
     "CONV_3D_TRANSPOSE": (1,),
@@ -105,9 +100,7 @@ KNOWN_STABLEHLO_GAPS: dict[str, tuple[int, ...]] = {
 }
 
 #: LiteRT's default custom ops the CPU does not run.
-KNOWN_CUSTOM_GAPS: dict[str, tuple[int, ...]] = {
-    "TFLite_Detection_PostProcess": (1,),
-}
+KNOWN_CUSTOM_GAPS: dict[str, tuple[int, ...]] = {}
 
 GAPS = {"builtin": KNOWN_GAPS, "stablehlo": KNOWN_STABLEHLO_GAPS, "custom": KNOWN_CUSTOM_GAPS}
 LIST_NAMES = {"builtin": "KNOWN_GAPS", "stablehlo": "KNOWN_STABLEHLO_GAPS", "custom": "KNOWN_CUSTOM_GAPS"}

@@ -44,3 +44,8 @@ def test_bytes_that_are_not_a_map_are_refused(data, message):
 def test_a_string_value_read_as_a_number_is_refused():
     with pytest.raises(CustomOptionsError, match="custom option 'mode' is 'fast', not a number"):
         FlexbufferMap(flexbuffer_bytes({"mode": "fast"})).as_int64("mode")
+
+
+def test_is_null_tells_a_missing_key_from_a_zero():
+    options = FlexbufferMap(flexbuffer_bytes({"detections_per_class": 0}))
+    assert (options.is_null("detections_per_class"), options.is_null("use_regular_nms")) == (False, True)
