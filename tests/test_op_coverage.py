@@ -47,7 +47,6 @@ KNOWN_GAPS: dict[str, tuple[int, ...]] = {
     "ABS": (2, 3),
     "ADD": (6,),
     "BROADCAST_TO": (4,),
-    "CAST": (6, 7, 8, 9),
     "CONCATENATION": (5, 6, 7),
     "CONV_2D": (7,),
     "COS": (2,),

@@ -75,8 +75,5 @@ def recipes() -> Iterator[Recipe]:
     for version, source in {6: I4, 7: I2, 8: U4}.items():
         yield r(B.DEQUANTIZE, version, f"{source.name} -> float32",
                 lambda source=source: typed_inputs(B.DEQUANTIZE, [source], [S2], F32, S2))
-    for version, (source, target) in {6: (I4, F32), 7: (BF16, F32), 8: (I2, F32)}.items():
-        yield r(B.CAST, version, f"{source.name} -> {target.name}",
-                lambda s=source, t=target: typed_inputs(B.CAST, [s], [S2], t, S2))
     for version, target in {4: I4, 5: U4}.items():
         yield r(B.QUANTIZE, version, f"float32 -> {target.name}", lambda t=target: typed_inputs(B.QUANTIZE, [F32], [S2], t, S2))

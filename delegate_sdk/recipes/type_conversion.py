@@ -8,11 +8,14 @@ from typing import Iterator
 import numpy as np
 
 from delegate_sdk.recipes.base import (
-    F16, F32, I8, I8Q, I16Q, I32, S2, U8Q, U16, U32, B, Graph, Kind, Recipe, hand_stamped, one_input, repack,
+    BF16, F16, F32, I2, I4, I8, I8Q, I16Q, I32, S2, U4, U8Q, U16, U32, B, Graph, Kind, Recipe, hand_stamped, one_input,
+    repack,
 )
 from schema.builder import quantization
 
 UNBUILDABLE = {
+    (B.CAST, 9): "LiteRT 2.3 registers CAST v9, which no rule here gives (TFLite's rules stop at 8); the CPU runs it "
+                 "with the kernel of the others (the recipe is float32 -> int4, stamped v9 by hand)",
     (B.QUANTIZE, 6): "no rule gives QUANTIZE v6 (TFLite's rules stop at 5); the CPU does not register it; no recipe",
     (B.DEQUANTIZE, 4): "no rule gives DEQUANTIZE v4: TFLite's GetBuiltinOperatorVersion returns 1, 2, 3, 5, 6, 7 or 8 "
                        "for it (v4 exists in the runtime tables), yet LiteRT registers it with the kernel of the others and "
@@ -24,6 +27,27 @@ FAMILY = "type conversion"
 
 def cast(source: Kind, target: Kind) -> bytes:
     return one_input(B.CAST, source, S2, S2, out=target, in_data_type=source.type, out_data_type=target.type)
+
+
+def cast_constant(source: Kind, target: Kind, numbers) -> bytes:
+    """CAST of a constant (int4, int2: types LiteRT's ``set_tensor`` refuses or limits)."""
+    m = Graph()
+    x = m.const("x", np.asarray(numbers), source)
+    y = m.tensor("y", np.shape(numbers), target)
+    m.op(B.CAST, [x], [y], in_data_type=source.type, out_data_type=target.type)
+    return m.build(y)
+
+
+def cast_through_bfloat16() -> bytes:
+    """float32 -> CAST -> bfloat16 -> CAST -> float32: LiteRT's Python API neither feeds nor
+    reads bfloat16, so the node under test (node 0) is followed by its way back."""
+    m = Graph()
+    x = m.input("x", S2, F32)
+    half = m.tensor("half", S2, BF16)
+    y = m.tensor("y", S2, F32)
+    m.op(B.CAST, [x], [half], in_data_type=F32.type, out_data_type=BF16.type)
+    m.op(B.CAST, [half], [y], in_data_type=BF16.type, out_data_type=F32.type)
+    return m.build(y)
 
 
 def dequantize(t: Kind, per_channel: bool = False) -> bytes:
@@ -74,6 +98,12 @@ def densify() -> bytes:
 def recipes() -> Iterator[Recipe]:
     for version, (source, target) in {1: (F32, I32), 2: (U32, F32), 3: (I8, F32), 4: (U16, F32), 5: (F32, F16)}.items():
         yield Recipe(B.CAST, version, lambda s=source, t=target: cast(s, t), f"{source.name} -> {target.name}", FAMILY)
+    int4, int2 = [[-8, -3, 0], [1, 5, 7]], [[-2, -1, 0], [1, 0, -2]]
+    yield Recipe(B.CAST, 6, lambda: cast_constant(I4, F32, int4), "int4 constant -> float32", FAMILY)
+    yield Recipe(B.CAST, 7, cast_through_bfloat16, "float32 -> bfloat16 (and back, node 1)", FAMILY)
+    yield Recipe(B.CAST, 8, lambda: cast_constant(I2, F32, int2), "int2 constant -> float32", FAMILY)
+    yield Recipe(B.CAST, 9, hand_stamped(lambda: one_input(B.CAST, F32, S2, S2, out=I4), 9), "float32 -> int4", FAMILY,
+                 hand_stamped=UNBUILDABLE[(B.CAST, 9)])
     dequantizations = {
         1: ("uint8 quantized -> float32", lambda: dequantize(U8Q)),
         2: ("int8 quantized -> float32", lambda: dequantize(I8Q)),

@@ -8,8 +8,9 @@ Two tables with the same shape, ``{(BuiltinOperator, version): release}``:
     tensorflow/tensorflow at 03f49db5a23ec2b22a59f3f3d72e5744469ea30b), every
     entry it lists, for all ops, in its order. The value is the first TF Lite
     runtime release that runs that op version. An empty string would mean "in no
-    release yet"; that TFLite table has no such entry today, but the helpers below
-    handle one (in either table).
+    release yet"; that TFLite table has no such entry, but the helpers below handle
+    one (in either table). The versions LiteRT 2.3 registers that this TFLite table
+    predates (``LITERT_VERSIONS_AFTER_TFLITE_TABLE``) are added to it with ``""``.
 
 ``LITEDELEGATE_MIN_RUNTIME_VERSIONS``
     The first release of *this* runtime that runs (op, version), built from
@@ -33,6 +34,7 @@ __all__ = [
     "TFLITE_MIN_RUNTIME_VERSIONS",
     "LITEDELEGATE_MIN_RUNTIME_VERSIONS",
     "LITEDELEGATE_RELEASES",
+    "LITERT_VERSIONS_AFTER_TFLITE_TABLE",
     "UnknownOpVersionError",
     "compare_versions",
     "get_min_runtime_version",
@@ -478,6 +480,36 @@ TFLITE_MIN_RUNTIME_VERSIONS: dict[tuple[BuiltinOperator, int], str] = {
     (BuiltinOperator.STABLEHLO_CASE, 1): "2.17.0",
 }
 
+#: The versions LiteRT 2.3's resolver (ai-edge-litert 2.3.0, ``docs/litert_ops.json``) registers
+#: that TFLite's table above predates. Their first release is unknown here, so they are listed
+#: with ``""``, which ``get_min_runtime_version`` skips as TFLite skips a pair it does not list.
+#: What each adds is not in the TFLite sources this project follows either: the kernels that
+#: run them say what LiteRT 2.3's kernel accepts beyond the earlier versions.
+LITERT_VERSIONS_AFTER_TFLITE_TABLE: tuple[tuple[BuiltinOperator, int], ...] = (
+    (BuiltinOperator.BROADCAST_TO, 4),
+    (BuiltinOperator.CAST, 9),
+    (BuiltinOperator.CONCATENATION, 6),
+    (BuiltinOperator.CONCATENATION, 7),
+    (BuiltinOperator.COS, 2),
+    (BuiltinOperator.DEQUANTIZE, 9),
+    (BuiltinOperator.FILL, 5),
+    (BuiltinOperator.GATHER, 8),
+    (BuiltinOperator.GATHER_ND, 6),
+    (BuiltinOperator.GELU, 3),
+    (BuiltinOperator.PACK, 5),
+    (BuiltinOperator.PAD, 6),
+    (BuiltinOperator.PADV2, 6),
+    (BuiltinOperator.REVERSE_V2, 4),
+    (BuiltinOperator.SIN, 2),
+    (BuiltinOperator.SLICE, 8),
+    (BuiltinOperator.SOFTMAX, 4),
+    (BuiltinOperator.SPLIT, 5),
+    (BuiltinOperator.SPLIT_V, 3),
+    (BuiltinOperator.TRANSPOSE, 9),
+    (BuiltinOperator.UNPACK, 6),
+)
+TFLITE_MIN_RUNTIME_VERSIONS.update({pair: "" for pair in LITERT_VERSIONS_AFTER_TFLITE_TABLE})
+
 #: The (op, versions) each litedelegate release first ran, one line per op. The release being
 #: developed is CURRENT_RELEASE: a kernel for a new (op, version) adds the version to its op's
 #: line there (or a new line, by op name). Cutting a release turns that group's key into the
@@ -502,7 +534,7 @@ LITEDELEGATE_RELEASES: dict[str, dict[BuiltinOperator, tuple[int, ...]]] = {
         BuiltinOperator.BROADCAST_TO: (2, 3),
         BuiltinOperator.BUCKETIZE: (1,),
         BuiltinOperator.CALL_ONCE: (1,),
-        BuiltinOperator.CAST: (1, 2, 3, 4, 5),
+        BuiltinOperator.CAST: (1, 2, 3, 4, 5, 6, 7, 8, 9),
         BuiltinOperator.CEIL: (1,),
         BuiltinOperator.COMPLEX_ABS: (1,),
         BuiltinOperator.CONCATENATION: (1, 2, 3, 4),
