@@ -72,8 +72,3 @@ def recipes() -> Iterator[Recipe]:
                 lambda t=t: typed_inputs(B.DYNAMIC_UPDATE_SLICE, [t, t, I32], [(3, 4), (2, 2), (2,)], t, (3, 4)))
     yield r(B.SELECT, 2, "int8 condition (the rule tests input 0)",
             lambda: typed_inputs(B.SELECT, [I8, F32, F32], [S2, S2, S2], F32, S2))
-    for version, source in {6: I4, 7: I2, 8: U4}.items():
-        yield r(B.DEQUANTIZE, version, f"{source.name} -> float32",
-                lambda source=source: typed_inputs(B.DEQUANTIZE, [source], [S2], F32, S2))
-    for version, target in {4: I4, 5: U4}.items():
-        yield r(B.QUANTIZE, version, f"float32 -> {target.name}", lambda t=target: typed_inputs(B.QUANTIZE, [F32], [S2], t, S2))
