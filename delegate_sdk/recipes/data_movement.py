@@ -35,6 +35,8 @@ from schema.enums import MirrorPadMode, numpy_dtype
 from schema.enums import TensorType as T
 
 UNBUILDABLE = {
+    (B.SELECT, 2): "TFLite's rule tests input 0 for int8, and input 0 of SELECT is the bool condition: the rules "
+                   "never give v2 (the recipe selects int8 quantized values, stamped v2 by hand)",
     (B.SELECT, 4): "TFLite's rule tests input 0 for uint32, and input 0 of SELECT is the bool condition: the rules "
                    "never give v4 (the recipe selects uint32 values, stamped v4 by hand)",
     (B.SELECT_V2, 2): "TFLite's rule tests input 0 for uint32, and input 0 of SELECT_V2 is the bool condition: the "
@@ -319,6 +321,8 @@ def recipes() -> Iterator[Recipe]:
     yield r(B.ONE_HOT, 1, "int32 indices -> float32", one_hot)
 
     # the registered versions the rules never give (UNBUILDABLE)
+    yield Recipe(B.SELECT, 2, hand_stamped(lambda: select(B.SELECT, I8Q.same()), 2), "int8 quantized values", FAMILY,
+                 hand_stamped=UNBUILDABLE[(B.SELECT, 2)])
     for op, version in ((B.SELECT, 4), (B.SELECT_V2, 2)):
         yield Recipe(op, version, hand_stamped(lambda op=op: select(op, U32), version), "uint32 values", FAMILY,
                      hand_stamped=UNBUILDABLE[(op, version)])
