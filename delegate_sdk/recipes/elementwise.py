@@ -37,6 +37,12 @@ from schema.enums import TensorType as T
 I8Q_FROM_MIN = Kind("int8 quantized, zero point -128", T.INT8, quantization(0.05, -128), quantization(0.02, -128))
 
 UNBUILDABLE = {
+    (B.COS, 2): "LiteRT 2.3 registers COS v2 (in its default resolver), which no rule here gives: its kernel adds "
+                "float16, and so does the CPU's (the recipe is float16, stamped v2 by hand)",
+    (B.SIN, 2): "LiteRT 2.3 registers SIN v2 (in its default resolver), which no rule here gives: its kernel adds "
+                "float16, and so does the CPU's (the recipe is float16, stamped v2 by hand)",
+    (B.SOFTMAX, 4): "LiteRT 2.3 registers SOFTMAX v4 (in its default resolver), which no rule here gives: its kernel "
+                    "adds float16, and so does the CPU's (the recipe is float16, stamped v4 by hand)",
     (B.GELU, 3): "LiteRT 2.3 registers GELU v3, which no rule here gives (TFLite's rules stop at 2); its kernel adds "
                  "int16 (quantized) to the int8/uint8 of v2, and so does the CPU's (the recipe is int16 quantized, "
                  "stamped v3 by hand)",
@@ -126,6 +132,9 @@ def recipes() -> Iterator[Recipe]:
         for version, t in versions.items():
             yield Recipe(op, version, lambda op=op, t=t: unary(op, t, **fields.get(op, {})), t.name, "unary")
     yield Recipe(B.RSQRT, 3, lambda: rsqrt_of_abs(I16Q), "int16 quantized (of ABS's output, node 1)", "unary", subject=1)
+    for op, version, options in ((B.COS, 2, {}), (B.SIN, 2, {}), (B.SOFTMAX, 4, {"beta": 1.0})):
+        yield Recipe(op, version, hand_stamped(lambda op=op, o=options: unary(op, F16, **o), version), "float16", "unary",
+                     hand_stamped=UNBUILDABLE[(op, version)])
     yield Recipe(B.GELU, 3, hand_stamped(lambda: unary(B.GELU, I16Q), 3), "int16 quantized", "unary",
                  hand_stamped=UNBUILDABLE[(B.GELU, 3)])
     yield Recipe(B.LOCAL_RESPONSE_NORMALIZATION, 1,

@@ -120,3 +120,14 @@ def test_int32_log_fails_naming_the_op():
     model = unary_model(B.LOG, [3], np.int32)
     with pytest.raises(KernelError, match="LOG v1.*INT32.*FLOAT32"):
         Interpreter(model_content=model).allocate_tensors()
+
+
+@pytest.mark.parametrize("op", [B.SIN, B.COS], ids=lambda op: op.name)
+def test_float16_sin_and_cos_stamped_v2_are_float32_results_rounded_once_like_litert(op):
+    # No rule gives v2 (LiteRT 2.3 registers it in its default resolver): float16 is what its
+    # kernel adds. numpy's half loops compute in float32 and round once, as LiteRT does.
+    from oracle import assert_invokes_match_litert
+
+    model = unary_model(op, [4096], np.float16, version=2)
+    values = np.random.default_rng(3).uniform(-100, 100, 4096).astype(np.float16)
+    assert_invokes_match_litert(model, [[values]], rtol=0, atol=0, resolver="BUILTIN_WITHOUT_DEFAULT_DELEGATES")

@@ -52,6 +52,8 @@ UNARY_FUNCTION = {
 #: Types each op takes (versions below say which version adds which).
 UNARY_TYPES = {
     B.ABS: (T.FLOAT32, T.INT16, T.INT32),
+    B.SIN: (T.FLOAT32, T.FLOAT16),  # v2: float16 (numpy's half loops compute in float32, as TFLite)
+    B.COS: (T.FLOAT32, T.FLOAT16),
     B.NEG: (T.FLOAT32, T.INT32, T.INT64),
     B.SIGN: (T.FLOAT32, T.FLOAT64, T.INT32),
 }
@@ -62,8 +64,8 @@ UNARY_TYPES = {
 @register(B.SQRT, 1, 2)  # v1: float32; v2 int8/int16 (quantized: unary_quantized.py)
 @register(B.RSQRT, 1, 3)  # v1: float32; v2 int8, v3 int16 (quantized: unary_quantized.py)
 @register(B.SQUARE, 1, 1)  # v1: float32
-@register(B.SIN, 1, 1)  # v1: float32
-@register(B.COS, 1, 1)  # v1: float32
+@register(B.SIN, 1, 2)  # v1: float32; v2: float16
+@register(B.COS, 1, 2)  # v1: float32; v2: float16
 @register(B.FLOOR, 1, 1)  # v1: float32
 @register(B.CEIL, 1, 1)  # v1: float32
 @register(B.ROUND, 1, 1)  # v1: float32 (half to even)
@@ -71,7 +73,7 @@ UNARY_TYPES = {
 @register(B.ABS, 1, 5)  # v1: float32; v2 int8, v3 int16 (quantized: unary_quantized.py); v4: plain int16; v5: int32
 @register(B.SIGN, 1, 2)  # v1: float32, float64; v2: int32
 class Unary(CpuKernel):
-    """SQUARE SIN COS FLOOR CEIL ROUND NEG v1; EXP LOG SQRT v1-v2, RSQRT v1-v3 and ABS v1-v5 on
+    """SQUARE FLOOR CEIL ROUND NEG v1; SIN COS v1-v2 (float32, float16); EXP LOG SQRT v1-v2, RSQRT v1-v3 and ABS v1-v5 on
     float32 (and plain int16 / int32 for ABS); SIGN v1-v2."""
 
     def prepare(self) -> None:
