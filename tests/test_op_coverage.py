@@ -44,24 +44,9 @@ KNOWN_GAPS: dict[str, tuple[int, ...]] = {
     "CONV_3D_TRANSPOSE": (1,),
     "REDUCE_WINDOW": (1,),
     # versions of ops that run here at other versions (other types: int4, int2, float16, int16...)
-    "BROADCAST_TO": (4,),
-    "CONCATENATION": (5, 6, 7),
     "CONV_2D": (7,),
     "DEPTHWISE_CONV_2D": (7,),
-    "DYNAMIC_UPDATE_SLICE": (5, 6),
-    "FILL": (5,),
     "FULLY_CONNECTED": (2, 8, 10, 13, 14),
-    "GATHER": (7, 8),
-    "GATHER_ND": (6,),
-    "PACK": (5,),
-    "PAD": (6,),
-    "PADV2": (6,),
-    "REVERSE_V2": (4,),
-    "SLICE": (7, 8),
-    "SPLIT": (5,),
-    "SPLIT_V": (3,),
-    "TRANSPOSE": (7, 9),
-    "UNPACK": (6,),
 }
 
 #: The StableHLO builtins LiteRT's resolver registers (the other StableHLO ops of the schema

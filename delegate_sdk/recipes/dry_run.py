@@ -63,10 +63,3 @@ def recipes() -> Iterator[Recipe]:
     yield r(B.DEPTHWISE_CONV_2D, 7, "int8 activations, int4 filter",
             lambda: typed_inputs(B.DEPTHWISE_CONV_2D, [I8Q, I4, I32], [(1, 5, 5, 2), (1, 3, 3, 2), (2,)], I8Q,
                                  (1, 5, 5, 2), stride_w=1, stride_h=1, depth_multiplier=1))
-    yield r(B.CONCATENATION, 5, "int4", lambda: typed_inputs(B.CONCATENATION, [I4, I4], [S2, S2], I4, (2, 6), axis=1))
-    yield r(B.GATHER, 7, "int4 params", lambda: typed_inputs(B.GATHER, [I4, I32], [(3, 2), (2,)], I4, (2, 2)))
-    yield r(B.TRANSPOSE, 7, "int4", lambda: typed_inputs(B.TRANSPOSE, [I4, I32], [S2, (2,)], I4, (3, 2)))
-    yield r(B.SLICE, 7, "int4", lambda: typed_inputs(B.SLICE, [I4, I32, I32], [S2, (2,), (2,)], I4, (2, 2)))
-    for version, t in {5: I4, 6: BF16}.items():
-        yield r(B.DYNAMIC_UPDATE_SLICE, version, f"{t.name} operand",
-                lambda t=t: typed_inputs(B.DYNAMIC_UPDATE_SLICE, [t, t, I32], [(3, 4), (2, 2), (2,)], t, (3, 4)))
