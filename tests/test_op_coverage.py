@@ -44,9 +44,7 @@ KNOWN_GAPS: dict[str, tuple[int, ...]] = {
     "CONV_3D_TRANSPOSE": (1,),
     "REDUCE_WINDOW": (1,),
     # versions of ops that run here at other versions (other types: int4, int2, float16, int16...)
-    "CONV_2D": (7,),
-    "DEPTHWISE_CONV_2D": (7,),
-    "FULLY_CONNECTED": (2, 8, 10, 13, 14),
+    "FULLY_CONNECTED": (2, 8),
 }
 
 #: The StableHLO builtins LiteRT's resolver registers (the other StableHLO ops of the schema

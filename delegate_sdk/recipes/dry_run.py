@@ -51,15 +51,3 @@ def recipes() -> Iterator[Recipe]:
     yield r(B.FULLY_CONNECTED, 2, "shuffled 4x16 int8 weights format (uint8 input, int16 output)",
             lambda: typed_inputs(B.FULLY_CONNECTED, [U8Q, I8Q, I32], [x24, w2, (3,)], I16Q, o23, weights_format=1))
     yield r(B.FULLY_CONNECTED, 8, "float32, sparse weights", sparse_fully_connected)
-    yield r(B.FULLY_CONNECTED, 10, "int8 activations, int4 weights",
-            lambda: typed_inputs(B.FULLY_CONNECTED, [I8Q, I4, I32], [x24, w2, (3,)], I8Q, o23))
-    yield r(B.FULLY_CONNECTED, 13, "int16 activations, int4 weights",
-            lambda: typed_inputs(B.FULLY_CONNECTED, [I16Q, I4, I64], [x24, w2, (3,)], I16Q, o23))
-    yield r(B.FULLY_CONNECTED, 14, "int2 weights",
-            lambda: typed_inputs(B.FULLY_CONNECTED, [I8Q, I2, I32], [x24, w2, (3,)], I8Q, o23))
-    conv_shapes = [(1, 5, 5, 2), (2, 3, 3, 2), (2,)]
-    yield r(B.CONV_2D, 7, "int8 activations, int4 filter",
-            lambda: typed_inputs(B.CONV_2D, [I8Q, I4, I32], conv_shapes, I8Q, (1, 5, 5, 2), stride_w=1, stride_h=1))
-    yield r(B.DEPTHWISE_CONV_2D, 7, "int8 activations, int4 filter",
-            lambda: typed_inputs(B.DEPTHWISE_CONV_2D, [I8Q, I4, I32], [(1, 5, 5, 2), (1, 3, 3, 2), (2,)], I8Q,
-                                 (1, 5, 5, 2), stride_w=1, stride_h=1, depth_multiplier=1))
