@@ -10,7 +10,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from delegate_sdk.recipes.base import F32, I8Q, I16Q, U8Q, B, Graph, Recipe, hand_stamped
+from delegate_sdk.recipes.base import F32, I8Q, I16Q, U8Q, B, Graph, Recipe, hand_stamped, repack
 from schema.builder import quantization
 from schema.enums import ActivationFunctionType, Padding
 from schema.enums import TensorType as T
@@ -94,6 +94,24 @@ def fully_connected(kind: str = "float", bias: bool = True, rank: int = 2, **fie
     y = m.tensor("y", out_shape, t)
     m.op(B.FULLY_CONNECTED, [x, w, b] if bias else [x, w], [y], **fields)
     return m.build(y)
+
+
+def sparse_fully_connected() -> bytes:
+    """FULLY_CONNECTED whose float32 weights are stored sparse (every dimension dense)."""
+    from schema import schema_generated as fb
+
+    model = fb.ModelT.InitFromPackedBuf(fully_connected("float"), 0)
+    tensor = next(t for t in model.subgraphs[0].tensors if t.name.decode() == "w")
+    sparsity = fb.SparsityParametersT()
+    sparsity.traversalOrder, sparsity.blockMap, sparsity.dimMetadata = [0, 1], [], []
+    for size in tensor.shape:
+        dim = fb.DimensionMetadataT()
+        dim.format, dim.denseSize = 0, int(size)
+        sparsity.dimMetadata.append(dim)
+    tensor.sparsity = sparsity
+    operator = model.subgraphs[0].operators[0]
+    model.operatorCodes[operator.opcodeIndex].version = 8  # what the rules give once the weights are sparse
+    return repack(model)
 
 
 def transpose_conv(kind: str = "float", bias: bool = False, **fields) -> bytes:
@@ -237,6 +255,7 @@ def recipes() -> Iterator[Recipe]:
             5: ("float32, keep_num_dims", lambda: fully_connected("float", rank=3, keep_num_dims=True)),
             6: ("float32, two inputs (no bias slot)", lambda: fully_connected("float", bias=False)),
             9: ("hybrid, asymmetric_quantize_inputs", lambda: fully_connected("hybrid", asymmetric_quantize_inputs=True)),
+            8: ("float32, sparse weights (every dimension dense)", sparse_fully_connected),
             10: ("int8 activations, int4 weights per channel", lambda: fully_connected("int4")),
             11: ("int16 activations, int8 weights, quantized_bias_type=INT64",
                  lambda: fully_connected("16x8", quantized_bias_type=T.INT64)),

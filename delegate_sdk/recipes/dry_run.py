@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Iterator, Sequence
 
 from delegate_sdk.recipes.base import BF16, F32, I2, I4, I8, I8Q, I16Q, I32, I64, S2, U4, U8Q, B, Graph, Kind, Recipe, repack
-from delegate_sdk.recipes.convolution import fully_connected
 
 FAMILY = "dry run only"
 
@@ -25,24 +24,6 @@ def typed_inputs(op: int, types: Sequence[Kind], shapes: Sequence[Sequence[int]]
     return m.build(y)
 
 
-def sparse_fully_connected() -> bytes:
-    """FULLY_CONNECTED whose float32 weights are stored sparse (every dimension dense)."""
-    from schema import schema_generated as fb
-
-    model = fb.ModelT.InitFromPackedBuf(fully_connected("float"), 0)
-    tensor = next(t for t in model.subgraphs[0].tensors if t.name.decode() == "w")
-    sparsity = fb.SparsityParametersT()
-    sparsity.traversalOrder, sparsity.blockMap, sparsity.dimMetadata = [0, 1], [], []
-    for size in tensor.shape:
-        dim = fb.DimensionMetadataT()
-        dim.format, dim.denseSize = 0, int(size)
-        sparsity.dimMetadata.append(dim)
-    tensor.sparsity = sparsity
-    operator = model.subgraphs[0].operators[0]
-    model.operatorCodes[operator.opcodeIndex].version = 8  # what the rules give once the weights are sparse
-    return repack(model)
-
-
 def recipes() -> Iterator[Recipe]:
     def r(op, version, description, build):
         return Recipe(op, version, build, description, FAMILY)
@@ -50,4 +31,3 @@ def recipes() -> Iterator[Recipe]:
     w2, x24, o23 = (3, 4), (2, 4), (2, 3)
     yield r(B.FULLY_CONNECTED, 2, "shuffled 4x16 int8 weights format (uint8 input, int16 output)",
             lambda: typed_inputs(B.FULLY_CONNECTED, [U8Q, I8Q, I32], [x24, w2, (3,)], I16Q, o23, weights_format=1))
-    yield r(B.FULLY_CONNECTED, 8, "float32, sparse weights", sparse_fully_connected)
