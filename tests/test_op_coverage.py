@@ -43,8 +43,6 @@ KNOWN_GAPS: dict[str, tuple[int, ...]] = {
     "CONV_3D": (1,),
     "CONV_3D_TRANSPOSE": (1,),
     "REDUCE_WINDOW": (1,),
-    # versions of ops that run here at other versions (other types: int4, int2, float16, int16...)
-    "FULLY_CONNECTED": (2,),
 }
 
 #: The StableHLO builtins LiteRT's resolver registers (the other StableHLO ops of the schema

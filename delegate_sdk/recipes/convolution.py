@@ -114,6 +114,21 @@ def sparse_fully_connected() -> bytes:
     return repack(model)
 
 
+def shuffled_fully_connected() -> bytes:
+    """FULLY_CONNECTED with shuffled 4x16 int8 weights: uint8 input (a batch of 1), int16
+    output, and the shuffled-input workspace that TFLite requires as a second output."""
+    m = Graph()
+    x = m.input("x", (1, 32), U8Q)
+    plain = m.rng.integers(0, 256, (4, 32)).astype(np.uint8)
+    stored = plain.reshape(1, 4, 2, 16).transpose(0, 2, 1, 3).reshape(4, 32) ^ 0x80  # blocks of 4 x 16, sign flipped
+    w = m.g.add_constant("w", stored, quantization=quantization(WEIGHT_SCALE, 128))
+    b = m.g.add_constant("b", m.rng.integers(-1000, 1000, 4).astype(np.int32), quantization=quantization(0.001, 0))
+    y = m.g.add_tensor("y", [1, 4], T.INT16, quantization=quantization(0.05, 0))
+    workspace = m.g.add_tensor("workspace", [1, 32], T.UINT8)
+    m.op(B.FULLY_CONNECTED, [x, w, b], [y, workspace], weights_format=1)
+    return m.build(y, workspace)
+
+
 def transpose_conv(kind: str = "float", bias: bool = False, **fields) -> bytes:
     t = ACTIVATIONS[kind]
     m = Graph()
@@ -250,6 +265,7 @@ def recipes() -> Iterator[Recipe]:
         },
         B.FULLY_CONNECTED: {
             1: ("float32", lambda: fully_connected("float")),
+            2: ("shuffled 4x16 int8 weights (uint8 input, int16 output, the workspace output)", shuffled_fully_connected),
             3: ("hybrid: float32 activations, int8 weights per tensor", lambda: fully_connected("hybrid")),
             4: ("int8 quantized", lambda: fully_connected("int8")),
             5: ("float32, keep_num_dims", lambda: fully_connected("float", rank=3, keep_num_dims=True)),

@@ -557,7 +557,7 @@ LITEDELEGATE_RELEASES: dict[str, dict[BuiltinOperator, tuple[int, ...]]] = {
         BuiltinOperator.FLOOR: (1,),
         BuiltinOperator.FLOOR_DIV: (1, 2, 3),
         BuiltinOperator.FLOOR_MOD: (1, 2),
-        BuiltinOperator.FULLY_CONNECTED: (1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14),
+        BuiltinOperator.FULLY_CONNECTED: (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14),
         BuiltinOperator.GATHER: (1, 2, 3, 4, 5, 6, 7, 8),
         BuiltinOperator.GATHER_ND: (1, 2, 3, 4, 5, 6),
         BuiltinOperator.GELU: (1, 2, 3),
