@@ -400,6 +400,13 @@ def repack(model) -> bytes:
     return bytes(builder.Output())
 
 
+def litert_only(op: str, version: int, adds: str, recipe: str) -> str:
+    """Why a version LiteRT 2.3 registers beyond TFLite's rules has a recipe stamped by hand
+    (an ``UNBUILDABLE`` entry)."""
+    return (f"LiteRT 2.3 registers {op} v{version}, which no rule here gives (TFLite's tables predate it); its kernel "
+            f"{adds}, and so does the CPU's (the recipe is {recipe}, stamped v{version} by hand)")
+
+
 def hand_stamped(build: Callable[[], bytes], version: int) -> Callable[[], bytes]:
     """``build`` with node 0 re-stamped ``version`` (for the recipes of ``UNBUILDABLE_VERSIONS``)."""
 

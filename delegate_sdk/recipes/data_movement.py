@@ -30,6 +30,7 @@ from delegate_sdk.recipes.base import (
     Kind,
     Recipe,
     hand_stamped,
+    litert_only,
     one_input,
     values,
     with_constant,
@@ -37,27 +38,22 @@ from delegate_sdk.recipes.base import (
 from schema.enums import MirrorPadMode, numpy_dtype
 from schema.enums import TensorType as T
 
-def _later(op: str, version: int, adds: str, recipe: str) -> str:
-    return (f"LiteRT 2.3 registers {op} v{version}, which no rule here gives (TFLite's tables predate it); its kernel "
-            f"{adds}, and so does the CPU's (the recipe is {recipe}, stamped v{version} by hand)")
-
-
 UNBUILDABLE = {
-    (B.CONCATENATION, 6): _later("CONCATENATION", 6, "adds float16 and bfloat16", "float16"),
-    (B.CONCATENATION, 7): _later("CONCATENATION", 7, "adds float16 and bfloat16", "float16"),
-    (B.PACK, 5): _later("PACK", 5, "takes the types of v1-v4 and no other", "float32"),
-    (B.UNPACK, 6): _later("UNPACK", 6, "takes the types of v1-v5 and no other", "float32"),
-    (B.SPLIT, 5): _later("SPLIT", 5, "takes the types of v1-v4 and no other", "float32"),
-    (B.SPLIT_V, 3): _later("SPLIT_V", 3, "takes the types of v1-v2 and no other", "float32"),
-    (B.GATHER, 8): _later("GATHER", 8, "adds float16 and bfloat16", "float16"),
-    (B.GATHER_ND, 6): _later("GATHER_ND", 6, "adds float16 and bfloat16", "float16"),
-    (B.PAD, 6): _later("PAD", 6, "adds float16 and bfloat16", "float16"),
-    (B.PADV2, 6): _later("PADV2", 6, "adds float16 and bfloat16", "float16"),
-    (B.REVERSE_V2, 4): _later("REVERSE_V2", 4, "adds float16 and bfloat16", "float16"),
-    (B.SLICE, 8): _later("SLICE", 8, "adds float16, bfloat16, uint16 and float64", "float16"),
-    (B.TRANSPOSE, 9): _later("TRANSPOSE", 9, "adds float16, uint4, uint16, uint32 and float64", "float16"),
-    (B.FILL, 5): _later("FILL", 5, "adds bfloat16, uint16, uint32 and float64 values", "a uint16 value"),
-    (B.BROADCAST_TO, 4): _later("BROADCAST_TO", 4, "adds float16, bfloat16, uint16, uint32, float64 and the sub-byte "
+    (B.CONCATENATION, 6): litert_only("CONCATENATION", 6, "adds float16 and bfloat16", "float16"),
+    (B.CONCATENATION, 7): litert_only("CONCATENATION", 7, "adds float16 and bfloat16", "float16"),
+    (B.PACK, 5): litert_only("PACK", 5, "takes the types of v1-v4 and no other", "float32"),
+    (B.UNPACK, 6): litert_only("UNPACK", 6, "takes the types of v1-v5 and no other", "float32"),
+    (B.SPLIT, 5): litert_only("SPLIT", 5, "takes the types of v1-v4 and no other", "float32"),
+    (B.SPLIT_V, 3): litert_only("SPLIT_V", 3, "takes the types of v1-v2 and no other", "float32"),
+    (B.GATHER, 8): litert_only("GATHER", 8, "adds float16 and bfloat16", "float16"),
+    (B.GATHER_ND, 6): litert_only("GATHER_ND", 6, "adds float16 and bfloat16", "float16"),
+    (B.PAD, 6): litert_only("PAD", 6, "adds float16 and bfloat16", "float16"),
+    (B.PADV2, 6): litert_only("PADV2", 6, "adds float16 and bfloat16", "float16"),
+    (B.REVERSE_V2, 4): litert_only("REVERSE_V2", 4, "adds float16 and bfloat16", "float16"),
+    (B.SLICE, 8): litert_only("SLICE", 8, "adds float16, bfloat16, uint16 and float64", "float16"),
+    (B.TRANSPOSE, 9): litert_only("TRANSPOSE", 9, "adds float16, uint4, uint16, uint32 and float64", "float16"),
+    (B.FILL, 5): litert_only("FILL", 5, "adds bfloat16, uint16, uint32 and float64 values", "a uint16 value"),
+    (B.BROADCAST_TO, 4): litert_only("BROADCAST_TO", 4, "adds float16, bfloat16, uint16, uint32, float64 and the sub-byte "
                                 "types", "float16"),
     (B.SELECT, 2): "TFLite's rule tests input 0 for int8, and input 0 of SELECT is the bool condition: the rules "
                    "never give v2 (the recipe selects int8 quantized values, stamped v2 by hand)",

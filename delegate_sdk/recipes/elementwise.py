@@ -28,6 +28,7 @@ from delegate_sdk.recipes.base import (
     Kind,
     Recipe,
     hand_stamped,
+    litert_only,
     nonzero,
 )
 from schema.builder import quantization
@@ -37,15 +38,10 @@ from schema.enums import TensorType as T
 I8Q_FROM_MIN = Kind("int8 quantized, zero point -128", T.INT8, quantization(0.05, -128), quantization(0.02, -128))
 
 UNBUILDABLE = {
-    (B.COS, 2): "LiteRT 2.3 registers COS v2 (in its default resolver), which no rule here gives: its kernel adds "
-                "float16, and so does the CPU's (the recipe is float16, stamped v2 by hand)",
-    (B.SIN, 2): "LiteRT 2.3 registers SIN v2 (in its default resolver), which no rule here gives: its kernel adds "
-                "float16, and so does the CPU's (the recipe is float16, stamped v2 by hand)",
-    (B.SOFTMAX, 4): "LiteRT 2.3 registers SOFTMAX v4 (in its default resolver), which no rule here gives: its kernel "
-                    "adds float16, and so does the CPU's (the recipe is float16, stamped v4 by hand)",
-    (B.GELU, 3): "LiteRT 2.3 registers GELU v3, which no rule here gives (TFLite's rules stop at 2); its kernel adds "
-                 "int16 (quantized) to the int8/uint8 of v2, and so does the CPU's (the recipe is int16 quantized, "
-                 "stamped v3 by hand)",
+    (B.COS, 2): litert_only("COS", 2, "adds float16", "float16"),
+    (B.SIN, 2): litert_only("SIN", 2, "adds float16", "float16"),
+    (B.SOFTMAX, 4): litert_only("SOFTMAX", 4, "adds float16", "float16"),
+    (B.GELU, 3): litert_only("GELU", 3, "adds int16 (quantized) to v2's int8 and uint8", "int16 quantized"),
     (B.EQUAL, 4): "no rule gives EQUAL v4 (int16 is v5, string v3, int8 v2), yet LiteRT registers and runs it (its "
                   "kernel ignores the version) and so does the CPU (the recipe compares strings, stamped v4 by hand)",
 }

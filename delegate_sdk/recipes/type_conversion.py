@@ -8,8 +8,8 @@ from typing import Iterator
 import numpy as np
 
 from delegate_sdk.recipes.base import (
-    BF16, F16, F32, I2, I4, I8, I8Q, I16Q, I32, S2, U4, U8Q, U16, U32, B, Graph, Kind, Recipe, hand_stamped, one_input,
-    repack,
+    BF16, F16, F32, I2, I4, I8, I8Q, I16Q, I32, S2, U4, U8Q, U16, U32, B, Graph, Kind, Recipe, hand_stamped,
+    litert_only, one_input, repack,
 )
 from schema.builder import quantization
 
@@ -18,13 +18,11 @@ I2Q = Kind("int2 quantized", I2.type, quantization(0.5, 0))
 U4Q = Kind("uint4 quantized", U4.type, quantization(0.25, 8))
 
 UNBUILDABLE = {
-    (B.CAST, 9): "LiteRT 2.3 registers CAST v9, which no rule here gives (TFLite's rules stop at 8); the CPU runs it "
-                 "with the kernel of the others (the recipe is float32 -> int4, stamped v9 by hand)",
+    (B.CAST, 9): litert_only("CAST", 9, "converts the types of v1-v8 and no other", "float32 -> int4"),
     (B.QUANTIZE, 6): "no rule gives QUANTIZE v6 (TFLite's rules stop at 5, its runtime table lists 6), yet LiteRT "
                       "registers it with the kernel of the others and so does the CPU (the recipe is float32 -> int4, "
                       "stamped v6 by hand)",
-    (B.DEQUANTIZE, 9): "LiteRT 2.3 registers DEQUANTIZE v9, which no rule here gives (TFLite's rules stop at 8); the CPU "
-                       "runs it with the kernel of the others (the recipe is the int4 constant of v6, stamped v9 by hand)",
+    (B.DEQUANTIZE, 9): litert_only("DEQUANTIZE", 9, "takes the types of v1-v8 and no other", "the int4 constant of v6"),
     (B.DEQUANTIZE, 4): "no rule gives DEQUANTIZE v4: TFLite's GetBuiltinOperatorVersion returns 1, 2, 3, 5, 6, 7 or 8 "
                        "for it (v4 exists in the runtime tables), yet LiteRT registers it with the kernel of the others and "
                        "so does the CPU (the recipe is the int8 model of v2, stamped v4 by hand)",

@@ -401,7 +401,9 @@ c_expf = _float_function("expf", np.exp)
 c_tanhf = _float_function("tanhf", np.tanh)
 c_expm1f = _float_function("expm1f", np.expm1)
 c_logf = _float_function("logf", np.log)
-c_erfcf = _float_function("erfcf", lambda x: np.asarray([math.erfc(float(v)) for v in np.ravel(x)], np.float32).reshape(np.shape(x)))
+c_erfcf = _float_function(
+    "erfcf", lambda x: np.asarray([math.erfc(float(v)) for v in np.ravel(x)], np.float32).reshape(np.shape(x))
+)
 
 
 def round_half_away_f32(values) -> np.ndarray:

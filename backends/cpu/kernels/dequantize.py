@@ -88,7 +88,9 @@ class Dequantize(CpuKernel):
         if q.is_per_channel:
             axis = int(q.quantized_dimension)
             if x.type not in PER_CHANNEL_TYPES:
-                raise self.unsupported(f"per-channel {x.type_name} input; per-channel dequantize takes UINT8, INT8, INT4, INT2 and UINT4")
+                raise self.unsupported(
+                    f"per-channel {x.type_name} input; per-channel dequantize takes UINT8, INT8, INT4, INT2 and UINT4"
+                )
             if not 0 <= axis < len(x.shape) or x.shape[axis] != scale.size:
                 raise self.unsupported(
                     f"input {x.name!r} has {scale.size} scales along quantized_dimension {axis} "

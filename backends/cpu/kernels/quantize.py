@@ -106,7 +106,9 @@ class Quantize(CpuKernel):
         if x.type == T.FLOAT32:
             self.require_types(out, *FLOAT_OUTPUTS, role="output")
             if out.type in PER_TENSOR_OUTPUTS and q.is_per_channel:
-                raise self.unsupported(f"per-channel {out.type_name} output; TFLite quantizes to {out.type_name} per tensor only")
+                raise self.unsupported(
+                    f"per-channel {out.type_name} output; TFLite quantizes to {out.type_name} per tensor only"
+                )
             self._prepare_quantize(x, out)
         else:
             self.require_types(x, T.FLOAT32, *REQUANTIZE, role="input")
