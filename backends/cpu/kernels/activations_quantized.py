@@ -49,7 +49,6 @@ from backends.cpu.quantization import (
     INT32_MIN,
     is_quantized,
     multiply_by_quantized_multiplier,
-    quantize_multiplier,
     requantization_multiplier,
 )
 from schema.enums import BuiltinOperator, TensorType
@@ -292,14 +291,14 @@ class QuantizedHardSwish(QuantizedElementwise):
         hires_input_scale = f32(1.0 / 128.0) * f32(self.input_scale)
         reluish_scale = f32(3.0 / 32768.0)
         output_multiplier = hires_input_scale / f32(self.output_scale)
-        multiplier, self.output_exponent = quantize_multiplier(float(output_multiplier))
+        multiplier, self.output_exponent = requantization_multiplier(float(output_multiplier), "input scale / 128 / output scale")
         self.output_multiplier16 = _downscale_int32_to_int16_multiplier(multiplier)
         if self.output_exponent > 0:
             raise self.unsupported(
                 f"input scale / output scale / 128 is {float(output_multiplier)!r}; TFLite's kernel needs it below 1"
             )
         reluish_multiplier = hires_input_scale / reluish_scale
-        multiplier, self.reluish_exponent = quantize_multiplier(float(reluish_multiplier))
+        multiplier, self.reluish_exponent = requantization_multiplier(float(reluish_multiplier), "input scale / 128 / (3 / 32768)")
         self.reluish_multiplier16 = _downscale_int32_to_int16_multiplier(multiplier)
 
     def compute(self, values: np.ndarray) -> np.ndarray:
