@@ -32,9 +32,11 @@ import time
 
 import pytest
 
-from backends.gpu.cuda import host
-
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+if __name__ == "__main__" and str(ROOT) not in sys.path:  # run as a script: this checkout's packages
+    sys.path.insert(0, str(ROOT))
+
+from backends.gpu.cuda import host  # noqa: E402
 
 #: The kernel tests CI runs sanitized: every .cu source built and launched, with shapes that
 #: reach its edges (partial blocks, strides, padding), in a bounded time.
