@@ -320,7 +320,7 @@ def activation_range_quantized(activation: int, scale: float, zero_point: int, d
             q = float(np.float32(value) / scale32)  # float / float in C: float32
         if not math.isfinite(q) or not INT32_MIN <= _c_round(q) <= 1 << 31:
             raise QuantizationParameterError(
-                f"the output scale {float(scale32)!r} puts the fused activation's bound {value} at {q:.6g} steps "
+                f"the output scale {float(scale32):.7g} puts the fused activation's bound {value} at {q:.6g} steps "
                 f"from the zero point, outside int32 (TFLite's CalculateActivationRangeQuantized refuses it); "
                 f"the output scale must be at least {abs(value) / 2.0**31:.6g}"
             )
