@@ -98,6 +98,7 @@ CLEAR_ERRORS = (
     ("schema.errors", "ModelError"),
     ("delegate_sdk.op_resolver", "UnsupportedOperatorError"),
     ("backends.cpu.kernel", "UnsupportedKernelError"),
+    ("backends.cpu.quantization", "QuantizationParameterError"),
     ("backends.cpu.kernels.mediapipe_custom", "CustomOptionsError"),
     ("interpreter.arena", "ArenaLimitError"),
     ("delegate_sdk.delegate", "DelegateError"),
