@@ -54,7 +54,7 @@ from backends.cpu.quantization import (
     is_quantized,
     multiply_by_quantized_multiplier,
     namespace_of,
-    quantize_multiplier,
+    requantization_multiplier,
 )
 from schema.enums import BuiltinOperator, TensorType
 
@@ -75,7 +75,7 @@ def _params(tensor) -> tuple[float, int]:
 def mean_sum_multiplier(input_tensor, output_tensor) -> tuple[int, int]:
     """``QuantizeMultiplier(double(s_in) / double(s_out))`` of a quantized MEAN/SUM."""
     (s_in, _), (s_out, _) = _params(input_tensor), _params(output_tensor)
-    return quantize_multiplier(s_in / s_out)
+    return requantization_multiplier(s_in / s_out, "input scale / output scale")
 
 
 def folded_multiplier(multiplier: int, shift: int, count: int, is_mean: bool) -> tuple[int, int]:
