@@ -23,9 +23,11 @@
 // float16 path's 1e-2 bound. A tap outside the input is a staged 0 (a finite filter only: 0 * inf
 // would be NaN where conv2d.cu skips the tap).
 //
-// The host shim has no warps and no tensor cores: under CUDA_HOST_SHIM, mma_m16n32k16 is emulated
-// by the block's threads (all 256 call it together): each writes its fragments where the PTX ISA
-// says they belong, synchronises, and computes its own accumulators, k in order, with fmaf. So the
+// The host shim has no tensor cores: under CUDA_HOST_SHIM, mma_m16n32k16 is emulated by each
+// warp's 32 threads: each writes its fragments where the PTX ISA says they belong, synchronises
+// with its warp (__syncwarp: the instruction synchronises no more), and computes its own
+// accumulators, k in order, with fmaf. The shim runs a block's warps one after the other between
+// barriers, so the loop's two __syncthreads() are checked there too. So the
 // shim checks the fragment layout of the loads below; a GPU checks the instruction itself (the
 // device check). This file must compile with NVRTC (no system headers; storage.cuh, epilogue.cuh,
 // mma.cuh and conv2d_gemm.cuh are spliced in; sm_80 or newer for mma.sync m16n8k16) and with g++
