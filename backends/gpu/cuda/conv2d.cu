@@ -86,7 +86,8 @@ __device__ __forceinline__ void conv2d_nhwc(
     // fmaxf/fminf would turn NaN into a bound.
     const int oc = sums.oc;
     const float b = bias != nullptr ? load_as_float(bias + oc) : 0.0f;
-    for (int r = 0; r < sums.count; ++r) {
+    for (int r = 0; r < CONV2D_PIXELS; ++r) {  // a constant count: the sums stay in registers
+        if (r >= sums.count) break;
         float value = bias != nullptr ? sums.acc[r] + b : sums.acc[r];
         value = value < act_min ? act_min : value;
         value = value > act_max ? act_max : value;

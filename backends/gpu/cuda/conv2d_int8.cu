@@ -50,7 +50,8 @@ __device__ __forceinline__ void conv2d_quantized(
     const int b = bias != nullptr ? bias[oc] : 0;
     const int multiplier = multipliers[oc];
     const int shift = shifts[oc];
-    for (int r = 0; r < sums.count; ++r) {
+    for (int r = 0; r < CONV2D_PIXELS; ++r) {  // a constant count: the sums stay in registers
+        if (r >= sums.count) break;
         output[(sums.first_pixel + r) * out_channels + oc] =
             (T)quantized_output(wrapping_add(sums.acc[r], b), multiplier, shift, output_offset, act_min, act_max);
     }

@@ -104,10 +104,13 @@ __device__ __forceinline__ void conv2d_tiled_nhwc(CONV2D_GEMM_BODY_PARAMS(Storag
         __syncthreads();  // the tiles are overwritten by the next step
     }
 
-    // Epilogue: bias, clamp, fused nodes.
+    // Epilogue: bias, clamp, fused nodes. Unrolled, so that acc[r][c] stays in registers (a loop
+    // left rolled would index the accumulators at run time: through local memory).
+#pragma unroll
     for (int r = 0; r < THREAD_M; ++r) {
         const long long pixel = m0 + ty + 16 * r;
         if (pixel >= pixels) continue;
+#pragma unroll
         for (int c = 0; c < THREAD_N; ++c) {
             const int n = n0 + tx + 16 * c;
             if (n >= group_out) continue;

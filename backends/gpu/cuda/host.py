@@ -58,8 +58,9 @@ from schema.enums import ActivationFunctionType, Padding
 SHIM_DIR = pathlib.Path(__file__).parent / "host_shim"
 HEADER = SHIM_DIR / "cuda_host.h"
 #: Flags of every host build (shared libraries add ``-fPIC -shared``). ``-pthread``: every
-#: launch runs on worker threads.
-BASE_FLAGS: tuple[str, ...] = ("-O2", "-std=c++20", "-Wall", "-Wno-unused-function", "-pthread")
+#: launch runs on worker threads. ``-Wno-unknown-pragmas``: the kernels' ``#pragma unroll``
+#: is NVRTC's (g++ before 13 cannot silence it in the header).
+BASE_FLAGS: tuple[str, ...] = ("-O2", "-std=c++20", "-Wall", "-Wno-unused-function", "-Wno-unknown-pragmas", "-pthread")
 SHARED_FLAGS: tuple[str, ...] = ("-fPIC", "-shared")
 COOPERATIVE_FLAGS: tuple[str, ...] = ("-DCUDA_HOST_COOPERATIVE",)
 _MAX_PARAMS = 64
