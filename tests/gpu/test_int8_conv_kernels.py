@@ -162,7 +162,7 @@ def test_fully_connected_kernel_equals_its_twin(rows, depth, units, dtype):
     scales[0] = 3e5  # a product far outside int32: INT32_MIN as on x86
     for b in (bias, None):
         got, want = np.empty((rows, units), dtype), np.empty((rows, units), dtype)
-        grid, block = fully_connected_int8_launch_config(rows, units)
+        grid, block = fully_connected_int8_launch_config(rows, units, depth)
         args = fully_connected_int8_args(x, w, b, scales, got, stage, null=None)
         shipped_module("fully_connected_int8.cu").get_function(quantized_kernel_name("fully_connected", dtype))(
             grid, block, args
@@ -180,7 +180,7 @@ def test_fully_connected_kernel_wraps_its_int32_accumulator_as_the_twin():
     got, want = np.empty((1, 2), np.int8), np.empty((1, 2), np.int8)
     args = fully_connected_int8_args(x, w, None, scales, got, stage, null=None)
     shipped_module("fully_connected_int8.cu").get_function("fully_connected_int8")(
-        *fully_connected_int8_launch_config(1, 2), args
+        *fully_connected_int8_launch_config(1, 2, depth), args
     )
     fully_connected_int8_twin(x, w, None, scales, want, stage=stage)
     np.testing.assert_array_equal(got, want)

@@ -413,8 +413,10 @@ class HostModule:
 
 @functools.lru_cache(maxsize=None)
 def shipped_module(source: str) -> HostModule:
-    """The host build of a shipped ``.cu`` file (built once per process, cached on disk)."""
-    return HostModule(read_source(source), source)
+    """The host build of a shipped ``.cu`` file (built once per process, cached on disk), in
+    the cooperative mode when it uses ``__syncthreads`` or ``__shared__``."""
+    text = read_source(source)
+    return HostModule(text, source, cooperative="__syncthreads" in text or "__shared__" in text)
 
 
 def run_depthwise_conv2d_host(
