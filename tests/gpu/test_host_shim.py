@@ -18,14 +18,13 @@ import pytest
 from backends.gpu.cuda import host, sources
 from backends.gpu.cuda.host import HostModule, HostShimError, run_bias_activation_host, run_depthwise_conv2d_host
 from backends.gpu.cuda.sources import FLT_MAX, DepthwiseGeometry, activation_range, read_source
+from kernel_twin import assert_close_to_reference
 from oracle import run_litert, run_ours
 from schema.builder import ModelBuilder
 from schema.enums import ActivationFunctionType as Act
 from schema.enums import BuiltinOperator, Padding
 from schema.params import DepthwiseConv2DParams
 
-RTOL = 1e-5
-ATOL = 1e-6
 
 
 # -- the reference: the CPU kernel through the interpreter ----------------------------------------
@@ -102,7 +101,7 @@ def test_depthwise_cu_on_host_matches_cpu_kernel(case_index):
     got = run_depthwise_conv2d_host(x, w, b, stride, dilation, padding, activation, multiplier)
     want = cpu_depthwise(x, w, b, stride, dilation, padding, activation)
     assert got.shape == want.shape and got.dtype == np.float32
-    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(got, want)
 
 
 def test_grid_covers_every_stride_dilation_multiplier_and_padding():
@@ -117,7 +116,7 @@ def test_every_fused_activation_clamps_like_the_cpu_kernel(activation):
     x, w, b = random_case((1, 6, 7, 3), (3, 3), 2, seed=11, scale=8.0)
     got = run_depthwise_conv2d_host(x, w, b, 1, 2, Padding.SAME, activation, 2)
     want = cpu_depthwise(x, w, b, (1, 1), (2, 2), Padding.SAME, activation)
-    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(got, want)
     low, high = activation_range(activation)
     assert got.min() >= low and got.max() <= high
 
@@ -125,7 +124,7 @@ def test_every_fused_activation_clamps_like_the_cpu_kernel(activation):
 def test_without_bias_the_null_pointer_adds_nothing():
     x, w, _ = random_case((2, 5, 6, 2), (3, 3), 3, seed=3, bias=False)
     got = run_depthwise_conv2d_host(x, w, None, 2, 1, Padding.SAME, Act.RELU6, 3)
-    np.testing.assert_allclose(got, cpu_depthwise(x, w, None, (2, 2), (1, 1), Padding.SAME, Act.RELU6), rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(got, cpu_depthwise(x, w, None, (2, 2), (1, 1), Padding.SAME, Act.RELU6))
 
 
 def test_nan_propagates_through_the_clamp_like_the_cpu_kernel():
@@ -135,7 +134,7 @@ def test_nan_propagates_through_the_clamp_like_the_cpu_kernel():
     want = cpu_depthwise(x, w, b, (1, 1), (1, 1), Padding.SAME, Act.RELU6)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     assert np.isnan(got).sum() == 9  # the 3x3 outputs whose window holds the NaN
-    np.testing.assert_allclose(got[~np.isnan(got)], want[~np.isnan(want)], rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(got[~np.isnan(got)], want[~np.isnan(want)])
 
 
 @pytest.mark.parametrize("activation", [Act.NONE, Act.RELU], ids=lambda a: a.name)
