@@ -38,9 +38,10 @@
 #endif
 
 #include "storage.cuh"      // load_as_float / store_from_float for float and float16 bit patterns
-#include "epilogue.cuh"     // the fused residual ADD / PRELU / RELU after the bias and clamp
+#include "epilogue.cuh"     // store_conv_output: bias, clamp, the fused residual ADD / PRELU / RELU
 #include "mma.cuh"          // MMA_TILE..., mma_lane, load_mma_fragments, mma_m16n32k16 (mma.sync m16n8k16 x 4; emulated by the host shim)
-#include "conv2d_gemm.cuh"  // the implicit GEMM's gather (pixels, taps) and output stage, shared with conv2d_tiled.cu
+#include "conv2d_window.cuh"  // locate_pixel, tap_input: where a pixel's windows sit, as in the direct kernels
+#include "conv2d_gemm.cuh"  // the implicit GEMM's gather (taps), shared with conv2d_tiled.cu
 
 // Two consecutive halves read as one 32-bit (half2) load from a 4-byte aligned address; the
 // lower-indexed element lands in the low 16 bits (little-endian), as in an mma register.

@@ -58,17 +58,16 @@ template <typename Q, bool IsMax>
 __device__ __forceinline__ void quantized_pool2d(
     const Q* __restrict__ input, Q* __restrict__ output, POOL2D_WINDOW_PARAMS, int act_min, int act_max)
 {
-    Pooled<int> pooled;
     const auto load = [](const Q* p) { return (int)*p; };
-    if (!pool2d_window<IsMax>(input, POOL2D_WINDOW_ARGS, -2147483647, load, pooled)) {
-        return;  // the last block is partial
-    }
-    int acc = pooled.value;
-    if (!IsMax) {
-        const int count = (int)pooled.count;
-        acc = acc > 0 ? (acc + count / 2) / count : (acc - count / 2) / count;
-    }
-    output[pooled.index] = (Q)clamp_int(acc, act_min, act_max);
+    const auto finish = [&](int value, long long count, Q* out) {
+        int acc = value;
+        if (!IsMax) {
+            const int n = (int)count;
+            acc = acc > 0 ? (acc + n / 2) / n : (acc - n / 2) / n;
+        }
+        *out = (Q)clamp_int(acc, act_min, act_max);
+    };
+    pool2d<IsMax>(input, output, POOL2D_WINDOW_ARGS, -2147483647, load, finish);
 }
 
 #define QUANTIZED_POOL2D_PARAMS POOL2D_WINDOW_PARAMS, int act_min, int act_max

@@ -1,7 +1,8 @@
-// The window walks of the pooling kernels, float (pool2d.cu) and quantized (int8_windows.cu):
-// which output a thread computes and the reduction of the input elements it reads. The kernels
-// differ only in how a stored value is read (a functor: load_as_float, or the raw integer) and
-// in what they do with the result (their own division or requantization, and the store).
+// The pooling kernels, float (pool2d.cu) and quantized (int8_windows.cu), as one template over
+// the accumulator (pool2d), and the window walks of the pools and MEANs: which output a thread
+// computes and the reduction of the input elements it reads. The kernels differ only in how a
+// stored value is read (a functor: load_as_float, or the raw integer) and in what they do with
+// the result (their own division or requantization, and the store: another functor).
 //
 // AVERAGE_POOL_2D / MAX_POOL_2D, NHWC, one thread per output element (batch, y, x, channel):
 //   input  [batches, in_h, in_w, channels]
@@ -92,6 +93,22 @@ __device__ __forceinline__ bool pool2d_window(
     pooled.value = acc;
     pooled.count = (ky_end - ky_start) * (kx_end - kx_start);
     return true;
+}
+
+// The pool of this thread's output, whatever its accumulator (float for pool2d.cu, int32 for
+// int8_windows.cu): its window's max (IsMax, from `lowest`) or sum of load(p) (pool2d_window),
+// then the kernel's own finish(value, count, output + index): the average's division, the clamp,
+// the store.
+template <bool IsMax, typename T, typename Acc, typename Load, typename Finish>
+__device__ __forceinline__ void pool2d(
+    const T* __restrict__ input, T* __restrict__ output, POOL2D_WINDOW_PARAMS, Acc lowest, const Load load,
+    const Finish finish)
+{
+    Pooled<Acc> pooled;
+    if (!pool2d_window<IsMax>(input, POOL2D_WINDOW_ARGS, lowest, load, pooled)) {
+        return;  // the last block is partial
+    }
+    finish(pooled.value, pooled.count, output + pooled.index);
 }
 
 // Output `index` of a MEAN (its kept coordinates, row-major): where its first reduced element
