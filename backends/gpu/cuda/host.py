@@ -69,8 +69,9 @@ from schema.enums import ActivationFunctionType, Padding
 SHIM_DIR = pathlib.Path(__file__).parent / "host_shim"
 HEADER = SHIM_DIR / "cuda_host.h"
 #: Flags of every host build (shared libraries add ``-fPIC -shared``). ``-pthread``: every
-#: launch runs on worker threads.
-BASE_FLAGS: tuple[str, ...] = ("-O2", "-std=c++20", "-Wall", "-Wno-unused-function", "-pthread")
+#: launch runs on worker threads. ``-Wno-unknown-pragmas``: the kernels' ``#pragma unroll``
+#: is NVRTC's (g++ before 13 cannot silence it in the header).
+BASE_FLAGS: tuple[str, ...] = ("-O2", "-std=c++20", "-Wall", "-Wno-unused-function", "-Wno-unknown-pragmas", "-pthread")
 SHARED_FLAGS: tuple[str, ...] = ("-fPIC", "-shared")
 COOPERATIVE_FLAGS: tuple[str, ...] = ("-DCUDA_HOST_COOPERATIVE",)
 _MAX_PARAMS = 64
@@ -487,8 +488,10 @@ class HostModule:
 
 @functools.lru_cache(maxsize=None)
 def shipped_module(source: str) -> HostModule:
-    """The host build of a shipped ``.cu`` file (built once per process, cached on disk)."""
-    return HostModule(read_source(source), source)
+    """The host build of a shipped ``.cu`` file (built once per process, cached on disk), in
+    the cooperative mode when it uses ``__syncthreads`` or ``__shared__``."""
+    text = read_source(source)
+    return HostModule(text, source, cooperative="__syncthreads" in text or "__shared__" in text)
 
 
 def run_depthwise_conv2d_host(
