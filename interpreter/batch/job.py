@@ -71,7 +71,7 @@ class JobOptions:
     precision: str = "float32"
     batch_size: int = 32
     image_range: tuple[float, float] = (0.0, 1.0)
-    num_threads: int | None = None
+    num_threads: int = 1
     exact: bool = True
     model_path: str | None = None  #: where ``model`` was read from (None for bytes given as such)
 
@@ -120,7 +120,7 @@ class Collector:
 def run_batch(model: str | os.PathLike | bytes, inputs: Sequence[str | os.PathLike], output: str | os.PathLike, *,
               engine: str = "local", delegate: str = "none", precision: str = "float32", batch_size: int = 32,
               workers: int | None = None, gpus_per_worker: float | None = None, address: str | None = None,
-              image_range: str | tuple[float, float] = "0,1", fail_fast: bool = False, num_threads: int | None = None,
+              image_range: str | tuple[float, float] = "0,1", fail_fast: bool = False, num_threads: int = 1,
               exact: bool = True, progress: Callable[[int, int, int], None] | None = None,
               devices: Sequence[int] | None = None, predictor_class: type[SourcePredictor] = SourcePredictor,
               ) -> BatchSummary:
@@ -145,8 +145,9 @@ def run_batch(model: str | os.PathLike | bytes, inputs: Sequence[str | os.PathLi
       image_range: ``"0,1"``, ``"-1,1"`` or ``"0,255"`` (or a (low, high) pair): what pixel
         values 0..255 become.
       fail_fast: stop after the batch that holds the first bad input.
-      num_threads: each interpreter's ``num_threads`` (default: 1 per Ray actor; the
-        BLAS default for the local engine).
+      num_threads: each interpreter's ``num_threads`` (BLAS threads; default 1, so that
+        both engines give the same bits: float sums may round differently on another
+        number of threads).
       progress: called with (rows, errors, inputs) when the job starts and after each
         batch is written.
       devices: the local engine's visible GPU ids (default: CuPy's device count).

@@ -1,7 +1,8 @@
 """The local engine: a batch job in this process, without Ray.
 
 One worker (one interpreter), or with ``delegate="gpu"`` one worker per visible GPU, each
-in a thread of its own with its own interpreter and device. Inputs are read one batch
+in a thread of its own with its own interpreter and device, batches dealt to them in
+turn. Inputs are read one batch
 ahead in a reader thread and the results written in input order by the calling thread,
 so reading, running and writing overlap (numpy's BLAS, file reads and pyarrow's writes
 release the GIL).
@@ -10,7 +11,6 @@ release the GIL).
 from __future__ import annotations
 
 import collections
-import queue
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Sequence
 
@@ -58,35 +58,40 @@ def run_local(options: JobOptions, sources: Sequence[Source], collector: Collect
         devices = visible_gpus() if options.delegate == "gpu" else []
     placement = local_worker_devices(options.delegate, workers, devices)
     predictors = [predictor_class(**options.predictor_kwargs(device=device)) for device in placement]
+    if len(predictors) > 1:
+        for number, predictor in enumerate(predictors):
+            predictor.worker["name"] += f" worker {number}"
     loader = InputLoader(predictors[0].inputs, options.image_range)
-    free: queue.Queue[SourcePredictor] = queue.Queue()
-    for predictor in predictors:
-        free.put(predictor)
-
-    def work(batch: list[Source], loaded: Future) -> BatchResult:
-        predictor = free.get()
-        try:
-            return predictor.run(batch, loaded.result())
-        finally:
-            free.put(predictor)
-
     size = options.batch_size
-    batches = iter([list(sources[start:start + size]) for start in range(0, len(sources), size)])
-    with ThreadPoolExecutor(1, "litedelegate-read") as reader, \
-            ThreadPoolExecutor(len(predictors), "litedelegate-worker") as runner:
-        pending: collections.deque[Future] = collections.deque()
+    batches = [list(sources[start:start + size]) for start in range(0, len(sources), size)]
+    reader = ThreadPoolExecutor(1, "litedelegate-read")
+    # One thread per worker, each with its own predictor; batch k goes to worker k mod n.
+    runners = [ThreadPoolExecutor(1, f"litedelegate-worker-{i}") for i in range(len(predictors))]
+    pending: collections.deque[Future] = collections.deque()
+    submitted = 0
 
-        def submit_next() -> None:
-            batch = next(batches, None)
-            if batch is not None:
-                pending.append(runner.submit(work, batch, reader.submit(loader.load_many, batch)))
+    def submit_next() -> None:
+        nonlocal submitted
+        if submitted < len(batches):
+            batch, worker = batches[submitted], submitted % len(predictors)
+            loaded = reader.submit(loader.load_many, batch)
+            pending.append(runners[worker].submit(_run, predictors[worker], batch, loaded))
+            submitted += 1
 
+    try:
         for _ in range(len(predictors) + 1):  # each worker busy, and one batch read ahead
             submit_next()
         while pending:
             result = pending.popleft().result()
             submit_next()
             if not collector.add(result):
-                for future in pending:
-                    future.cancel()
                 break
+    finally:
+        for future in pending:
+            future.cancel()
+        for executor in (reader, *runners):
+            executor.shutdown(wait=True)
+
+
+def _run(predictor: SourcePredictor, batch: list[Source], loaded: Future) -> BatchResult:
+    return predictor.run(batch, loaded.result())

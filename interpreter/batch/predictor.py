@@ -95,7 +95,9 @@ class Predictor:
         ``"MODULE:CLASS[:KEY=VALUE,...]"`` as on the command line.
       precision: the GPU delegate's ``"float32"`` or ``"float16"``.
       batch_size: rows per invoke when the model's batch dimension can be resized.
-      num_threads: the interpreter's ``num_threads`` (BLAS threads, process-wide).
+      num_threads: the interpreter's ``num_threads`` (BLAS threads, process-wide). Rows
+        equal single invokes made with the same count: float sums can round differently
+        on another number of BLAS threads.
       exact: run sample by sample when batched outputs differ from single invokes in any
         bit (the default); ``False`` batches whenever the shapes allow it.
       device: the CUDA device for ``delegate="gpu"`` (default: see ``delegate``).

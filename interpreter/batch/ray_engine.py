@@ -101,7 +101,6 @@ def run_ray(options: JobOptions, sources: Sequence[Source], collector: Collector
             )
         if workers is None:
             workers = max(1, int(resources.get("GPU", 0) // num_gpus)) if gpu else max(1, int(resources.get("CPU", 1)))
-        num_threads = options.num_threads if options.num_threads is not None else 1
         remote = address is not None
         more: dict[str, Any] = {"model": options.model} if remote else {}  # a remote cluster gets the bytes, not the path
         dataset = data.from_items([{PATH: source.path, ROW: source.row} for source in sources])
@@ -109,7 +108,7 @@ def run_ray(options: JobOptions, sources: Sequence[Source], collector: Collector
         # default to -1 for map actors).
         results = dataset.map_batches(
             predictor_class,
-            fn_constructor_kwargs=options.predictor_kwargs(num_threads=num_threads, **more),
+            fn_constructor_kwargs=options.predictor_kwargs(**more),
             batch_size=options.batch_size,
             batch_format="numpy",
             compute=data.ActorPoolStrategy(size=workers),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -66,7 +67,9 @@ class SourcePredictor(Predictor):
             raise ValueError(f"the model has an output named {', '.join(map(repr, clashes))}, a column name of batch "
                              f"jobs ({', '.join(RESERVED_COLUMNS)})")
         self.loader = InputLoader(self.inputs, image_range)
-        self.worker = {"name": self.describe(), "device": self.device, "mode": self.mode, "reason": self.mode_reason}
+        #: Where this worker runs (``name``: host and process), on what, and how it batches.
+        self.worker = {"name": f"{socket.gethostname()} pid {os.getpid()}", "device": self.device, "mode": self.mode,
+                       "reason": self.mode_reason}
 
     def run(self, sources: Sequence[Source], loaded: Sequence[Mapping[str, np.ndarray] | InputError] | None = None) -> BatchResult:
         """Outputs of ``sources`` (read here unless ``loaded`` gives them, as the loader's

@@ -48,8 +48,8 @@ def add_parser(commands, parents) -> None:
     parser.add_argument("--image-range", choices=tuple(IMAGE_RANGES), default="0,1",
                         help="what image pixel values 0..255 become (default 0,1; write --image-range=-1,1, with the "
                         "equals sign, for -1,1)")
-    parser.add_argument("--threads", type=int, help="BLAS threads per interpreter (default: 1 per Ray worker, the BLAS "
-                        "default for the local engine)")
+    parser.add_argument("--threads", type=int, help="BLAS threads per interpreter (default 1; float outputs can differ "
+                        "in their last bits on another number of threads)")
     parser.add_argument("--inexact", action="store_true", help="batch even where batched outputs differ from single "
                         "invokes in their last bits (by default such a model runs sample by sample)")
     parser.add_argument("--fail-fast", action="store_true", help="stop after the batch holding the first bad input")
@@ -142,7 +142,7 @@ def main(args: argparse.Namespace) -> int:
     out.line(f"throughput: {summary.rows_per_second:.1f} rows/s ({summary.rows} rows in {summary.seconds:.2f} s)")
     table = Table(["worker", "device", "batching", "rows"], right=frozenset({"rows"}))
     for worker in summary.workers:
-        table.add(worker.name.split(":")[0], worker.device, worker.mode, worker.rows)
+        table.add(worker.name, worker.device, worker.mode, worker.rows)
     out.table(table)
     for reason in dict.fromkeys(worker.reason for worker in summary.workers if worker.reason):
         out.line(f"sample by sample: {reason}")
