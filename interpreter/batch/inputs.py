@@ -251,10 +251,10 @@ class InputLoader:
     def _parquet_row(self, source: Source) -> dict[str, np.ndarray]:
         start, group = self._row_group_of(source.path, source.row)
         names = [spec.name for spec in self.specs]
-        missing = [name for name in names if name not in group.column_names]
-        if missing:
+        if any(name not in group.column_names for name in names):
+            columns = self._parquet[source.path][0].schema_arrow.names
             raise InputError(
-                f"the Parquet file has columns {', '.join(map(repr, group.column_names))}; the model's inputs are "
+                f"the Parquet file has columns {', '.join(map(repr, columns))}; the model's inputs are "
                 f"{', '.join(map(repr, names))}"
             )
         row = source.row - start

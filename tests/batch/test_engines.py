@@ -62,6 +62,7 @@ def test_a_ray_worker_that_exits_on_its_third_batch_is_replaced_and_no_input_is_
     assert died.exists(), "no worker reached its third batch: the test did not test a fault"
     assert (summary.rows, summary.errors) == (40, 0)
     result = read_results(tmp_path / "out.parquet")
+    assert result.errors == {}
     assert len(result.row_sources) == len(set(result.row_sources)) == 40
     assert_rows_equal_single_invokes(result, sources, single_invokes(DSCNN, samples))
 
