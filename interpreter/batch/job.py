@@ -51,6 +51,7 @@ class BatchSummary:
 
     @property
     def rows_per_second(self) -> float:
+        """Rows over the job's seconds (the workers' start included)."""
         return self.rows / self.seconds if self.seconds > 0 else 0.0
 
     @property
@@ -59,6 +60,7 @@ class BatchSummary:
         return self.rows == self.inputs
 
     def to_dict(self) -> dict[str, Any]:
+        """The summary as JSON-ready values (``litedelegate batch --json``)."""
         return {**asdict(self), "rows_per_second": self.rows_per_second, "complete": self.complete}
 
 
@@ -154,7 +156,9 @@ def run_batch(model: str | os.PathLike | bytes, inputs: Sequence[str | os.PathLi
       predictor_class: the worker class (a :class:`SourcePredictor` subclass).
 
     Raises:
-      ValueError: a bad option or no inputs; FileNotFoundError: a missing input path.
+      ValueError: a bad option, or no inputs.
+      FileNotFoundError: an input path that does not exist.
+      WorkerError: (ray) a worker that could not start, naming the exception it raised.
     """
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")

@@ -42,7 +42,6 @@ import copy
 import logging
 import os
 import pathlib
-import socket
 import sys
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -85,7 +84,15 @@ class Predictor:
 
     One interpreter, built at construction (one per worker when a job has several).
     Columns of a batch that are not model inputs (an id, a file name) are passed through
-    to the result unchanged.
+    to the result unchanged, so it is an actor class for Ray Data as it is:
+    ``dataset.map_batches(Predictor, fn_constructor_kwargs={"model": path, "delegate":
+    "gpu"}, batch_size=32, num_gpus=1, concurrency=4)``.
+
+    The model's batch dimension is resized to ``batch_size`` when the model allows it and
+    a probe at construction finds batched outputs equal to single invokes bit for bit;
+    otherwise (a fixed batch, state kept between invokes, sums that round otherwise) the
+    samples run one by one, said once on the ``interpreter.batch`` logger (see the
+    module's notes).
 
     Args:
       model: a ``.tflite`` path, or the model's bytes.
@@ -101,6 +108,14 @@ class Predictor:
       exact: run sample by sample when batched outputs differ from single invokes in any
         bit (the default); ``False`` batches whenever the shapes allow it.
       device: the CUDA device for ``delegate="gpu"`` (default: see ``delegate``).
+
+    Attributes:
+      mode: ``"batched"`` (invokes of ``batch_size`` rows) or ``"sample by sample"``.
+      mode_reason: why the samples run one by one although ``batch_size`` > 1 ("" otherwise).
+      device: where the model runs (``"CPU (numpy)"``, the delegate and its device).
+      inputs: the model's inputs (``InputSpec``: name, dtype, one sample's shape).
+      outputs: the model's outputs (``OutputSpec``).
+      interpreter: the interpreter.
 
     Raises:
       ValueError: a bad option, or a model that cannot be loaded.
@@ -127,27 +142,19 @@ class Predictor:
         self.inputs = [InputSpec.from_detail(d) for d in self.interpreter.get_input_details()]
         self._initial_state = _InitialState(self.interpreter) if _keeps_state(self.interpreter) else None
         self._probe = _probe_rows(self.inputs)
-        self.interpreter_run(self._probe, 0)  # also gives the outputs' shapes at batch 1
+        self._invoke_one(self._probe, 0)  # also gives the outputs' shapes at batch 1
         self.outputs = [OutputSpec.from_detail(d, self.interpreter.get_tensor(d["index"]))
                         for d in self.interpreter.get_output_details()]
         kinds = {spec.dtype.kind for spec in self.outputs}
         if "O" in kinds or "U" in kinds or "S" in kinds:
             raise ValueError("the model has a STRING output: batch jobs take numeric outputs only")
-        #: ``"batched"`` (invokes of ``batch_size`` rows) or ``"sample by sample"``.
         self.mode = "batched" if batch_size > 1 else "sample by sample"
-        #: Why the samples run one by one although ``batch_size`` > 1 ("" otherwise).
         self.mode_reason = ""
         if batch_size > 1:
             reason = self._batch(exact)
             if reason:
                 self.mode, self.mode_reason = "sample by sample", reason
                 logger.warning("%s: running sample by sample: %s", self.model_label, reason)
-
-    # -- what it runs on -------------------------------------------------------------------------
-    def describe(self) -> str:
-        """Where this predictor runs and how: host, process, device and batching."""
-        how = f"batches of {self.batch_size}" if self.mode == "batched" else "sample by sample"
-        return f"{socket.gethostname()} pid {os.getpid()}: {self.device}, {how}"
 
     # -- calls -----------------------------------------------------------------------------------
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, np.ndarray]:
@@ -191,7 +198,7 @@ class Predictor:
         return results
 
     # -- running -------------------------------------------------------------------------------
-    def interpreter_run(self, arrays: Mapping[str, np.ndarray], row: int) -> None:
+    def _invoke_one(self, arrays: Mapping[str, np.ndarray], row: int) -> None:
         """Invoke at batch 1 on one row of ``arrays`` (the interpreter must be at batch 1),
         from the initial state for a model that keeps state."""
         if self._initial_state is not None:
@@ -206,7 +213,7 @@ class Predictor:
         """Run ``rows`` of ``arrays``: at batch 1 one row, batched ``batch_size`` rows (fewer
         are padded with copies of themselves), and store the outputs at ``into``."""
         if self.mode != "batched":
-            self.interpreter_run(arrays, rows[0])
+            self._invoke_one(arrays, rows[0])
             for spec in self.outputs:
                 value = self.interpreter.get_tensor(spec.index)
                 results[spec.name][into] = value[0] if spec.batch_axis else value
@@ -240,7 +247,7 @@ class Predictor:
             if exact:
                 self._resize(1)
                 for row in range(singles_count):
-                    self.interpreter_run(self._probe, row)
+                    self._invoke_one(self._probe, row)
                     singles.append([self.interpreter.get_tensor(spec.index)[0] for spec in self.outputs])
                 self._resize(n)
             for spec in self.inputs:

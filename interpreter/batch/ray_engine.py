@@ -92,6 +92,7 @@ def run_ray(options: JobOptions, sources: Sequence[Source], collector: Collector
         context.enable_progress_bars = False
         context.enable_operator_progress_bars = False
         context.print_on_execution_start = False
+        logging.getLogger("ray.data").setLevel(logging.WARNING)  # not a line per dataset run: the job's summary says it
         logging.getLogger("ray.data._internal.progress").setLevel(logging.ERROR)  # "Progress bars disabled": we draw ours
         resources = ray.cluster_resources()
         if gpu and resources.get("GPU", 0) < num_gpus:

@@ -29,5 +29,5 @@ def test_the_reference_covers_the_public_api():
                  "delegate_sdk.MutableOpResolver", "MutableOpResolver.as_of_release", "delegate_sdk.testing.single_op_model",
                  "backends.gpu.GpuDelegate", "backends.cpu.builtin_op_resolver", "schema.model.Model",
                  "schema.builder.ModelBuilder", "schema.versioning.get_builtin_operator_version",
-                 "schema.versioning.get_min_runtime_version"):
+                 "schema.versioning.get_min_runtime_version", "interpreter.batch.Predictor", "interpreter.batch.run_batch"):
         assert f"`{name}" in text, name
