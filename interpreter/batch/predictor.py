@@ -142,16 +142,23 @@ class Predictor:
         self.inputs = [InputSpec.from_detail(d) for d in self.interpreter.get_input_details()]
         self._initial_state = _InitialState(self.interpreter) if _keeps_state(self.interpreter) else None
         self._probe = _probe_rows(self.inputs)
-        self._invoke_one(self._probe, 0)  # also gives the outputs' shapes at batch 1
-        self.outputs = [OutputSpec.from_detail(d, self.interpreter.get_tensor(d["index"]))
-                        for d in self.interpreter.get_output_details()]
+        try:
+            self._invoke_one(self._probe, 0)  # the outputs' shapes at batch 1, dynamic ones included
+            probe_error = ""
+        except Exception as error:  # random rows a model cannot take (indices out of range...)
+            probe_error = f"random probe rows could not be run ({type(error).__name__}: {_first_line(error)})"
+        try:
+            self.outputs = [OutputSpec.from_detail(d, self.interpreter.get_tensor(d["index"]))
+                            for d in self.interpreter.get_output_details()]
+        except ValueError:  # an output whose shape only an invoke gives
+            raise ValueError(f"the model's output shapes are not known: {probe_error}") from None
         kinds = {spec.dtype.kind for spec in self.outputs}
         if "O" in kinds or "U" in kinds or "S" in kinds:
             raise ValueError("the model has a STRING output: batch jobs take numeric outputs only")
         self.mode = "batched" if batch_size > 1 else "sample by sample"
         self.mode_reason = ""
         if batch_size > 1:
-            reason = self._batch(exact)
+            reason = probe_error + ", so batching cannot be checked" if probe_error else self._batch(exact)
             if reason:
                 self.mode, self.mode_reason = "sample by sample", reason
                 logger.warning("%s: running sample by sample: %s", self.model_label, reason)
@@ -324,7 +331,8 @@ class _InitialState:
 
 
 def _probe_rows(specs: list[InputSpec]) -> dict[str, np.ndarray]:
-    """PROBE_ROWS random rows per input (seeded): floats in [-1, 1), small integers, booleans."""
+    """PROBE_ROWS random rows per input (seeded): floats in [-1, 1), integers 0 and 1
+    (valid even as indices), booleans."""
     rng = np.random.default_rng(0)
     probe = {}
     for spec in specs:
@@ -334,8 +342,7 @@ def _probe_rows(specs: list[InputSpec]) -> dict[str, np.ndarray]:
         elif spec.dtype.kind == "b":
             probe[spec.name] = rng.integers(0, 2, size=shape).astype(bool)
         elif spec.dtype.kind in "iu":
-            info = np.iinfo(spec.dtype)
-            probe[spec.name] = rng.integers(max(info.min, -128), min(info.max, 127) + 1, size=shape).astype(spec.dtype)
+            probe[spec.name] = rng.integers(0, 2, size=shape).astype(spec.dtype)
         else:
             raise ValueError(f"input {spec.name!r} is {spec.dtype.name}: batch jobs take numeric inputs only")
     return probe

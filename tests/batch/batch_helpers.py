@@ -10,8 +10,8 @@ import numpy as np
 
 from interpreter import Interpreter
 from schema.builder import ModelBuilder
-from schema.enums import BuiltinOperator
-from schema.params import AddParams, Conv2DParams
+from schema.enums import BuiltinOperator, TensorType
+from schema.params import AddParams, Conv2DParams, GatherParams
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 REAL_MODELS = sorted((ROOT / "tests" / "data" / "models" / "real").glob("*.tflite"))
@@ -175,4 +175,16 @@ def fixed_reshape_model() -> bytes:
     y = graph.add_tensor("y", [1, 12])
     graph.add_operator(BuiltinOperator.RESHAPE, [x, shape], [y])
     graph.add_output(y)
+    return builder.build()
+
+
+def gather_one_row_model() -> bytes:
+    """main(i) = GATHER(table, i) with a table of one row: only the index 0 is valid."""
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    table = graph.add_constant("table", np.array([[1.0, 2.0, 3.0]], np.float32))
+    indices = graph.add_input("i", [1, 2], TensorType.INT32, shape_signature=[-1, 2])
+    rows = graph.add_tensor("rows", [1, 2, 3], shape_signature=[-1, 2, 3])
+    graph.add_operator(BuiltinOperator.GATHER, [table, indices], [rows], GatherParams(axis=0))
+    graph.add_output(rows)
     return builder.build()

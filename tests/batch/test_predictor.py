@@ -10,8 +10,8 @@ import logging
 import numpy as np
 import pytest
 
-from batch_helpers import (DSCNN, FACE_DETECTION, FACE_LANDMARK, HEY_JARVIS, fixed_reshape_model, float_conv_model, make_samples,
-                           single_invokes, two_input_model)
+from batch_helpers import (DSCNN, FACE_DETECTION, FACE_LANDMARK, HEY_JARVIS, fixed_reshape_model, float_conv_model,
+                           gather_one_row_model, make_samples, single_invokes, two_input_model)
 from interpreter import Interpreter
 from interpreter.batch import Predictor
 from interpreter.batch.predictor import cuda_index_of
@@ -178,3 +178,12 @@ def test_ray_gpu_ids_are_found_among_the_visible_devices():
     assert cuda_index_of(5, None) == 5 and cuda_index_of(5, "") == 5
     with pytest.raises(ValueError, match="Ray assigned GPU 4, which is not in CUDA_VISIBLE_DEVICES=0,1"):
         cuda_index_of(4, "0,1")
+
+
+def test_a_model_that_cannot_take_the_random_probe_runs_sample_by_sample():
+    predictor = Predictor(gather_one_row_model(), batch_size=4)
+    assert predictor.mode == "sample by sample"
+    assert predictor.mode_reason.startswith("random probe rows could not be run (KernelError: ")
+    assert predictor.mode_reason.endswith(", so batching cannot be checked")
+    outputs = predictor({"i": np.zeros((3, 2), np.int32)})
+    np.testing.assert_array_equal(outputs["rows"], np.tile(np.float32([1, 2, 3]), (3, 2, 1)))
