@@ -124,9 +124,9 @@ def main() -> int:
         (scratch / "inputs").mkdir()
         paths = write_inputs(args.model, args.inputs, scratch / "inputs")
         if any(run.startswith("ray") for run in runs):
-            from interpreter.batch.ray_engine import start_local_ray
+            from interpreter.batch.ray_engine import init_ray
 
-            start_local_ray(num_cpus=os.cpu_count())
+            init_ray(num_cpus=os.cpu_count())
         for delegate in delegates:
             for run in runs:
                 output = scratch / f"{delegate}_{run}.parquet"

@@ -12,8 +12,11 @@ arrive, in the order they finish (the ``source`` column says which input each ro
 Without ``address`` a local cluster is started (no dashboard) and stopped at the end; a
 Ray already initialized in the process (``ray.init`` by the caller) is used as it is.
 The workers import this project's packages from where the driver did: a local cluster's
-workers get that directory on ``PYTHONPATH``, a remote cluster gets the packages shipped
-as ``py_modules``.
+workers get that directory on ``PYTHONPATH``; a cluster joined at ``address`` gets the
+packages shipped as the job's ``py_modules`` (a caller that initializes Ray itself for a
+remote cluster ships them, or installs litedelegate there, itself). Workers read the
+input files themselves: on a cluster of several machines the paths must be readable on
+every node (a shared filesystem).
 """
 
 from __future__ import annotations
@@ -56,9 +59,10 @@ def runtime_env(remote: bool) -> dict[str, Any] | None:
     return {"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}}
 
 
-def start_local_ray(num_cpus: int | None = None, num_gpus: int | None = None, **init: Any) -> None:
-    """``ray.init`` of a local cluster as batch jobs start it: no dashboard, Ray's usage
-    statistics off, workers' log lines not forwarded (the job's summary reports them)."""
+def init_ray(num_cpus: int | None = None, num_gpus: int | None = None, **init: Any) -> None:
+    """``ray.init`` as batch jobs call it (a new local cluster, or the one at ``address=``
+    in ``init``): no dashboard, Ray's usage statistics off, workers' log lines not
+    forwarded (the job's summary reports them)."""
     ray = import_optional("ray")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     # Ray's default for a new local cluster, token authentication, without its notice that it is on.
@@ -82,11 +86,12 @@ def run_ray(options: JobOptions, sources: Sequence[Source], collector: Collector
     if gpu and num_gpus <= 0:
         raise ValueError(f"gpus_per_worker must be above 0 with delegate 'gpu', got {gpus_per_worker}")
     started = not ray.is_initialized()
+    remote = address is not None
     if started:
-        if address is None:
-            start_local_ray()
+        if remote:  # uploading the packages (py_modules) is only done for a whole job, at ray.init
+            init_ray(address=address, runtime_env=runtime_env(remote=True))
         else:
-            start_local_ray(address=address)
+            init_ray()
     try:
         context = data.DataContext.get_current()
         context.enable_progress_bars = False
@@ -102,7 +107,6 @@ def run_ray(options: JobOptions, sources: Sequence[Source], collector: Collector
             )
         if workers is None:
             workers = max(1, int(resources.get("GPU", 0) // num_gpus)) if gpu else max(1, int(resources.get("CPU", 1)))
-        remote = address is not None
         more: dict[str, Any] = {"model": options.model} if remote else {}  # a remote cluster gets the bytes, not the path
         dataset = data.from_items([{PATH: source.path, ROW: source.row} for source in sources])
         # Ray Data restarts a dead actor and retries its task (max_restarts and max_task_retries
@@ -115,7 +119,7 @@ def run_ray(options: JobOptions, sources: Sequence[Source], collector: Collector
             compute=data.ActorPoolStrategy(size=workers),
             num_cpus=1,
             num_gpus=num_gpus,
-            runtime_env=runtime_env(remote),
+            runtime_env=None if remote else runtime_env(remote=False),
         )
         try:
             for batch in results.iter_batches(batch_size=None, batch_format="numpy"):

@@ -34,9 +34,9 @@ def ray_cluster():
     """A local Ray cluster of 2 CPUs (and 2 GPUs that are only resources Ray counts: no
     device is opened on them), without a dashboard, for the whole session."""
     ray = pytest.importorskip("ray", reason="the ray engine needs the batch extra: pip install 'litedelegate[batch]'")
-    from interpreter.batch.ray_engine import start_local_ray
+    from interpreter.batch.ray_engine import init_ray
 
-    start_local_ray(num_cpus=2, num_gpus=2, object_store_memory=256 * 2**20)
+    init_ray(num_cpus=2, num_gpus=2, object_store_memory=256 * 2**20)
     yield ray
     ray.shutdown()
 
