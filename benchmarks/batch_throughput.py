@@ -16,7 +16,9 @@ outputs to one Parquet file:
 
 Two figures per run: rows over the whole job (workers' start included), and the steady
 rate after the first batch came back (the rows after it over the time after it), which
-is what a long job sees. Timings compare only within one run on one machine.
+is what a long job sees. The runs go round ``--rounds`` times, each round every run in
+turn, and the medians are reported, so that a machine whose load changes over minutes
+weighs on every run alike. Timings compare only within one run on one machine.
 """
 
 from __future__ import annotations
@@ -108,6 +110,7 @@ def main() -> int:
     parser.add_argument("--delegates", default=None, help="comma-separated: none, gpu-host, gpu (default: none,gpu-host, "
                         "and gpu where CUDA is)")
     parser.add_argument("--runs", default=",".join(RUNS), help=f"comma-separated, of {', '.join(RUNS)}")
+    parser.add_argument("--rounds", type=int, default=2, help="times every run is made, in turn (default 2); medians")
     args = parser.parse_args()
     runs = args.runs.split(",")
     if args.delegates is None:
@@ -127,20 +130,27 @@ def main() -> int:
             from interpreter.batch.ray_engine import init_ray
 
             init_ray(num_cpus=os.cpu_count())
-        for delegate in delegates:
-            for run in runs:
-                output = scratch / f"{delegate}_{run}.parquet"
-                if run == "loop":
-                    total, steady = plain_loop(args.model, delegate, paths, output)
-                    steady_rows = len(paths) - 1
-                else:
-                    engine, workers = ("local", None) if run == "local" else ("ray", int(run[3:]))
-                    total, steady, first_rows = engine_run(args.model, delegate, paths, output, engine, args.batch_size, workers)
-                    steady_rows = len(paths) - first_rows
-                results.append((delegate, run, len(paths) / total, steady_rows / steady))
-                print(f"  {delegate:8s} {run:5s}: {len(paths) / total:7.1f} rows/s over the job, {steady_rows / steady:7.1f} "
-                      "after the first batch", flush=True)
+        rates: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        for round_ in range(args.rounds):
+            for delegate in delegates:
+                for run in runs:
+                    output = scratch / f"{delegate}_{run}.parquet"
+                    if run == "loop":
+                        total, steady = plain_loop(args.model, delegate, paths, output)
+                        steady_rows = len(paths) - 1
+                    else:
+                        engine, workers = ("local", None) if run == "local" else ("ray", int(run[3:]))
+                        total, steady, first_rows = engine_run(args.model, delegate, paths, output, engine, args.batch_size,
+                                                               workers)
+                        steady_rows = len(paths) - first_rows
+                    rates.setdefault((delegate, run), []).append((len(paths) / total, steady_rows / steady))
+                    print(f"  round {round_ + 1}: {delegate:8s} {run:5s}: {len(paths) / total:7.1f} rows/s over the job, "
+                          f"{steady_rows / steady:7.1f} after the first batch; load average {os.getloadavg()[0]:.1f}",
+                          flush=True)
+        for (delegate, run), values in rates.items():
+            results.append((delegate, run, float(np.median([v[0] for v in values])), float(np.median([v[1] for v in values]))))
     print()
+    print(f"medians of {args.rounds} round(s)")
     print("| delegate | run | rows/s (job) | rows/s (after the first batch) | job vs loop |")
     print("|---|---|---:|---:|---:|")
     loops = {delegate: rate for delegate, run, rate, _ in results if run == "loop"}
