@@ -128,7 +128,9 @@ class Interpreter:
         self._shared.subgraphs = self._subgraphs
         for subgraph in self._subgraphs:
             subgraph.init_nodes()
-            subgraph.fold_constants()
+        # Folded before the first delegate looks at the graph (not here: folding prepares
+        # nodes, which allocate_tensors does anyway, and loading stays cheap).
+        self._constants_folded = False
         self._views: list[weakref.ref] = []  # views handed out by tensor()
         self._delegates: list[Any] = []
         self._reports: list[DelegationReport] = []
@@ -474,6 +476,10 @@ class Interpreter:
                 "(a delegate_sdk.Delegate, e.g. backends.gpu.GpuDelegate())"
             )
         was_allocated = self._main.allocated
+        if not self._constants_folded:
+            self._constants_folded = True
+            for subgraph in self._subgraphs:
+                subgraph.fold_constants()
         if self._before_delegation is None:
             self._before_delegation = [subgraph.snapshot() for subgraph in self._subgraphs]
         report = apply_delegate(self._subgraphs, self._num_model_nodes, delegate)

@@ -48,6 +48,7 @@ from backends.cpu.quantization import (
     multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_int64,
     quantize_multiplier,
+    quantize_multipliers,
     round_half_away,
 )
 from schema.enums import TensorType
@@ -116,12 +117,9 @@ class ConvQuantization:
             multipliers = np.full(channels, multiplier, np.int64)
             shifts = np.full(channels, shift, np.int64)
         else:
-            pairs = []
-            for c in range(channels):
-                filter_scale = filter_scales[c] if filter_scales.size > 1 else filter_scales[0]
-                pairs.append(quantize_multiplier(float(input_scale) * float(filter_scale) / float(output_scale)))
-            multipliers = np.array([p[0] for p in pairs], np.int64)
-            shifts = np.array([p[1] for p in pairs], np.int64)
+            # double(s_in) * s_w[c] / s_out per channel, each in double as TFLite computes it
+            reals = float(input_scale) * np.broadcast_to(filter_scales.astype(np.float64), (channels,)) / float(output_scale)
+            multipliers, shifts = quantize_multipliers(reals)
         low, high = activation_range_quantized(
             activation, float(output_scale), zero_point_of(output), output.dtype
         )
