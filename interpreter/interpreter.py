@@ -25,6 +25,10 @@ from schema.enums import TENSOR_TYPE_OF_NUMPY_DTYPE, TensorType, tensor_type_nam
 from schema.model import Model
 
 
+#: The thread count of an Interpreter given no ``num_threads``.
+DEFAULT_NUM_THREADS = 1
+
+
 class Interpreter:
     """Runs a ``.tflite`` model on the CPU kernels and any delegates applied to it.
 
@@ -32,8 +36,13 @@ class Interpreter:
       model_path: path of a ``.tflite`` file.
       model_content: the model's bytes (give one of ``model_path`` / ``model_content``).
       experimental_delegates: delegates applied in order, as ``modify_graph_with_delegate``.
-      num_threads: threads for the kernels' BLAS calls (>= 1; process-wide, as numpy's
-        BLAS is shared); None leaves BLAS's own default.
+      num_threads: threads of every thread pool the CPU kernels use (numpy's BLAS, and any
+        OpenMP pool threadpoolctl finds), for this interpreter's invokes and allocations
+        only: set when one starts, put back when it ends, so two interpreters keep their
+        own (>= 1). None: one thread (``DEFAULT_NUM_THREADS``), as LiteRT, whose XNNPACK
+        delegate runs without a thread pool unless asked for more; a default of every
+        core made an invoke 2.8x slower beside one busy process on 2 cores (see the
+        README's performance section).
       experimental_preserve_all_tensors: keep every intermediate tensor readable after invoke.
       experimental_max_while_iterations: the most iterations one WHILE node may run in
         one invoke (default: no bound); past it the invoke fails naming the node.
@@ -82,10 +91,8 @@ class Interpreter:
                 raise ValueError("type of num_threads should be int")
             if num_threads < 1:
                 raise ValueError("num_threads should >= 1")
-        if num_threads is not None:
-            from backends.cpu.common import set_blas_threads
-
-            set_blas_threads(num_threads)
+        #: threads of every pool a CPU kernel uses (BLAS), while this interpreter runs
+        self.num_threads = DEFAULT_NUM_THREADS if num_threads is None else num_threads
         if model_content is not None and not isinstance(model_content, (bytes, bytearray, memoryview)):
             hint = " (pass array.tobytes())" if isinstance(model_content, np.ndarray) else ""
             raise TypeError(
@@ -117,6 +124,7 @@ class Interpreter:
             if experimental_max_while_iterations < 0:
                 raise ValueError("experimental_max_while_iterations must not be negative")
         self._shared = SharedState(
+            num_threads=self.num_threads,
             preserve_all_tensors=experimental_preserve_all_tensors,
             arena_limit_bytes=experimental_arena_limit_bytes,
             max_while_iterations=experimental_max_while_iterations,
