@@ -9,8 +9,8 @@ from __future__ import annotations
 import enum
 
 import os
+import sys
 import warnings
-import weakref
 from typing import Any, Sequence
 
 import numpy as np
@@ -134,12 +134,14 @@ class Interpreter:
             for subgraph, subgraph_registrations in zip(self._model.subgraphs, registrations)
         ]
         self._shared.subgraphs = self._subgraphs
+        self._main_tensors = self._subgraphs[0].tensors  # (the per-call fast paths read it)
         for subgraph in self._subgraphs:
             subgraph.init_nodes()
         # Folded before the first delegate looks at the graph (not here: folding prepares
         # nodes, which allocate_tensors does anyway, and loading stays cheap).
         self._constants_folded = False
-        self._views: list[weakref.ref] = []  # views handed out by tensor()
+        #: tensor() views: (subgraph, tensor) -> (the buffer, the base array its views are cut from)
+        self._held_views: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         self._delegates: list[Any] = []
         self._reports: list[DelegationReport] = []
         self._before_delegation: list[tuple] | None = None
@@ -283,6 +285,18 @@ class Interpreter:
             tensor and says what was expected), tensors are not allocated, or a STRING value
             is not an array of bytes / str.
         """
+        if subgraph_index == 0 and type(value) is np.ndarray and type(tensor_index) is int:
+            # The usual call, checked at the cost of a few comparisons: an array of the
+            # tensor's dtype and shape into its buffer (anything else: the checks below).
+            tensors = self._main_tensors
+            if 0 <= tensor_index < len(tensors):
+                data = tensors[tensor_index].data
+                if data is not None and value.dtype == data.dtype and value.shape == data.shape and data.dtype is not _OBJECT:
+                    try:
+                        data[...] = value  # (a constant's buffer is read-only: the checks below say so)
+                        return
+                    except ValueError:
+                        pass
         tensor = self._tensor(tensor_index, subgraph_index)
         given_value = value
         value = np.asarray(value)
@@ -320,6 +334,13 @@ class Interpreter:
 
     def get_tensor(self, tensor_index: int, subgraph_index: int = 0) -> np.ndarray:
         """A copy of a tensor's value (for a STRING tensor, an object array of ``bytes``)."""
+        if subgraph_index == 0 and type(tensor_index) is int:
+            tensors = self._main_tensors
+            if 0 <= tensor_index < len(tensors):
+                tensor = tensors[tensor_index]
+                data = tensor.data
+                if data is not None and data.dtype is not _OBJECT and tensor.type not in _HANDLE_TYPE_VALUES:
+                    return data.copy()  # (strings and handles: below)
         tensor = self._tensor(tensor_index, subgraph_index)
         if tensor.data is None or tensor.type in _HANDLE_TYPES:
             raise ValueError(self._null_data_message(tensor_index, subgraph_index))
@@ -357,22 +378,27 @@ class Interpreter:
         tensor = self._tensor(tensor_index)
         if tensor.data is None:
             raise ValueError(self._null_data_message(tensor_index))
+        key = (0, int(tensor_index))
+        held = self._held_views
 
         def view() -> np.ndarray:
-            data = self._tensor(tensor_index).data
-            if data is None:
-                raise ValueError(self._null_data_message(tensor_index))
-            return _HeldView.wrap(self, data)
+            data = tensor.data
+            entry = held.get(key)
+            if entry is None or entry[0] is not data:
+                if data is None:
+                    raise ValueError(self._null_data_message(tensor_index))
+                entry = held[key] = (data, _HeldView.base_of(data))
+            return entry[1][...]
 
         return view
 
     def _safe_to_run(self) -> bool:
         """Whether no numpy view from ``tensor()`` is held (LiteRT's check before
         ``invoke``, ``allocate_tensors`` and ``resize_tensor_input``)."""
-        return not (self._views and _HeldView.live_views(self))
+        return not (self._held_views and _HeldView.any_held(self._held_views))
 
     def _ensure_safe(self) -> None:
-        if self._views and _HeldView.live_views(self):
+        if self._held_views and _HeldView.any_held(self._held_views):
             raise RuntimeError(
                 "There is at least 1 reference to internal data in the interpreter in the form of a "
                 "numpy array or slice. Be sure to only hold the function returned from tensor() if "
@@ -642,9 +668,12 @@ class SignatureRunner:
         return {name: self._interpreter._get_tensor_details(i, self._subgraph_index) for name, i in self._outputs.items()}
 
 
+_OBJECT = np.dtype(object)
+
 #: Tensor types that are handles, not values: LiteRT reports their dtype as object and
 #: has no data to return for them.
 _HANDLE_TYPES = (TensorType.RESOURCE, TensorType.VARIANT)
+_HANDLE_TYPE_VALUES = frozenset(int(t) for t in _HANDLE_TYPES)
 
 
 def _reported_dtype(tensor: RuntimeTensor) -> type | None:
@@ -709,26 +738,30 @@ def _shape_argument(tensor_size: Any, name: str) -> tuple[int, ...]:
 
 
 class _HeldView:
-    """The owner of the numpy views handed out by ``tensor()``: each view is made from one
-    (through ``__array_interface__``), so it is the ``base`` of the view and of every
-    array derived from it (``np.asarray(view)``, slices, reshapes), which keep it alive.
-    The interpreter counts the live owners: as in LiteRT, any numpy array sharing the
-    buffer counts as a reference."""
+    """The owner of the numpy views handed out by ``tensor()``: one per buffer, with one
+    base array made from it (through ``__array_interface__``), from which every view is
+    cut. Each view, and every array derived from one (``np.asarray(view)``, slices,
+    reshapes), has that base array as its ``base`` (numpy stops collapsing bases at an
+    array whose own base is not an array), so the base array's reference count tells
+    whether any is alive: as in LiteRT, which counts the references to its array, any
+    numpy array sharing the buffer counts."""
+
+    __slots__ = ("_data", "__array_interface__")
 
     def __init__(self, data: np.ndarray) -> None:
         self._data = data  # the arena stays alive as long as a view does
         self.__array_interface__ = dict(data.__array_interface__)
 
     @classmethod
-    def wrap(cls, interpreter: Interpreter, data: np.ndarray) -> np.ndarray:
-        owner = cls(data)
-        interpreter._views.append(weakref.ref(owner))
-        return np.asarray(owner)
+    def base_of(cls, data: np.ndarray) -> np.ndarray:
+        return np.asarray(cls(data))
 
-    @classmethod
-    def live_views(cls, interpreter: Interpreter) -> int:
-        interpreter._views = [ref for ref in interpreter._views if ref() is not None]
-        return len(interpreter._views)
+    @staticmethod
+    def any_held(held: dict) -> bool:
+        """Whether a view of any entry's base array is alive (its only other references:
+        the entry, and the argument of ``getrefcount``)."""
+        getrefcount = sys.getrefcount
+        return any(getrefcount(entry[1]) > 2 for entry in held.values())
 
 
 def _sparsity_details(tensor: RuntimeTensor) -> dict[str, Any]:

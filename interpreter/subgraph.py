@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -558,20 +559,33 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
                 if tensor.data is None or tensor.data is not owned[position] or tensor.data.shape != tensor.shape:
                     tensor.data = owned[position] = np.empty(tensor.shape, dtype=tensor.dtype)
 
+        # The steady state, checked first: the bound function and the arrays it was bound to.
+        # Each watched tensor still holding the same array means no shape changed (a
+        # dynamic tensor's shape is its array's: set_data sets both, and prepare() above
+        # gives an output a new array when its shape changes).
+        steady: list = [None, ()]
+        get_data, same = operator.attrgetter("data"), operator.is_
+
         def step() -> None:
+            bound = steady[0]
+            if bound is not None and all(map(same, map(get_data, watched), steady[1])):
+                bound()
+                return
+            steady[0] = None
             shapes = [t.shape for t in dynamic_inputs]
             if shapes != state["shapes"]:
                 prepare()
                 state["shapes"] = shapes
             buffers = [t.data for t in watched]
             seen = state["buffers"]
-            steady = seen is not None and all(a is b for a, b in zip(buffers, seen))
-            if steady and state["bound"] is not None:
+            unchanged = seen is not None and all(a is b for a, b in zip(buffers, seen))
+            if unchanged and state["bound"] is not None:
                 state["bound"]()
                 return
-            if steady and can_bind and all(t.data is mine for t, mine in zip(outputs, state["owned"])):
+            if unchanged and can_bind and all(t.data is mine for t, mine in zip(outputs, state["owned"])):
                 kernel.buffers_watched = True  # (checked here before every call: see CpuKernel)
                 state["bound"] = kernel.bind() or _nothing
+                steady[0], steady[1] = state["bound"], tuple(buffers)
                 state["bound"]()
                 return
             state["bound"] = None
