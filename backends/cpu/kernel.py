@@ -100,9 +100,12 @@ class CpuKernel:
         return self.invoke
 
     def buffers_are_fixed(self) -> bool:
-        """Whether no input or output is DYNAMIC (its ``data`` replaced by ``set_data`` at
-        invoke): only then may ``bind`` keep views of them until the next allocation."""
-        return not any(t is not None and t.is_dynamic for t in (*self.inputs, *self.outputs))
+        """Whether ``bind`` may keep views of the inputs and outputs: none is DYNAMIC (its
+        ``data`` replaced by ``set_data`` at invoke), so they hold until the next
+        allocation, or the interpreter watches them (``buffers_watched``: it checks every
+        buffer before each call of the bound function and asks ``bind`` again when one
+        changed)."""
+        return self.buffers_watched or not any(t is not None and t.is_dynamic for t in (*self.inputs, *self.outputs))
 
     # -- small checks with clear messages ---------------------------------------------------
     @property

@@ -319,7 +319,14 @@ class QuantizedDepthwiseConv2D(CpuKernel):
             return self.invoke
         stage = FloatOutputStage.make(self.quantization, self.acc_offset, output.data)
         if stage is None:
-            return self.invoke
+            # (left shifts, int16's int64 accumulators, single rounding): the sums, then
+            # ConvQuantization.requantize in place, bound to this allocation's buffers
+            sums_of, requantize, offset, xs, out = self.depthwise_sums, self.quantization.requantize, self.acc_offset, x.data, output.data
+
+            def run_general() -> None:
+                requantize(sums_of(xs), offset, out)
+
+            return run_general
         self.output_stage = stage  # (which path: tests and profiling read it)
         if self.single_channel is not None:
             copies, dot = self.single_channel.copies(x.data), np.dot
