@@ -195,14 +195,19 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
     # -- lifecycle ----------------------------------------------------------------------------
     def init_nodes(self) -> None:
         """Call every registration's ``init`` once (TFLite's OpInit)."""
+        initialized, nodes, registrations = self._initialized, self.nodes, self.registrations
         for node_index in self._execution_plan:
-            if node_index in self._initialized:
+            if node_index in initialized:
                 continue
-            node, registration = self.nodes[node_index], self.registrations[node_index]
+            node, registration = nodes[node_index], registrations[node_index]
             if registration.init is not None:
-                with self._blame(node_index, "init"):
+                try:
                     node.user_data = registration.init(self, node)
-            self._initialized.add(node_index)
+                except KernelError:
+                    raise
+                except Exception as error:
+                    _Blame(self, node_index, "init").__exit__(type(error), error, error.__traceback__)
+            initialized.add(node_index)
 
     def fold_constants(self) -> None:
         """Prepare, now, the nodes whose inputs are all constant, so kernels that fold

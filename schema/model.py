@@ -412,16 +412,15 @@ class _ModelReader:
         if shape and min(shape) < 0:
             raise ModelError(f"malformed model: {where} has a negative dimension in its shape {list(shape)}")
         if shape_signature is not None and (
-            len(shape_signature) != len(shape) or any(dim < -1 for dim in shape_signature)
+            len(shape_signature) != len(shape) or (shape_signature and min(shape_signature) < -1)
         ):
             raise ModelError(
                 f"malformed model: {where} shape_signature {list(shape_signature)} does not match shape {list(shape)}"
             )
-        dtype = _DTYPE_OF_TYPE.get(tensor_type, _UNKNOWN_TYPE)
-        if dtype is _UNKNOWN_TYPE:
+        itemsize = _ITEMSIZE_OF_TYPE.get(tensor_type)
+        if itemsize is None:
             raise ModelError(f"malformed model: {where} has unknown tensor type {tensor_type}")
         num_elements = math.prod(shape)
-        itemsize = dtype.itemsize if dtype is not None and dtype != np.object_ else 1
         if num_elements * itemsize > MAX_TENSOR_BYTES:
             raise ModelError(
                 f"malformed model: {where} shape {list(shape)} would need {num_elements * itemsize} bytes, "
@@ -429,7 +428,8 @@ class _ModelReader:
             )
         if quantization is not None:
             check_quantization(quantization, tensor_type, shape, where)
-        self.check_index(buffer_index, max(self.num_buffers, 1), "buffer", where)
+        if buffer_index >= max(self.num_buffers, 1):
+            self.check_index(buffer_index, max(self.num_buffers, 1), "buffer", where)
         raw = self.read_buffer(buffer_index, where)
         data = None
         if raw is not None and (raw.size > 0 or sparsity is not None):
@@ -451,21 +451,23 @@ class _ModelReader:
             size = _UINT64(data, buffer.pos + size_at)[0] if size_at else 0
         except _LOW_LEVEL_ERRORS as error:
             raise _cannot_read(f"buffer {index} (used by {where})", error) from error
-        with _reading(f"buffer {index} (used by {where})"):
-            if offset > 1:
-                # Large models keep data after the flatbuffer: offset/size are
-                # relative to the start of the file.
-                if offset + size > len(self.data):
-                    raise ModelError(
-                        f"malformed model: buffer {index} (used by {where}) spans bytes "
-                        f"{offset}..{offset + size}, past the end of the {len(self.data)}-byte file"
-                    )
-                raw = np.frombuffer(self.data, dtype=np.uint8, count=size, offset=offset)
-            elif data_at:
+        if offset > 1:
+            # Large models keep data after the flatbuffer: offset/size are
+            # relative to the start of the file.
+            if offset + size > len(self.data):
+                raise ModelError(
+                    f"malformed model: buffer {index} (used by {where}) spans bytes "
+                    f"{offset}..{offset + size}, past the end of the {len(self.data)}-byte file"
+                )
+            raw = np.frombuffer(self.data, dtype=np.uint8, count=size, offset=offset)
+        elif data_at:
+            try:
                 start, length = vector_at(data, buffer.pos + data_at, 1)
-                raw = np.frombuffer(data, np.uint8, length, start)
-            else:
-                raw = None
+            except _LOW_LEVEL_ERRORS as error:
+                raise _cannot_read(f"buffer {index} (used by {where})", error) from error
+            raw = np.frombuffer(data, np.uint8, length, start)
+        else:
+            raw = None
         self.buffer_cache[index] = raw
         return raw
 
@@ -494,7 +496,9 @@ class _ModelReader:
                 f"malformed model: {where} has shape {list(shape)} of {tensor_type_name(tensor_type)} "
                 f"({needed} bytes) but its buffer holds {raw.size} bytes"
             )
-        values = raw.view(dtype) if raw.ctypes.data % dtype.itemsize == 0 else raw.copy().view(dtype)
+        values = raw.view(dtype)
+        if not values.flags.aligned:  # (a buffer at an odd place in the file: an aligned copy)
+            values = raw.copy().view(dtype)
         values = values.reshape(shape)
         values.flags.writeable = False
         return values
@@ -716,8 +720,12 @@ def _numpy_at(data: bytes, at: int, dtype: np.dtype) -> np.ndarray:
 _EMPTY_FLOATS = np.zeros(0, np.float32)
 _EMPTY_FLOATS.flags.writeable = False
 _UNKNOWN_TYPE = object()
-#: every known tensor type -> its numpy dtype (None: one numpy cannot hold)
-_DTYPE_OF_TYPE = {int(t): NUMPY_DTYPE_OF_TENSOR_TYPE.get(t) for t in TensorType}
+#: every known tensor type -> the bytes of one value (1 for the types numpy cannot hold
+#: and for strings: what the size limit counts)
+_ITEMSIZE_OF_TYPE = {
+    int(t): (NUMPY_DTYPE_OF_TENSOR_TYPE[t].itemsize if NUMPY_DTYPE_OF_TENSOR_TYPE.get(t, np.dtype(object)) != np.object_ else 1)
+    for t in TensorType
+}
 _BUILTIN_CODES = frozenset(int(code) for code in BuiltinOperator)
 
 

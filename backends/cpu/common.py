@@ -129,7 +129,9 @@ class ThreadLimit:
     Cheap when nothing changes: a pool already at ``count`` threads is not touched (one
     ``get_num_threads`` call per pool, about 1 us). The pools are those loaded when the
     first limit is entered. The size of a pool is the process's: two threads invoking
-    at once with different limits share whichever was set last."""
+    at once with different limits share whichever was set last; and threadpoolctl lets
+    only one Python thread (the first that sets it) resize a pthreads OpenBLAS, so an
+    invoke from another thread runs with the size that thread left."""
 
     __slots__ = ("count", "_restore", "_depth")
 
