@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import argparse
 import pathlib
-import statistics
 import sys
 import tempfile
-import time
 
 import numpy as np
 
@@ -106,19 +104,6 @@ def build_mobilenet(size: int = 96, alpha: float = 0.25, classes: int = 10, seed
     return builder.build()
 
 
-def median_invoke(interpreter, runs: int) -> float:
-    interpreter.allocate_tensors()
-    detail = interpreter.get_input_details()[0]
-    interpreter.set_tensor(detail["index"], np.random.default_rng(1).integers(-128, 128, detail["shape"]).astype(np.int8))
-    interpreter.invoke()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        interpreter.invoke()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=96)
@@ -135,8 +120,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from interpreter import Interpreter
 
-    ours = median_invoke(Interpreter(model_content=model, num_threads=1), args.runs)
-    xnnpack = median_invoke(LiteRT(model_content=model, num_threads=1), args.runs)
+    from benchmarks.compare_litert import median_invoke_seconds
+
+    ours = median_invoke_seconds(Interpreter(model_content=model, num_threads=1), args.runs)
+    xnnpack = median_invoke_seconds(LiteRT(model_content=model, num_threads=1), args.runs)
     print(f"{path.name}: ours {ours * 1e3:.3f} ms, XNNPACK {xnnpack * 1e3:.3f} ms ({ours / xnnpack:.2f}x), one thread")
     if not args.no_breakdown:
         from benchmarks.cpu_breakdown import breakdown

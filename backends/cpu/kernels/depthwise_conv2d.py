@@ -327,30 +327,23 @@ class DepthwiseConv2D(OverflowGuard, CpuKernel):
 
             return depthwise_flat
 
-        def depthwise() -> None:
-            if not squares(flat) < limit:
-                reference()
-                return
-            for interior in copies:  # (the padded input's interior, channels repeated M times)
-                interior[...] = x
-            _einsum(_SUBSCRIPTS, taps, weights, out=rows)
-            if bias is not None:
-                add(rows, bias, out=rows)
-            if clamp is not None:
-                clamp()
-
-        return depthwise
+        # (the padded input's interior, channels repeated M times)
+        return self.bind_taps(self._bound[0], tuple((interior, x) for interior in copies))
 
     def bind_row_columns(self, x: np.ndarray) -> Callable[[], None]:
         """Stride > 1 across, bound: the row im2col's copies (from the input, or from its
-        channels repeated M times), the taps einsum over it, the bias and the clamp."""
+        channels repeated M times), then as ``bind_taps``."""
         repeated = [(copy, self.source_x) for copy in self.repeated_copies]
-        copies = tuple(repeated + list(self.column_sources))
+        return self.bind_taps(x, tuple(repeated + list(self.column_sources)))
+
+    def bind_taps(self, x: np.ndarray, copies: tuple) -> Callable[[], None]:
+        """The overflow guard, ``copies`` (``(target, source)`` pairs that fill the taps'
+        source), the taps einsum over whole output rows, the bias and the clamp."""
         taps, weights, rows, bias, clamp, add = self.taps, self.tiled_weights, self.rows_out, self.tiled_bias, self.clamp, np.add
         flat, limit, reference = x.reshape(-1), self.square_limit, self.reference
         squares = flat.dot
 
-        def depthwise_strided() -> None:
+        def depthwise() -> None:
             if not squares(flat) < limit:
                 reference()
                 return
@@ -362,7 +355,7 @@ class DepthwiseConv2D(OverflowGuard, CpuKernel):
             if clamp is not None:
                 clamp()
 
-        return depthwise_strided
+        return depthwise
 
     def bind_single_channel(self, x: np.ndarray) -> Callable[[], None]:
         """One output channel, bound: the padded input, its windows as rows, numpy's
