@@ -8,7 +8,9 @@ one whole invoke with random inputs, in plan order: the arena keeps a tensor unt
 last reader, so each step's inputs hold that invoke's values). Printed per model:
 
 - the time between steps: the whole invoke minus the sum of its steps, each step timed
-  in place during interleaved rounds (medians), per invoke and per step;
+  in place during interleaved rounds (medians), per invoke and per step; and the
+  invoke's own cost per step, measured with its steps replaced by no-ops (the thread
+  limit, the checks and the loop alone);
 - the time per op type (sum of the steps' medians, each step timed alone, and its share);
 - for each CONV_2D / DEPTHWISE_CONV_2D (float32 or int8), the step's phases, each
   timed alone on the kernel's own buffers (the bound closure's variables):
@@ -213,6 +215,31 @@ def between_steps(interpreter, runs: int) -> tuple[float, float]:
     return statistics.median(wholes), sum(statistics.median(times) for times in per_step)
 
 
+def loop_overhead(interpreter, runs: int) -> float:
+    """Seconds per step that the invoke spends besides its steps, measured directly: the
+    whole invoke with every step replaced by a no-op (the thread limit, the checks and
+    the loop), minus the no-ops' own calls, over the number of steps (the least of
+    ``runs`` timings: short enough that a preemption rarely lands in one)."""
+    subgraph = interpreter._main
+    saved = subgraph._step_functions
+    noop = lambda: None  # noqa: E731
+    subgraph._step_functions = [noop] * len(saved)
+    try:
+        clock = time.perf_counter
+        best = noops = float("inf")
+        for _ in range(max(1, runs)):
+            start = clock()
+            interpreter.invoke()
+            best = min(best, clock() - start)
+            start = clock()
+            for step in subgraph._step_functions:
+                step()
+            noops = min(noops, clock() - start)
+    finally:
+        subgraph._step_functions = saved
+    return (best - noops) / max(len(saved), 1)
+
+
 def unwrapped(step: Callable) -> Callable:
     """The kernel's bound function inside the step of a node prepared at invoke (it reads
     a dynamic tensor), once its buffers held steady; else the step itself."""
@@ -238,7 +265,9 @@ def breakdown(path: pathlib.Path, runs: int, top: int) -> None:
     count_steps = len(subgraph._steps)
     print(f"\n== {path.stem}: {whole * 1e3:.3f} ms per invoke (median), {count_steps} steps")
     print(f"between steps: {(whole - steps_sum) * 1e6:.1f} us per invoke, {(whole - steps_sum) / max(count_steps, 1) * 1e6:.2f} us "
-          f"per step (the whole invoke {whole * 1e6:.1f} us minus its steps {steps_sum * 1e6:.1f} us, each timed in place)")
+          f"per step (the whole invoke {whole * 1e6:.1f} us minus its steps {steps_sum * 1e6:.1f} us, each timed in place: "
+          f"medians, which a loaded machine's preemptions inflate for the longer whole invoke); the invoke's own cost: "
+          f"{loop_overhead(interpreter, min(runs, 200)) * 1e6:.2f} us per step (its steps replaced by no-ops)")
     per_op: dict[str, float] = defaultdict(float)
     count: dict[str, int] = defaultdict(int)
     rows = []
