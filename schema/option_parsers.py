@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import struct
 from typing import Any, Callable
 
@@ -259,6 +260,11 @@ class _Table:
     fields: tuple[_Field, ...]
     defaults: Any  # params_class() (frozen, so one shared instance is safe)
 
+    @functools.cached_property
+    def scalars_only(self) -> bool:
+        """Every field a scalar or an enum (no vector or string to follow)."""
+        return all(field.kind in (_SCALAR, _ENUM) for field in self.fields)
+
 
 def _compile_table(union_type: Opt, params_class: type) -> _Table:
     reader_class = getattr(fb, union_type.name)
@@ -322,6 +328,28 @@ def parse_builtin_options(builtin_code: int, operator: Any) -> Any:
     if table is None:
         return None
     present = operator.BuiltinOptionsType()
+    flat_table = operator.BuiltinOptions() if present != Opt.NONE else None
+    if flat_table is None:
+        return parse_builtin_options_at(builtin_code, present, None, None)
+    return parse_builtin_options_at(builtin_code, present, flat_table.Bytes, flat_table.Pos)
+
+
+#: Params already read from a table of scalars alone, by what decides them (the op, the
+#: table's vtable and its inline bytes): models repeat the same options on many nodes.
+_SCALAR_PARAMS: dict[tuple, Any] = {}
+_SCALAR_PARAMS_LIMIT = 4096
+
+
+def parse_builtin_options_at(builtin_code: int, present: int, data: Any, position: int | None) -> Any:
+    """``parse_builtin_options`` from the raw pieces: the union's type (``present``) and
+    the position of its table in ``data`` (None when the file has none).
+
+    A table whose fields are all scalars or enums is decided by its vtable and its
+    inline bytes: the params read from one are kept and returned for the same bytes
+    again (the params are frozen)."""
+    table = _TABLE_OF_OP.get(builtin_code)
+    if table is None:
+        return None
     if present == Opt.NONE:
         return table.defaults
     if present != table.union_type:
@@ -329,13 +357,17 @@ def parse_builtin_options(builtin_code: int, operator: Any) -> Any:
             f"operator {builtin_operator_name(builtin_code)} expects builtin options "
             f"{table.union_type.name} but the file has {_table_name(present)}"
         )
-    if not table.fields:
+    if not table.fields or position is None:
         return table.defaults
-    flat_table = operator.BuiltinOptions()
-    if flat_table is None:
-        return table.defaults
+    key = None
+    if table.scalars_only:
+        key = _scalar_table_key(builtin_code, data, position)
+        if key is not None:
+            cached = _SCALAR_PARAMS.get(key)
+            if cached is not None:
+                return cached
     reader = table.reader_class()
-    reader.Init(flat_table.Bytes, flat_table.Pos)
+    reader.Init(data, position)
     values = {}
     for field in table.fields:
         try:
@@ -347,7 +379,28 @@ def parse_builtin_options(builtin_code: int, operator: Any) -> Any:
                 f"operator {builtin_operator_name(builtin_code)}: cannot read field "
                 f"{field.name} of {table.union_type.name}: {error}"
             ) from error
-    return table.params_class(**values)
+    params = table.params_class(**values)
+    if key is not None and len(_SCALAR_PARAMS) < _SCALAR_PARAMS_LIMIT:
+        _SCALAR_PARAMS[key] = params
+    return params
+
+
+def _scalar_table_key(builtin_code: int, data: Any, position: int) -> tuple | None:
+    """What decides a table of scalars: its vtable's entries and the bytes from its start
+    to 8 past its last field (None when they do not lie inside ``data``)."""
+    if position < 4 or position + 4 > len(data):
+        return None
+    vtable = position - struct.unpack_from("<i", data, position)[0]
+    if vtable < 0 or vtable + 4 > len(data):
+        return None
+    size = struct.unpack_from("<H", data, vtable)[0]
+    if size < 4 or vtable + size > len(data):
+        return None
+    slots = bytes(data[vtable + 4 : vtable + size])
+    end = position + max(struct.unpack_from(f"<{(size - 4) // 2}H", data, vtable + 4), default=0) + 8
+    if end > len(data):
+        return None
+    return (builtin_code, slots, bytes(data[position:end]))
 
 
 def _read_field(field: _Field, reader: Any, builtin_code: int) -> Any:

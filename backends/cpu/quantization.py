@@ -111,9 +111,31 @@ def quantize_multiplier(real_multiplier: float, *, single_rounding: bool | None 
 
 
 def quantize_multipliers(real_multipliers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``quantize_multiplier`` per channel: (multipliers int64[C], shifts int64[C])."""
-    pairs = [quantize_multiplier(float(m)) for m in np.asarray(real_multipliers, dtype=np.float64).ravel()]
-    return np.array([p[0] for p in pairs], np.int64), np.array([p[1] for p in pairs], np.int64)
+    """``quantize_multiplier`` per channel: (multipliers int64[C], shifts int64[C]).
+
+    The same steps on whole arrays (``frexp``, C's ``round`` of the fraction times
+    2**31, the carry, the underflow to (0, 0), the single-rounding cap), each exact in
+    float64, so every pair equals ``quantize_multiplier``'s."""
+    reals = np.asarray(real_multipliers, dtype=np.float64).ravel()
+    if not np.all(np.isfinite(reals)):
+        quantize_multiplier(float(reals[~np.isfinite(reals)][0]))  # raises, naming the scale
+    fraction, exponent = np.frexp(reals)
+    scaled = fraction * float(1 << 31)  # exact: a power of two
+    fixed = np.trunc(scaled)
+    fixed += np.where(np.abs(scaled - fixed) >= 0.5, np.sign(scaled), 0.0)  # halves away from zero
+    fixed = fixed.astype(np.int64)
+    shifts = exponent.astype(np.int64)
+    carry = fixed == (1 << 31)
+    fixed[carry] //= 2
+    shifts[carry] += 1
+    underflow = shifts < -31
+    fixed[underflow] = 0
+    shifts[underflow] = 0
+    if SINGLE_ROUNDING:
+        capped = shifts > 30
+        fixed[capped] = (1 << 31) - 1
+        shifts[capped] = 30
+    return fixed, shifts
 
 
 def saturating_rounding_doubling_high_mul(a: IntArray, b: IntArray, *, may_saturate: bool | None = None) -> Any:
@@ -419,10 +441,17 @@ def requantization_multiplier(real_multiplier: float, what: str) -> tuple[int, i
 
 def requantization_multipliers(real_multipliers: Any, what: str) -> tuple[np.ndarray, np.ndarray]:
     """:func:`requantization_multiplier` per channel: (multipliers int64[C], shifts
-    int64[C]); a refusal names the first channel refused."""
+    int64[C]), computed on the whole array (:func:`quantize_multipliers`); a refusal names
+    the first channel refused, with :func:`requantization_multiplier`'s message."""
     reals = np.asarray(real_multipliers, dtype=np.float64).ravel()
-    multipliers, shifts = np.empty(reals.size, np.int64), np.empty(reals.size, np.int64)
-    for channel, real in enumerate(reals):
-        label = what if reals.size == 1 else f"{what} of channel {channel}"
-        multipliers[channel], shifts[channel] = requantization_multiplier(float(real), label)
+
+    def refuse_first(bad: np.ndarray) -> None:
+        channel = int(np.flatnonzero(bad)[0])
+        requantization_multiplier(float(reals[channel]), what if reals.size == 1 else f"{what} of channel {channel}")
+
+    if not np.all(np.isfinite(reals)):
+        refuse_first(~np.isfinite(reals))
+    multipliers, shifts = quantize_multipliers(reals)
+    if np.any(shifts > MAX_LEFT_SHIFT):
+        refuse_first(shifts > MAX_LEFT_SHIFT)
     return multipliers, shifts

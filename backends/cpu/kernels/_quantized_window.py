@@ -122,11 +122,9 @@ class ConvQuantization:
             multipliers = np.full(channels, multiplier, np.int64)
             shifts = np.full(channels, shift, np.int64)
         else:
-            per_channel = filter_scales[np.arange(channels)] if filter_scales.size > 1 else filter_scales[:1]
-            reals = float(input_scale) * per_channel.astype(np.float64) / float(output_scale)
+            # double(s_in) * s_w[c] / s_out per channel, each in double as TFLite computes it
+            reals = float(input_scale) * np.broadcast_to(filter_scales.astype(np.float64), (channels,)) / float(output_scale)
             multipliers, shifts = requantization_multipliers(reals, RESCALE)
-            if filter_scales.size == 1:
-                multipliers, shifts = np.repeat(multipliers, channels), np.repeat(shifts, channels)
         low, high = activation_range_quantized(
             activation, float(output_scale), zero_point_of(output), output.dtype
         )

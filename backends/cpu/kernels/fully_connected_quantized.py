@@ -405,8 +405,8 @@ class FullyConnectedQuantized(CpuKernel):
         if (
             self.mode == "integer"
             and self.fast_weights is not None
-            and x.allocation in (Allocation.ARENA, Allocation.CONSTANT, Allocation.PERSISTENT)
-            and out.allocation is Allocation.ARENA
+            and (x.allocation in (Allocation.ARENA, Allocation.CONSTANT, Allocation.PERSISTENT) or self.buffers_watched)
+            and (out.allocation is Allocation.ARENA or self.buffers_watched)
             and x.data.flags.c_contiguous
             and out.data.flags.c_contiguous
         ):
