@@ -11,7 +11,7 @@ from backends.cpu.common import ThreadLimit, thread_pools
 from backends.cpu.kernels import relu
 from interpreter import Interpreter
 from interpreter.interpreter import DEFAULT_NUM_THREADS
-from model_helpers import one_node_model
+from model_helpers import In, Out, single_op_model
 from schema.enums import BuiltinOperator as Op
 
 pytestmark = pytest.mark.skipif(not thread_pools(), reason="threadpoolctl finds no thread pool behind numpy")
@@ -38,7 +38,7 @@ def seen(monkeypatch) -> list[list[int]]:
 
 
 def ready(**kwargs) -> Interpreter:
-    interpreter = Interpreter(model_content=one_node_model(Op.RELU, [4]), **kwargs)
+    interpreter = Interpreter(model_content=single_op_model(Op.RELU, [In([4])], Out([4])), **kwargs)
     interpreter.allocate_tensors()
     return interpreter
 
