@@ -112,6 +112,9 @@ ARITY: dict[int, Arity] = {
     B.UNSORTED_SEGMENT_MIN: _fixed(3),
     B.UNSORTED_SEGMENT_PROD: _fixed(3),
     B.UNSORTED_SEGMENT_SUM: _fixed(3),
+    # issue 32, text and random-number ops (branch i32-text), by name:
+    B.EMBEDDING_LOOKUP: _fixed(2),
+    B.EMBEDDING_LOOKUP_SPARSE: _fixed(5),
 }
 
 _RANKS: dict[int, dict[str, int | tuple[int, ...]]] = {
@@ -167,6 +170,9 @@ _RANKS: dict[int, dict[str, int | tuple[int, ...]]] = {
     B.UNSORTED_SEGMENT_MIN: dict(input2=(0, 1)),
     B.UNSORTED_SEGMENT_PROD: dict(input2=(0, 1)),
     B.UNSORTED_SEGMENT_SUM: dict(input2=(0, 1)),
+    # issue 32, text and random-number ops (branch i32-text), by name:
+    B.EMBEDDING_LOOKUP: dict(input0=1),
+    B.EMBEDDING_LOOKUP_SPARSE: dict(input0=1, input1=2, input2=1, input3=1),
 }
 for _op, _ranks in _RANKS.items():
     ARITY[_op] = ARITY[_op].with_ranks(**_ranks)

@@ -42,8 +42,7 @@ KNOWN_GAPS: dict[str, tuple[int, ...]] = {
     "NON_MAX_SUPPRESSION_V5": (1,),
     "TOPK_V2": (1, 2, 3),
     # text: embeddings, hashtables, hashing
-    "EMBEDDING_LOOKUP": (1, 2, 3, 4, 5),
-    "EMBEDDING_LOOKUP_SPARSE": (1,),
+    "EMBEDDING_LOOKUP": (5,),
     "HASHTABLE": (1,),
     "HASHTABLE_FIND": (1,),
     "HASHTABLE_IMPORT": (1,),

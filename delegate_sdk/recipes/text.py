@@ -1,0 +1,65 @@
+"""Recipes of the text-model ops of issue 32: EMBEDDING_LOOKUP (v1-v4),
+EMBEDDING_LOOKUP_SPARSE. Ids, coordinates and shapes are constants (valid for every input
+the kit draws); tables and weights are graph inputs."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+
+from delegate_sdk.recipes.base import F32, I8, B, Graph, Kind, Recipe, hand_stamped
+from schema.builder import quantization
+
+FAMILY = "text"
+
+UNBUILDABLE = {
+    (B.EMBEDDING_LOOKUP, 2): "TFLite's rule gives EMBEDDING_LOOKUP v1 (v4 per-channel or int4, v5 int2); v2 and v3 "
+                             "were stamped by TOCO-era converters and run the same kernel: the float32 recipe, "
+                             "stamped v2 by hand",
+    (B.EMBEDDING_LOOKUP, 3): "TFLite's rule gives EMBEDDING_LOOKUP v1 (v4 per-channel or int4, v5 int2); v2 and v3 "
+                             "were stamped by TOCO-era converters and run the same kernel: the hybrid int8 recipe, "
+                             "stamped v3 by hand",
+}
+
+#: Per-row scales of the per-channel table (four rows).
+ROW_SCALES = (0.5, 0.25, 0.125, 2.0)
+
+
+def embedding_lookup(table: Kind, out: Kind) -> bytes:
+    """Rows [2, 0, 3] of a [4, 3] table given at run time."""
+    m = Graph()
+    ids = m.i32("ids", [2, 0, 3])
+    values = m.input("table", (4, 3), table)
+    y = m.tensor("y", (3, 3), out)
+    m.op(B.EMBEDDING_LOOKUP, [ids, values], [y])
+    return m.build(y)
+
+
+def embedding_lookup_sparse() -> bytes:
+    """Five weighted ids in three buckets of a [3, 4] sparse tensor (one empty), MEAN of a [5, 2] table."""
+    m = Graph()
+    ids = m.i32("ids", [1, 3, 0, 4, 2])
+    indices = m.i32("indices", [[0, 0], [0, 2], [2, 0], [2, 1], [2, 3]])
+    dense_shape = m.i32("dense_shape", [3, 4])
+    weights = m.input("weights", (5,), F32)
+    table = m.input("table", (5, 2), F32)
+    y = m.tensor("y", (3, 2), F32)
+    m.op(B.EMBEDDING_LOOKUP_SPARSE, [ids, indices, dense_shape, weights, table], [y], combiner=1)
+    return m.build(y)
+
+
+def recipes() -> Iterator[Recipe]:
+    def r(op, version, description, build, **fields):
+        return Recipe(op, version, build, description, FAMILY, **fields)
+
+    hybrid = Kind("int8 hybrid table", I8.type, quantization(0.5, 0))
+    per_channel = Kind("int8 per-channel table", I8.type, quantization(np.array(ROW_SCALES), 0))
+    yield r(B.EMBEDDING_LOOKUP, 1, "float32 table", lambda: embedding_lookup(F32, F32))
+    yield r(B.EMBEDDING_LOOKUP, 2, "float32 table (stamped v2 by hand)",
+            hand_stamped(lambda: embedding_lookup(F32, F32), 2), hand_stamped=UNBUILDABLE[(B.EMBEDDING_LOOKUP, 2)])
+    yield r(B.EMBEDDING_LOOKUP, 3, "int8 table, scale 0.5 -> float32 (stamped v3 by hand)",
+            hand_stamped(lambda: embedding_lookup(hybrid, F32), 3), hand_stamped=UNBUILDABLE[(B.EMBEDDING_LOOKUP, 3)])
+    yield r(B.EMBEDDING_LOOKUP, 4, "int8 table, a scale per row -> float32", lambda: embedding_lookup(per_channel, F32))
+    yield r(B.EMBEDDING_LOOKUP_SPARSE, 1, "float32, MEAN of weighted ids in a [3, 4] sparse tensor",
+            embedding_lookup_sparse)
