@@ -115,6 +115,8 @@ ARITY: dict[int, Arity] = {
     # issue 32, text and random-number ops (branch i32-text), by name:
     B.EMBEDDING_LOOKUP: _fixed(2),
     B.EMBEDDING_LOOKUP_SPARSE: _fixed(5),
+    B.HASHTABLE_LOOKUP: _fixed(3, 2),
+    B.LSH_PROJECTION: Arity(2, 3),
 }
 
 _RANKS: dict[int, dict[str, int | tuple[int, ...]]] = {
@@ -173,6 +175,8 @@ _RANKS: dict[int, dict[str, int | tuple[int, ...]]] = {
     # issue 32, text and random-number ops (branch i32-text), by name:
     B.EMBEDDING_LOOKUP: dict(input0=1),
     B.EMBEDDING_LOOKUP_SPARSE: dict(input0=1, input1=2, input2=1, input3=1),
+    B.HASHTABLE_LOOKUP: dict(input0=1, input1=1),
+    B.LSH_PROJECTION: dict(input0=2, input2=1),
 }
 for _op, _ranks in _RANKS.items():
     ARITY[_op] = ARITY[_op].with_ranks(**_ranks)

@@ -46,9 +46,7 @@ KNOWN_GAPS: dict[str, tuple[int, ...]] = {
     "HASHTABLE": (1,),
     "HASHTABLE_FIND": (1,),
     "HASHTABLE_IMPORT": (1,),
-    "HASHTABLE_LOOKUP": (1,),
     "HASHTABLE_SIZE": (1,),
-    "LSH_PROJECTION": (1,),
     "SKIP_GRAM": (1,),
     # random numbers
     "MULTINOMIAL": (1,),

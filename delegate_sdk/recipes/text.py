@@ -1,6 +1,7 @@
 """Recipes of the text-model ops of issue 32: EMBEDDING_LOOKUP (v1-v4),
-EMBEDDING_LOOKUP_SPARSE. Ids, coordinates and shapes are constants (valid for every input
-the kit draws); tables and weights are graph inputs."""
+EMBEDDING_LOOKUP_SPARSE, HASHTABLE_LOOKUP, LSH_PROJECTION. Ids, coordinates, shapes, keys
+and hash seeds are constants (valid for every input the kit draws); tables, weights and
+the values hashed or looked up are graph inputs."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Iterator
 
 import numpy as np
 
-from delegate_sdk.recipes.base import F32, I8, B, Graph, Kind, Recipe, hand_stamped
+from delegate_sdk.recipes.base import F32, I8, I32, B, Graph, Kind, Recipe, hand_stamped
+from schema.enums import TensorType
 from schema.builder import quantization
 
 FAMILY = "text"
@@ -22,6 +24,7 @@ UNBUILDABLE = {
                              "stamped v3 by hand",
 }
 
+U8 = Kind("uint8", TensorType.UINT8)
 #: Per-row scales of the per-channel table (four rows).
 ROW_SCALES = (0.5, 0.25, 0.125, 2.0)
 
@@ -49,6 +52,27 @@ def embedding_lookup_sparse() -> bytes:
     return m.build(y)
 
 
+def hashtable_lookup() -> bytes:
+    """Drawn int32 keys looked up among six sorted constant keys; float32 [6, 2] values given at run time."""
+    m = Graph()
+    lookup = m.input("lookup", (5,), I32)
+    keys = m.i32("keys", [-50, -3, 0, 7, 20, 99])
+    values = m.input("values", (6, 2), F32)
+    found, hits = m.tensor("found", (5, 2), F32), m.tensor("hits", (5,), U8)
+    m.op(B.HASHTABLE_LOOKUP, [lookup, keys, values], [found, hits])
+    return m.build(found, hits)
+
+
+def lsh_projection() -> bytes:
+    """SPARSE projection of a drawn int32 [5] input, weighted, by 3 hash functions of 4 bits."""
+    m = Graph()
+    seeds = m.g.add_constant("hash", np.linspace(-3, 3, 12, dtype=np.float32).reshape(3, 4))
+    x, weight = m.input("x", (5,), I32), m.input("weight", (5,), F32)
+    y = m.tensor("y", (3,), I32)
+    m.op(B.LSH_PROJECTION, [seeds, x, weight], [y], type=1)
+    return m.build(y)
+
+
 def recipes() -> Iterator[Recipe]:
     def r(op, version, description, build, **fields):
         return Recipe(op, version, build, description, FAMILY, **fields)
@@ -63,3 +87,5 @@ def recipes() -> Iterator[Recipe]:
     yield r(B.EMBEDDING_LOOKUP, 4, "int8 table, a scale per row -> float32", lambda: embedding_lookup(per_channel, F32))
     yield r(B.EMBEDDING_LOOKUP_SPARSE, 1, "float32, MEAN of weighted ids in a [3, 4] sparse tensor",
             embedding_lookup_sparse)
+    yield r(B.HASHTABLE_LOOKUP, 1, "int32 keys, float32 [6, 2] values and uint8 hits", hashtable_lookup)
+    yield r(B.LSH_PROJECTION, 1, "SPARSE, int32 input weighted, 3 hash functions of 4 bits", lsh_projection)
