@@ -117,6 +117,7 @@ ARITY: dict[int, Arity] = {
     B.EMBEDDING_LOOKUP_SPARSE: _fixed(5),
     B.HASHTABLE_LOOKUP: _fixed(3, 2),
     B.LSH_PROJECTION: Arity(2, 3),
+    B.SKIP_GRAM: _fixed(1),
 }
 
 _RANKS: dict[int, dict[str, int | tuple[int, ...]]] = {

@@ -47,7 +47,6 @@ KNOWN_GAPS: dict[str, tuple[int, ...]] = {
     "HASHTABLE_FIND": (1,),
     "HASHTABLE_IMPORT": (1,),
     "HASHTABLE_SIZE": (1,),
-    "SKIP_GRAM": (1,),
     # random numbers
     "MULTINOMIAL": (1,),
     "RANDOM_STANDARD_NORMAL": (1,),

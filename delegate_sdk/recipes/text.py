@@ -1,5 +1,5 @@
 """Recipes of the text-model ops of issue 32: EMBEDDING_LOOKUP (v1-v4),
-EMBEDDING_LOOKUP_SPARSE, HASHTABLE_LOOKUP, LSH_PROJECTION. Ids, coordinates, shapes, keys
+EMBEDDING_LOOKUP_SPARSE, HASHTABLE_LOOKUP, LSH_PROJECTION, SKIP_GRAM. Ids, coordinates, shapes, keys
 and hash seeds are constants (valid for every input the kit draws); tables, weights and
 the values hashed or looked up are graph inputs."""
 
@@ -9,7 +9,7 @@ from typing import Iterator
 
 import numpy as np
 
-from delegate_sdk.recipes.base import F32, I8, I32, B, Graph, Kind, Recipe, hand_stamped
+from delegate_sdk.recipes.base import F32, I8, I32, STR, B, Graph, Kind, Recipe, hand_stamped
 from schema.enums import TensorType
 from schema.builder import quantization
 
@@ -73,6 +73,24 @@ def lsh_projection() -> bytes:
     return m.build(y)
 
 
+SENTENCES = (b"the quick brown fox jumps", b"a b c d", b"one  two\tthree four five six", b"tiny text")
+
+
+def skip_gram() -> bytes:
+    """Bigrams with one skip of the sentence a drawn int32 picks (FLOOR_MOD 4, then GATHER
+    from four constant sentences: every draw gives words); SKIP_GRAM is node 2."""
+    m = Graph()
+    x = m.input("x", (1,), I32)
+    index = m.tensor("index", (1,), I32)
+    m.op(B.FLOOR_MOD, [x, m.i32("four", [4])], [index])
+    sentences = m.g.add_constant("sentences", np.array(SENTENCES, dtype=object))
+    sentence = m.tensor("sentence", (1,), STR)
+    m.op(B.GATHER, [sentences, index], [sentence], axis=0)
+    grams = m.g.add_tensor("grams", [1], TensorType.STRING, shape_signature=[-1])
+    m.op(B.SKIP_GRAM, [sentence], [grams], ngram_size=2, max_skip_size=1, include_all_ngrams=False)
+    return m.build(grams)
+
+
 def recipes() -> Iterator[Recipe]:
     def r(op, version, description, build, **fields):
         return Recipe(op, version, build, description, FAMILY, **fields)
@@ -88,4 +106,5 @@ def recipes() -> Iterator[Recipe]:
     yield r(B.EMBEDDING_LOOKUP_SPARSE, 1, "float32, MEAN of weighted ids in a [3, 4] sparse tensor",
             embedding_lookup_sparse)
     yield r(B.HASHTABLE_LOOKUP, 1, "int32 keys, float32 [6, 2] values and uint8 hits", hashtable_lookup)
+    yield r(B.SKIP_GRAM, 1, "bigrams with one skip of a string picked from four sentences", skip_gram, subject=2)
     yield r(B.LSH_PROJECTION, 1, "SPARSE, int32 input weighted, 3 hash functions of 4 bits", lsh_projection)

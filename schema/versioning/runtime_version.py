@@ -590,6 +590,7 @@ LITEDELEGATE_RELEASES: dict[str, dict[BuiltinOperator, tuple[int, ...]]] = {
         BuiltinOperator.SHAPE: (1,),
         BuiltinOperator.SIGN: (1, 2),
         BuiltinOperator.SIN: (1,),
+        BuiltinOperator.SKIP_GRAM: (1,),
         BuiltinOperator.SLICE: (1, 2, 3, 4, 5, 6),
         BuiltinOperator.SOFTMAX: (1, 2, 3),
         BuiltinOperator.SPACE_TO_BATCH_ND: (1, 2, 3, 4),
