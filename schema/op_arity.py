@@ -115,7 +115,11 @@ ARITY: dict[int, Arity] = {
     # issue 32, text and random-number ops (branch i32-text), by name:
     B.EMBEDDING_LOOKUP: _fixed(2),
     B.EMBEDDING_LOOKUP_SPARSE: _fixed(5),
+    B.HASHTABLE: _fixed(0),
+    B.HASHTABLE_FIND: _fixed(3),
+    B.HASHTABLE_IMPORT: _fixed(3, 0),
     B.HASHTABLE_LOOKUP: _fixed(3, 2),
+    B.HASHTABLE_SIZE: _fixed(1),
     B.LSH_PROJECTION: Arity(2, 3),
     B.SKIP_GRAM: _fixed(1),
 }
@@ -176,7 +180,10 @@ _RANKS: dict[int, dict[str, int | tuple[int, ...]]] = {
     # issue 32, text and random-number ops (branch i32-text), by name:
     B.EMBEDDING_LOOKUP: dict(input0=1),
     B.EMBEDDING_LOOKUP_SPARSE: dict(input0=1, input1=2, input2=1, input3=1),
+    B.HASHTABLE_FIND: dict(input0=1),
+    B.HASHTABLE_IMPORT: dict(input0=1),
     B.HASHTABLE_LOOKUP: dict(input0=1, input1=1),
+    B.HASHTABLE_SIZE: dict(input0=1),
     B.LSH_PROJECTION: dict(input0=2, input2=1),
 }
 for _op, _ranks in _RANKS.items():

@@ -43,10 +43,6 @@ KNOWN_GAPS: dict[str, tuple[int, ...]] = {
     "TOPK_V2": (1, 2, 3),
     # text: embeddings, hashtables, hashing
     "EMBEDDING_LOOKUP": (5,),
-    "HASHTABLE": (1,),
-    "HASHTABLE_FIND": (1,),
-    "HASHTABLE_IMPORT": (1,),
-    "HASHTABLE_SIZE": (1,),
     # random numbers
     "MULTINOMIAL": (1,),
     "RANDOM_STANDARD_NORMAL": (1,),

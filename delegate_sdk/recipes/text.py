@@ -1,5 +1,6 @@
 """Recipes of the text-model ops of issue 32: EMBEDDING_LOOKUP (v1-v4),
-EMBEDDING_LOOKUP_SPARSE, HASHTABLE_LOOKUP, LSH_PROJECTION, SKIP_GRAM. Ids, coordinates, shapes, keys
+EMBEDDING_LOOKUP_SPARSE, HASHTABLE_LOOKUP, LSH_PROJECTION, SKIP_GRAM and the
+HASHTABLE ops. Ids, coordinates, shapes, keys
 and hash seeds are constants (valid for every input the kit draws); tables, weights and
 the values hashed or looked up are graph inputs."""
 
@@ -91,6 +92,57 @@ def skip_gram() -> bytes:
     return m.build(grams)
 
 
+#: A STRING -> INT64 table ("apple" twice: the first value stays) and its lookups.
+TABLE_KEYS = np.array([b"apple", b"pear", b"fig", b"apple", "caf\u00e9".encode()], dtype=object)
+TABLE_VALUES = np.array([1, 2, 3, 4, 5], np.int64)
+
+
+def hashtable_model(keys: np.ndarray = TABLE_KEYS, values: np.ndarray = TABLE_VALUES, default=-1,
+                    query_shape=(3,), *, table_id: int = 1, find_before_import: bool = False,
+                    values_as_input: bool = False, call_once: bool = False) -> bytes:
+    """``found = HASHTABLE_FIND(table, query, default)``, ``size = HASHTABLE_SIZE(table)``
+    after ``HASHTABLE_IMPORT(table, keys, values)``. Nodes: HASHTABLE 0, IMPORT 1, FIND 2,
+    SIZE 3; ``find_before_import`` swaps IMPORT and FIND; ``call_once`` imports in an init
+    subgraph run by CALL_ONCE (as the converter writes it: main is CALL_ONCE 0, HASHTABLE 1,
+    FIND 2, SIZE 3). ``values_as_input``: the values are a graph input after the query."""
+    from schema.enums import TensorType as T
+    from schema.params import CallOnceParams, HashtableParams
+
+    key_type = T.STRING if keys.dtype == object else T.INT64
+    value_type = T.STRING if values.dtype == object else T.INT64
+    options = HashtableParams(table_id=table_id, key_dtype=key_type, value_dtype=value_type)
+    builder = Graph()
+    m = builder.g
+    query = m.add_input("query", list(query_shape), key_type)
+
+    def table(graph):
+        handle = graph.add_tensor("table", [1], T.RESOURCE)
+        graph.add_operator(B.HASHTABLE, [], [handle], options)
+        return handle
+
+    def import_into(graph, handle, values_tensor):
+        graph.add_operator(B.HASHTABLE_IMPORT, [handle, graph.add_constant("keys", keys), values_tensor], [])
+
+    values_tensor = (m.add_input("values", list(values.shape), value_type) if values_as_input
+                     else m.add_constant("values", values))
+    if call_once:
+        m.add_operator(B.CALL_ONCE, [], [], CallOnceParams(init_subgraph_index=1))
+    handle = table(m)
+    if not call_once and not find_before_import:
+        import_into(m, handle, values_tensor)
+    found = m.add_tensor("found", list(query_shape), value_type)
+    fallback = np.array([default], dtype=object if value_type == T.STRING else np.int64)
+    m.add_operator(B.HASHTABLE_FIND, [handle, query, m.add_constant("default", fallback)], [found])
+    if find_before_import:
+        import_into(m, handle, values_tensor)
+    size = m.add_tensor("size", [1], T.INT64)
+    m.add_operator(B.HASHTABLE_SIZE, [handle], [size])
+    if call_once:
+        init = builder.builder.subgraph("init")
+        import_into(init, table(init), init.add_constant("values", values))
+    return builder.build(found, size)
+
+
 def recipes() -> Iterator[Recipe]:
     def r(op, version, description, build, **fields):
         return Recipe(op, version, build, description, FAMILY, **fields)
@@ -106,5 +158,8 @@ def recipes() -> Iterator[Recipe]:
     yield r(B.EMBEDDING_LOOKUP_SPARSE, 1, "float32, MEAN of weighted ids in a [3, 4] sparse tensor",
             embedding_lookup_sparse)
     yield r(B.HASHTABLE_LOOKUP, 1, "int32 keys, float32 [6, 2] values and uint8 hits", hashtable_lookup)
+    table = "HASHTABLE, HASHTABLE_IMPORT, HASHTABLE_FIND, HASHTABLE_SIZE of a STRING -> INT64 table"
+    for subject, op in enumerate((B.HASHTABLE, B.HASHTABLE_IMPORT, B.HASHTABLE_FIND, B.HASHTABLE_SIZE)):
+        yield r(op, 1, table, hashtable_model, subject=subject)
     yield r(B.SKIP_GRAM, 1, "bigrams with one skip of a string picked from four sentences", skip_gram, subject=2)
     yield r(B.LSH_PROJECTION, 1, "SPARSE, int32 input weighted, 3 hash functions of 4 bits", lsh_projection)
