@@ -121,6 +121,9 @@ ARITY: dict[int, Arity] = {
     B.HASHTABLE_LOOKUP: _fixed(3, 2),
     B.HASHTABLE_SIZE: _fixed(1),
     B.LSH_PROJECTION: Arity(2, 3),
+    B.MULTINOMIAL: _fixed(2),
+    B.RANDOM_STANDARD_NORMAL: _fixed(1),
+    B.RANDOM_UNIFORM: _fixed(1),
     B.SKIP_GRAM: _fixed(1),
 }
 
@@ -185,6 +188,9 @@ _RANKS: dict[int, dict[str, int | tuple[int, ...]]] = {
     B.HASHTABLE_LOOKUP: dict(input0=1, input1=1),
     B.HASHTABLE_SIZE: dict(input0=1),
     B.LSH_PROJECTION: dict(input0=2, input2=1),
+    B.MULTINOMIAL: dict(input0=2, input1=0),
+    B.RANDOM_STANDARD_NORMAL: dict(input0=1),
+    B.RANDOM_UNIFORM: dict(input0=1),
 }
 for _op, _ranks in _RANKS.items():
     ARITY[_op] = ARITY[_op].with_ranks(**_ranks)

@@ -43,10 +43,6 @@ KNOWN_GAPS: dict[str, tuple[int, ...]] = {
     "TOPK_V2": (1, 2, 3),
     # text: embeddings, hashtables, hashing
     "EMBEDDING_LOOKUP": (5,),
-    # random numbers
-    "MULTINOMIAL": (1,),
-    "RANDOM_STANDARD_NORMAL": (1,),
-    "RANDOM_UNIFORM": (1,),
     # shape, data movement and scatter
     "UNIQUE": (1,),
     # windows in 3-D and general
