@@ -212,6 +212,11 @@ def test_an_integer_output_is_refused_as_in_litert():
 
 def test_a_matrix_of_logits_is_required_as_in_litert():
     model = single_op_model(B.MULTINOMIAL, [In([5], np.float32), Const(np.array(2, np.int32))], Out([1, 2], np.int64))
+    assert "MULTINOMIAL v1" in refused(model) and "input 0 (tensor 0) is 1-D, the op takes a 2-D tensor there" in refused(model)
+
+
+def test_logits_without_classes_are_refused_as_in_litert():
+    model = single_op_model(B.MULTINOMIAL, [In([2, 0], np.float32), Const(np.array(2, np.int32))], Out([2, 2], np.int64))
     assert "must be [batch, classes] with classes > 0" in refused(model)
 
 

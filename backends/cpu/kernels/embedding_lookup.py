@@ -28,16 +28,12 @@ from __future__ import annotations
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
+from backends.cpu.kernels.bitcast import FIXED_SIZE_TYPES
 from backends.cpu.kernels.gather import check_indices
 from schema.enums import BuiltinOperator, TensorType
 
 T = TensorType
 
-#: Table types copied row by row when the output has the same type.
-COPIED_TYPES = (
-    T.FLOAT32, T.FLOAT16, T.FLOAT64, T.INT8, T.UINT8, T.INT16, T.UINT16, T.INT32, T.UINT32, T.INT64, T.UINT64,
-    T.BOOL, T.COMPLEX64, T.COMPLEX128,
-)
 #: Table types a hybrid lookup dequantizes, and the output types it writes.
 HYBRID_TABLE_TYPES = (T.INT8, T.UINT8)
 HYBRID_OUTPUT_TYPES = (T.FLOAT32, T.FLOAT16)
@@ -58,7 +54,7 @@ class EmbeddingLookup(CpuKernel):
             raise self.unsupported(f"the ids {ids.name!r} must be a vector, they have shape {list(ids.shape)}")
         if table.type == T.STRING:
             raise self.unsupported(f"the table {table.name!r} is STRING; TFLite's kernel copies only fixed-size values")
-        self.require_types(table, *COPIED_TYPES, role="table")
+        self.require_types(table, *FIXED_SIZE_TYPES, role="table")
         if len(table.shape) < 2:
             raise self.unsupported(f"the table {table.name!r} must have rank 2 or more, it has shape {list(table.shape)}")
         self.hybrid = table.type in HYBRID_TABLE_TYPES and out.type in HYBRID_OUTPUT_TYPES

@@ -17,15 +17,10 @@ from __future__ import annotations
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
+from backends.cpu.kernels.bitcast import FIXED_SIZE_TYPES
 from schema.enums import BuiltinOperator, TensorType
 
 T = TensorType
-
-#: Value types copied row by row (TFLite copies the bytes of any fixed-size type; and strings).
-VALUE_TYPES = (
-    T.FLOAT32, T.FLOAT16, T.FLOAT64, T.INT8, T.UINT8, T.INT16, T.UINT16, T.INT32, T.UINT32, T.INT64, T.UINT64,
-    T.BOOL, T.COMPLEX64, T.COMPLEX128, T.STRING,
-)
 
 
 def glibc_bsearch(needles: np.ndarray, keys: np.ndarray) -> np.ndarray:
@@ -61,7 +56,7 @@ class HashtableLookup(CpuKernel):
         out, hits = self.outputs
         self.require_types(lookup, T.INT32, role="lookup input")
         self.require_types(keys, T.INT32, role="keys input")
-        self.require_types(values, *VALUE_TYPES, role="values input")
+        self.require_types(values, *FIXED_SIZE_TYPES, T.STRING, role="values input")
         if len(lookup.shape) != 1 or len(keys.shape) != 1:
             raise self.unsupported(
                 f"lookup {list(lookup.shape)} and keys {list(keys.shape)} must be vectors"

@@ -21,15 +21,10 @@ import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
 from backends.cpu.kernels._farmhash import fingerprint64
+from backends.cpu.kernels.bitcast import FIXED_SIZE_TYPES
 from schema.enums import BuiltinOperator, LSHProjectionType, TensorType
 
 T = TensorType
-
-#: Input types hashed as their bytes (TFLite hashes the raw bytes of any fixed-size type).
-HASHED_TYPES = (
-    T.FLOAT32, T.FLOAT16, T.FLOAT64, T.INT8, T.UINT8, T.INT16, T.UINT16, T.INT32, T.UINT32, T.INT64, T.UINT64,
-    T.BOOL, T.COMPLEX64, T.COMPLEX128,
-)
 
 
 def wrap_int32(values: np.ndarray) -> np.ndarray:
@@ -52,7 +47,7 @@ class LshProjection(CpuKernel):
             )
         if x.type == T.STRING:
             raise self.unsupported(f"the input {x.name!r} is STRING; this kernel hashes rows of fixed-size values")
-        self.require_types(x, *HASHED_TYPES)
+        self.require_types(x, *FIXED_SIZE_TYPES)
         if len(x.shape) < 1 or x.shape[0] < 1:
             raise self.unsupported(f"the input {x.name!r} must have at least one row, it has shape {list(x.shape)}")
         if weight is not None:
