@@ -70,7 +70,11 @@ def test_tflite_s_split_drops_a_first_word_behind_a_single_space_unless_it_is_th
     assert split_words(b" ab") == [b" ab"]
 
 
-def test_ngram_size_0_gives_nothing():
+@pytest.mark.parametrize("ngram_size, max_skip_size, include_all_ngrams", [(0, 1, True), (0, 0, False), (2, -1, False),
+                                                                          (3, -1, True), (1, 5, False)])
+def test_edge_options_match_litert(ngram_size, max_skip_size, include_all_ngrams):
+    """ngram_size 0 gives nothing; a negative skip leaves only the single words (include_all_ngrams)."""
+    assert_matches_litert(skip_gram_model(ngram_size, max_skip_size, include_all_ngrams), [sentence(b"a b c d e")])
     assert skip_grams([b"a", b"b"], 0, 1, True) == []
 
 
