@@ -70,6 +70,8 @@ def recipes() -> Iterator[Recipe]:
     for version, t in {5: I4, 6: BF16}.items():
         yield r(B.DYNAMIC_UPDATE_SLICE, version, f"{t.name} operand",
                 lambda t=t: typed_inputs(B.DYNAMIC_UPDATE_SLICE, [t, t, I32], [(3, 4), (2, 2), (2,)], t, (3, 4)))
+    yield r(B.EMBEDDING_LOOKUP, 5, "int2 table -> float32",
+            lambda: typed_inputs(B.EMBEDDING_LOOKUP, [I32, I2], [(3,), (4, 3)], F32, (3, 3)))
     yield r(B.SELECT, 2, "int8 condition (the rule tests input 0)",
             lambda: typed_inputs(B.SELECT, [I8, F32, F32], [S2, S2, S2], F32, S2))
     for version, source in {6: I4, 7: I2, 8: U4}.items():
