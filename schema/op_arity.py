@@ -135,6 +135,9 @@ ARITY: dict[int, Arity] = {
     B.UNSORTED_SEGMENT_MIN: _fixed(3),
     B.UNSORTED_SEGMENT_PROD: _fixed(3),
     B.UNSORTED_SEGMENT_SUM: _fixed(3),
+    # issue 32, 3-D convolutions, window reductions and StableHLO ops (branch i32-hlo), by name:
+    B.CONV_3D: Arity(2, 3, optional=frozenset({2})),
+    B.CONV_3D_TRANSPOSE: Arity(3, 4, optional=frozenset({3})),
 }
 
 _RANKS: dict[int, dict[str, int | tuple[int, ...]]] = {
@@ -198,6 +201,9 @@ _RANKS: dict[int, dict[str, int | tuple[int, ...]]] = {
     B.LSTM: dict(input0=2),
     B.UNIDIRECTIONAL_SEQUENCE_LSTM: dict(input0=3),
     B.BIDIRECTIONAL_SEQUENCE_LSTM: dict(input0=3),
+    # issue 32, 3-D convolutions, window reductions and StableHLO ops (branch i32-hlo), by name:
+    B.CONV_3D: dict(input0=5, input1=5),
+    B.CONV_3D_TRANSPOSE: dict(input0=1, input1=5, input2=5),
 }
 for _op, _ranks in _RANKS.items():
     ARITY[_op] = ARITY[_op].with_ranks(**_ranks)

@@ -40,8 +40,6 @@ KNOWN_GAPS: dict[str, tuple[int, ...]] = {
     "RANDOM_UNIFORM": (1,),
     # shape, data movement and scatter
     # windows in 3-D and general
-    "CONV_3D": (1,),
-    "CONV_3D_TRANSPOSE": (1,),
     "REDUCE_WINDOW": (1,),
     # versions of ops that run here at other versions (other types: int4, int2, float16, int16...)
     "ABS": (2, 3),

@@ -507,6 +507,8 @@ LITEDELEGATE_RELEASES: dict[str, dict[BuiltinOperator, tuple[int, ...]]] = {
         BuiltinOperator.COMPLEX_ABS: (1,),
         BuiltinOperator.CONCATENATION: (1, 2, 3, 4),
         BuiltinOperator.CONV_2D: (1, 2, 3, 4, 5, 6, 8),
+        BuiltinOperator.CONV_3D: (1,),
+        BuiltinOperator.CONV_3D_TRANSPOSE: (1,),
         BuiltinOperator.COS: (1,),
         BuiltinOperator.CUMSUM: (1,),
         BuiltinOperator.DENSIFY: (1,),
