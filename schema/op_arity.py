@@ -138,6 +138,12 @@ ARITY: dict[int, Arity] = {
     # issue 32, 3-D convolutions, window reductions and StableHLO ops (branch i32-hlo), by name:
     B.CONV_3D: Arity(2, 3, optional=frozenset({2})),
     B.CONV_3D_TRANSPOSE: Arity(3, 4, optional=frozenset({3})),
+    B.STABLEHLO_ADD: _fixed(2),
+    B.STABLEHLO_AND: _fixed(2),
+    B.STABLEHLO_MAXIMUM: _fixed(2),
+    B.STABLEHLO_MINIMUM: _fixed(2),
+    B.STABLEHLO_MULTIPLY: _fixed(2),
+    B.STABLEHLO_SHIFT_LEFT: _fixed(2),
 }
 
 _RANKS: dict[int, dict[str, int | tuple[int, ...]]] = {

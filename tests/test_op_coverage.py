@@ -82,19 +82,13 @@ KNOWN_GAPS: dict[str, tuple[int, ...]] = {
 #: The StableHLO builtins LiteRT's resolver registers (the other StableHLO ops of the schema
 #: it does not run either) that the CPU does not run.
 KNOWN_STABLEHLO_GAPS: dict[str, tuple[int, ...]] = {
-    "STABLEHLO_ADD": (1,),
-    "STABLEHLO_AND": (1,),
     "STABLEHLO_CASE": (1,),
     "STABLEHLO_COMPOSITE": (1,),
     "STABLEHLO_GATHER": (1,),
-    "STABLEHLO_MAXIMUM": (1,),
-    "STABLEHLO_MINIMUM": (1,),
-    "STABLEHLO_MULTIPLY": (1,),
     "STABLEHLO_PAD": (1,),
     "STABLEHLO_REDUCE_WINDOW": (1,),
     "STABLEHLO_RNG_BIT_GENERATOR": (1,),
     "STABLEHLO_SCATTER": (1,),
-    "STABLEHLO_SHIFT_LEFT": (1,),
 }
 
 #: LiteRT's default custom ops the CPU does not run.

@@ -112,7 +112,8 @@ def test_the_first_version_of_every_float_op_is_float():
     not_float = {B.FLOOR_DIV, B.FLOOR_MOD, B.LOGICAL_AND, B.LOGICAL_OR, B.LOGICAL_NOT, B.REDUCE_ALL, B.REDUCE_ANY,
                  B.RANGE, B.WHERE, B.DEQUANTIZE, B.WHILE, B.ONE_HOT, B.SPLIT, B.DENSIFY, B.VAR_HANDLE,
                  B.CALL_ONCE, B.READ_VARIABLE, B.ASSIGN_VARIABLE, B.IF, B.TRANSPOSE_CONV, B.FILL,
-                 B.BITWISE_XOR, B.RIGHT_SHIFT, B.BROADCAST_ARGS}  # (integers only)
+                 B.BITWISE_XOR, B.RIGHT_SHIFT, B.BROADCAST_ARGS,
+                 B.STABLEHLO_AND, B.STABLEHLO_SHIFT_LEFT}  # (integers only)
     for (op, version), entry in RECIPES:
         if version != 1 or op in not_float:
             continue
