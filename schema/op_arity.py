@@ -143,6 +143,7 @@ ARITY: dict[int, Arity] = {
     B.STABLEHLO_MAXIMUM: _fixed(2),
     B.STABLEHLO_MINIMUM: _fixed(2),
     B.STABLEHLO_MULTIPLY: _fixed(2),
+    B.STABLEHLO_PAD: _fixed(2),
     B.STABLEHLO_SHIFT_LEFT: _fixed(2),
 }
 

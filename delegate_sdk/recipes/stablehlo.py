@@ -23,6 +23,19 @@ def elementwise(op: int, t=F32, counts=None) -> bytes:
     return m.build(z)
 
 
+def pad() -> bytes:
+    """Edge padding, cropping (a negative edge) and interior padding on a [2, 3] tensor."""
+    from schema.params import StablehloPadParams
+
+    m = Graph()
+    x = m.input("x", (2, 3))
+    value = m.g.add_constant("value", np.array(-1.5, np.float32))
+    y = m.tensor("y", (4, 7))
+    params = StablehloPadParams(edge_padding_low=(1, -1), edge_padding_high=(0, 2), interior_padding=(1, 2))
+    m.op(B.STABLEHLO_PAD, [x, value], [y], params)
+    return m.build(y)
+
+
 def recipes() -> Iterator[Recipe]:
     family = "stablehlo"
     for op, what in ((B.STABLEHLO_ADD, "add"), (B.STABLEHLO_MULTIPLY, "multiply"), (B.STABLEHLO_MAXIMUM, "maximum"),
@@ -31,3 +44,4 @@ def recipes() -> Iterator[Recipe]:
     yield Recipe(B.STABLEHLO_AND, 1, lambda: elementwise(B.STABLEHLO_AND, I32), "int32 bitwise and", family)
     yield Recipe(B.STABLEHLO_SHIFT_LEFT, 1, lambda: elementwise(B.STABLEHLO_SHIFT_LEFT, I32, [[0, 1, 5], [31, 2, 17]]),
                  "int32 shifted by constant counts within 0..31", family)
+    yield Recipe(B.STABLEHLO_PAD, 1, pad, "float32, edge (one negative) and interior padding", family)

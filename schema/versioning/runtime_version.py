@@ -614,6 +614,7 @@ LITEDELEGATE_RELEASES: dict[str, dict[BuiltinOperator, tuple[int, ...]]] = {
         BuiltinOperator.STABLEHLO_MAXIMUM: (1,),
         BuiltinOperator.STABLEHLO_MINIMUM: (1,),
         BuiltinOperator.STABLEHLO_MULTIPLY: (1,),
+        BuiltinOperator.STABLEHLO_PAD: (1,),
         BuiltinOperator.STABLEHLO_SHIFT_LEFT: (1,),
         BuiltinOperator.STRIDED_SLICE: (1, 2, 3, 4, 5, 6, 7, 8),
         BuiltinOperator.SUB: (1, 2, 3, 4, 5),
