@@ -140,10 +140,12 @@ ARITY: dict[int, Arity] = {
     B.CONV_3D_TRANSPOSE: Arity(3, 4, optional=frozenset({3})),
     B.STABLEHLO_ADD: _fixed(2),
     B.STABLEHLO_AND: _fixed(2),
+    B.STABLEHLO_GATHER: _fixed(2),
     B.STABLEHLO_MAXIMUM: _fixed(2),
     B.STABLEHLO_MINIMUM: _fixed(2),
     B.STABLEHLO_MULTIPLY: _fixed(2),
     B.STABLEHLO_PAD: _fixed(2),
+    B.STABLEHLO_SCATTER: _fixed(3),
     B.STABLEHLO_SHIFT_LEFT: _fixed(2),
 }
 

@@ -36,6 +36,49 @@ def pad() -> bytes:
     return m.build(y)
 
 
+def gather() -> bytes:
+    """StableHLO's gather example: [3, 4, 2] operand, index vectors (axis 2) into axes 1 and 0."""
+    from schema.params import StablehloGatherParams
+
+    m = Graph()
+    x = m.input("x", (3, 4, 2))
+    indices = m.g.add_constant("indices", np.array([[[0, 0], [1, 0], [2, 1]], [[0, 1], [1, 1], [0, 2]]], np.int32))
+    y = m.tensor("y", (2, 3, 2, 2))
+    params = StablehloGatherParams(offset_dims=(2, 3), collapsed_slice_dims=(0,), start_index_map=(1, 0),
+                                   index_vector_dim=2, slice_sizes=(1, 2, 2))
+    m.op(B.STABLEHLO_GATHER, [x, indices], [y], params)
+    return m.build(y)
+
+
+def combining_region(m: Graph, op: int | None, t=F32) -> int:
+    """A scatter's or reduce window's region: ``op(a, b)`` on two scalars (None: no node, b)."""
+    region = m.builder.subgraph("region")
+    a, b = region.add_input("a", [], t.type), region.add_input("b", [], t.type)
+    if op is None:
+        region.add_output(b)
+    else:
+        result = region.add_tensor("result", [], t.type)
+        region.add_operator(op, [a, b], [result])
+        region.add_output(result)
+    return region.index
+
+
+def scatter() -> bytes:
+    """Rows of a [4, 3] operand added to by rows of updates, row 1 three times."""
+    from schema.params import StablehloScatterParams
+
+    m = Graph()
+    x = m.input("x", (4, 3))
+    indices = m.g.add_constant("indices", np.array([[1], [3], [1], [1]], np.int32))
+    updates = m.input("updates", (4, 3))
+    y = m.tensor("y", (4, 3))
+    params = StablehloScatterParams(update_window_dims=(1,), inserted_window_dims=(0,),
+                                    scatter_dims_to_operand_dims=(0,), index_vector_dim=1,
+                                    update_computation_subgraph_index=combining_region(m, B.STABLEHLO_ADD))
+    m.op(B.STABLEHLO_SCATTER, [x, indices, updates], [y], params)
+    return m.build(y)
+
+
 def recipes() -> Iterator[Recipe]:
     family = "stablehlo"
     for op, what in ((B.STABLEHLO_ADD, "add"), (B.STABLEHLO_MULTIPLY, "multiply"), (B.STABLEHLO_MAXIMUM, "maximum"),
@@ -45,3 +88,6 @@ def recipes() -> Iterator[Recipe]:
     yield Recipe(B.STABLEHLO_SHIFT_LEFT, 1, lambda: elementwise(B.STABLEHLO_SHIFT_LEFT, I32, [[0, 1, 5], [31, 2, 17]]),
                  "int32 shifted by constant counts within 0..31", family)
     yield Recipe(B.STABLEHLO_PAD, 1, pad, "float32, edge (one negative) and interior padding", family)
+    yield Recipe(B.STABLEHLO_GATHER, 1, gather, "float32, StableHLO's gather example", family)
+    yield Recipe(B.STABLEHLO_SCATTER, 1, scatter, "float32 rows added (STABLEHLO_ADD region), one row three times",
+                 family)
