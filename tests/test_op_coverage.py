@@ -39,8 +39,6 @@ KNOWN_GAPS: dict[str, tuple[int, ...]] = {
     "RANDOM_STANDARD_NORMAL": (1,),
     "RANDOM_UNIFORM": (1,),
     # shape, data movement and scatter
-    # windows in 3-D and general
-    "REDUCE_WINDOW": (1,),
     # versions of ops that run here at other versions (other types: int4, int2, float16, int16...)
     "ABS": (2, 3),
     "ADD": (6,),
@@ -84,7 +82,6 @@ KNOWN_GAPS: dict[str, tuple[int, ...]] = {
 KNOWN_STABLEHLO_GAPS: dict[str, tuple[int, ...]] = {
     "STABLEHLO_CASE": (1,),
     "STABLEHLO_COMPOSITE": (1,),
-    "STABLEHLO_REDUCE_WINDOW": (1,),
     "STABLEHLO_RNG_BIT_GENERATOR": (1,),
 }
 

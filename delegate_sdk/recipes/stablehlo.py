@@ -79,6 +79,36 @@ def scatter() -> bytes:
     return m.build(y)
 
 
+def reduce_window() -> bytes:
+    """REDUCE_WINDOW: a 2x2 window, strides 1x2, sums of a [4, 5] tensor."""
+    from schema.enums import ReduceWindowFunction
+    from schema.params import ReduceWindowParams
+
+    m = Graph()
+    x = m.input("x", (4, 5))
+    init = m.g.add_constant("init", np.array(0, np.float32))
+    window, strides, dilations = (m.g.add_constant(name, np.array(v, np.int64))
+                                  for name, v in (("window", [2, 2]), ("strides", [1, 2]), ("dilations", [1, 1])))
+    y = m.tensor("y", (3, 2))
+    m.op(B.REDUCE_WINDOW, [x, init, window, strides, dilations], [y],
+         ReduceWindowParams(reduce_function=ReduceWindowFunction.ADD))
+    return m.build(y)
+
+
+def stablehlo_reduce_window() -> bytes:
+    """STABLEHLO_REDUCE_WINDOW: maxima of 2x2 windows over a base-dilated, padded [4, 5] tensor."""
+    from schema.params import StablehloReduceWindowParams
+
+    m = Graph()
+    x = m.input("x", (4, 5))
+    init = m.g.add_constant("init", np.array(-1.0, np.float32))
+    y = m.tensor("y", (5, 4))
+    params = StablehloReduceWindowParams(window_dimensions=(2, 2), window_strides=(2, 3), base_dilations=(2, 1),
+                                         padding=(1, 1, 0, 1), body_subgraph_index=combining_region(m, B.STABLEHLO_MAXIMUM))
+    m.op(B.STABLEHLO_REDUCE_WINDOW, [x, init], [y], params)
+    return m.build(y)
+
+
 def recipes() -> Iterator[Recipe]:
     family = "stablehlo"
     for op, what in ((B.STABLEHLO_ADD, "add"), (B.STABLEHLO_MULTIPLY, "multiply"), (B.STABLEHLO_MAXIMUM, "maximum"),
@@ -89,5 +119,8 @@ def recipes() -> Iterator[Recipe]:
                  "int32 shifted by constant counts within 0..31", family)
     yield Recipe(B.STABLEHLO_PAD, 1, pad, "float32, edge (one negative) and interior padding", family)
     yield Recipe(B.STABLEHLO_GATHER, 1, gather, "float32, StableHLO's gather example", family)
+    yield Recipe(B.STABLEHLO_REDUCE_WINDOW, 1, stablehlo_reduce_window,
+                 "float32 maxima (STABLEHLO_MAXIMUM body), base dilation, padding, strides", family)
+    yield Recipe(B.REDUCE_WINDOW, 1, reduce_window, "float32 sums of 2x2 windows, strides 1x2", "window reduction")
     yield Recipe(B.STABLEHLO_SCATTER, 1, scatter, "float32 rows added (STABLEHLO_ADD region), one row three times",
                  family)

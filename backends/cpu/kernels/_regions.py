@@ -8,6 +8,8 @@ here, with ``region_ops``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from schema.enums import builtin_operator_name
 
 
@@ -24,8 +26,9 @@ def region_ops(kernel, index: int, role: str) -> list[int]:
     return [subgraph.get_node_and_registration(node)[1].builtin_code for node in subgraph.execution_plan]
 
 
-def region_op(kernel, index: int, role: str, allowed: dict[int, str]) -> str:
-    """The combination a region of one node computes (``allowed``: builtin code -> name), or
+def region_op(kernel, index: int, role: str, allowed: dict[int, Any]) -> Any:
+    """The combination a region of one node computes (``allowed``: builtin code -> what the
+    kernel calls that combination), or
     the kernel's error naming what the region holds and what LiteRT takes."""
     ops = region_ops(kernel, index, role)
     if len(ops) == 1 and ops[0] in allowed:
