@@ -147,6 +147,7 @@ ARITY: dict[int, Arity] = {
     B.STABLEHLO_MULTIPLY: _fixed(2),
     B.STABLEHLO_PAD: _fixed(2),
     B.STABLEHLO_REDUCE_WINDOW: _fixed(2),
+    B.STABLEHLO_RNG_BIT_GENERATOR: _fixed(1, 2),
     B.STABLEHLO_SCATTER: _fixed(3),
     B.STABLEHLO_SHIFT_LEFT: _fixed(2),
 }
@@ -216,6 +217,7 @@ _RANKS: dict[int, dict[str, int | tuple[int, ...]]] = {
     B.CONV_3D: dict(input0=5, input1=5),
     B.CONV_3D_TRANSPOSE: dict(input0=1, input1=5, input2=5),
     B.REDUCE_WINDOW: dict(input2=1, input3=1, input4=1),
+    B.STABLEHLO_RNG_BIT_GENERATOR: dict(input0=1),
 }
 for _op, _ranks in _RANKS.items():
     ARITY[_op] = ARITY[_op].with_ranks(**_ranks)

@@ -82,7 +82,6 @@ KNOWN_GAPS: dict[str, tuple[int, ...]] = {
 KNOWN_STABLEHLO_GAPS: dict[str, tuple[int, ...]] = {
     "STABLEHLO_CASE": (1,),
     "STABLEHLO_COMPOSITE": (1,),
-    "STABLEHLO_RNG_BIT_GENERATOR": (1,),
 }
 
 #: LiteRT's default custom ops the CPU does not run.

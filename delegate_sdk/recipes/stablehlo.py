@@ -109,6 +109,20 @@ def stablehlo_reduce_window() -> bytes:
     return m.build(y)
 
 
+def rng_bit_generator() -> bytes:
+    """Philox bits, uint32 [3, 5], from a state of two uint64 words (and the next state)."""
+    from schema.enums import RngAlgorithm
+    from schema.params import StablehloRngBitGeneratorParams
+
+    m = Graph()
+    state = m.g.add_input("state", [2], np.uint64)
+    next_state = m.g.add_tensor("next_state", [2], np.uint64)
+    bits = m.g.add_tensor("bits", [3, 5], np.uint32)
+    m.op(B.STABLEHLO_RNG_BIT_GENERATOR, [state], [next_state, bits],
+         StablehloRngBitGeneratorParams(algorithm=RngAlgorithm.PHILOX))
+    return m.build(next_state, bits)
+
+
 def recipes() -> Iterator[Recipe]:
     family = "stablehlo"
     for op, what in ((B.STABLEHLO_ADD, "add"), (B.STABLEHLO_MULTIPLY, "multiply"), (B.STABLEHLO_MAXIMUM, "maximum"),
@@ -122,5 +136,6 @@ def recipes() -> Iterator[Recipe]:
     yield Recipe(B.STABLEHLO_REDUCE_WINDOW, 1, stablehlo_reduce_window,
                  "float32 maxima (STABLEHLO_MAXIMUM body), base dilation, padding, strides", family)
     yield Recipe(B.REDUCE_WINDOW, 1, reduce_window, "float32 sums of 2x2 windows, strides 1x2", "window reduction")
+    yield Recipe(B.STABLEHLO_RNG_BIT_GENERATOR, 1, rng_bit_generator, "Philox, uint32 bits from a uint64 state", family)
     yield Recipe(B.STABLEHLO_SCATTER, 1, scatter, "float32 rows added (STABLEHLO_ADD region), one row three times",
                  family)

@@ -618,6 +618,7 @@ LITEDELEGATE_RELEASES: dict[str, dict[BuiltinOperator, tuple[int, ...]]] = {
         BuiltinOperator.STABLEHLO_MULTIPLY: (1,),
         BuiltinOperator.STABLEHLO_PAD: (1,),
         BuiltinOperator.STABLEHLO_REDUCE_WINDOW: (1,),
+        BuiltinOperator.STABLEHLO_RNG_BIT_GENERATOR: (1,),
         BuiltinOperator.STABLEHLO_SCATTER: (1,),
         BuiltinOperator.STABLEHLO_SHIFT_LEFT: (1,),
         BuiltinOperator.STRIDED_SLICE: (1, 2, 3, 4, 5, 6, 7, 8),
