@@ -141,6 +141,8 @@ ARITY: dict[int, Arity] = {
     B.REDUCE_WINDOW: _fixed(5),
     B.STABLEHLO_ADD: _fixed(2),
     B.STABLEHLO_AND: _fixed(2),
+    B.STABLEHLO_CASE: Arity(1, MANY, 0, MANY),
+    B.STABLEHLO_COMPOSITE: Arity(1, MANY, 0, MANY),
     B.STABLEHLO_GATHER: _fixed(2),
     B.STABLEHLO_MAXIMUM: _fixed(2),
     B.STABLEHLO_MINIMUM: _fixed(2),

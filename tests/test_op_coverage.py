@@ -79,10 +79,7 @@ KNOWN_GAPS: dict[str, tuple[int, ...]] = {
 
 #: The StableHLO builtins LiteRT's resolver registers (the other StableHLO ops of the schema
 #: it does not run either) that the CPU does not run.
-KNOWN_STABLEHLO_GAPS: dict[str, tuple[int, ...]] = {
-    "STABLEHLO_CASE": (1,),
-    "STABLEHLO_COMPOSITE": (1,),
-}
+KNOWN_STABLEHLO_GAPS: dict[str, tuple[int, ...]] = {}
 
 #: LiteRT's default custom ops the CPU does not run.
 KNOWN_CUSTOM_GAPS: dict[str, tuple[int, ...]] = {}

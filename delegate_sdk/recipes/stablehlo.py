@@ -123,6 +123,43 @@ def rng_bit_generator() -> bytes:
     return m.build(next_state, bits)
 
 
+def binary_branch(m: Graph, op: int, name: str) -> int:
+    """A subgraph ``op(x, y)`` on two float32 [2, 3] inputs, by index."""
+    graph = m.builder.subgraph(name)
+    x, y = graph.add_input("x", [2, 3]), graph.add_input("y", [2, 3])
+    z = graph.add_tensor("z", [2, 3])
+    graph.add_operator(op, [x, y], [z])
+    graph.add_output(z)
+    return graph.index
+
+
+def case() -> bytes:
+    """Three branches (ADD, MUL, SUB) picked by an int32 index (out of range: the last)."""
+    from schema.params import StablehloCaseParams
+
+    m = Graph()
+    index = m.input("index", (), I32)
+    x, y = m.input("x", (2, 3)), m.input("y", (2, 3))
+    z = m.tensor("z", (2, 3))
+    branches = tuple(binary_branch(m, op, name) for op, name in ((B.ADD, "add"), (B.MUL, "mul"), (B.SUB, "sub")))
+    m.op(B.STABLEHLO_CASE, [index, x, y], [z], StablehloCaseParams(branch_subgraph_indices=branches))
+    return m.build(z)
+
+
+def composite() -> bytes:
+    """A composite whose decomposition is one MUL (its name and attributes written: LiteRT's
+    parser reads them unchecked)."""
+    from schema.params import StableHLOCompositeParams
+
+    m = Graph()
+    x, y = m.input("x", (2, 3)), m.input("y", (2, 3))
+    z = m.tensor("z", (2, 3))
+    params = StableHLOCompositeParams(name="odml.multiply", decomposition_subgraph_index=binary_branch(m, B.MUL, "mul"),
+                                      composite_attributes=(), version=1)
+    m.op(B.STABLEHLO_COMPOSITE, [x, y], [z], params)
+    return m.build(z)
+
+
 def recipes() -> Iterator[Recipe]:
     family = "stablehlo"
     for op, what in ((B.STABLEHLO_ADD, "add"), (B.STABLEHLO_MULTIPLY, "multiply"), (B.STABLEHLO_MAXIMUM, "maximum"),
@@ -137,5 +174,7 @@ def recipes() -> Iterator[Recipe]:
                  "float32 maxima (STABLEHLO_MAXIMUM body), base dilation, padding, strides", family)
     yield Recipe(B.REDUCE_WINDOW, 1, reduce_window, "float32 sums of 2x2 windows, strides 1x2", "window reduction")
     yield Recipe(B.STABLEHLO_RNG_BIT_GENERATOR, 1, rng_bit_generator, "Philox, uint32 bits from a uint64 state", family)
+    yield Recipe(B.STABLEHLO_CASE, 1, case, "float32 branches ADD, MUL, SUB picked by an int32 index", family)
+    yield Recipe(B.STABLEHLO_COMPOSITE, 1, composite, "float32, its decomposition one MUL", family)
     yield Recipe(B.STABLEHLO_SCATTER, 1, scatter, "float32 rows added (STABLEHLO_ADD region), one row three times",
                  family)

@@ -612,6 +612,8 @@ LITEDELEGATE_RELEASES: dict[str, dict[BuiltinOperator, tuple[int, ...]]] = {
         BuiltinOperator.SQUEEZE: (1, 2),
         BuiltinOperator.STABLEHLO_ADD: (1,),
         BuiltinOperator.STABLEHLO_AND: (1,),
+        BuiltinOperator.STABLEHLO_CASE: (1,),
+        BuiltinOperator.STABLEHLO_COMPOSITE: (1,),
         BuiltinOperator.STABLEHLO_GATHER: (1,),
         BuiltinOperator.STABLEHLO_MAXIMUM: (1,),
         BuiltinOperator.STABLEHLO_MINIMUM: (1,),
