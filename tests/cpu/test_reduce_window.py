@@ -201,3 +201,17 @@ def test_stablehlo_reduce_window_with_a_zero_stride_is_refused_as_litert_does():
 def test_stablehlo_reduce_window_cropping_everything_is_refused():
     model = stablehlo_model([4], B.STABLEHLO_ADD, window_dimensions=[1], padding=[-2, -2])
     refused(model, r"STABLEHLO_REDUCE_WINDOW v1: the padding \[-2, -2\] leaves no element")
+
+
+def test_stablehlo_reduce_window_whose_body_a_delegate_took_reads_the_body_s_op_as_before():
+    # (LiteRT reads the body's plan before delegation: the GPU delegate takes an ADD body.)
+    from backends.gpu import GpuDelegate
+
+    model = stablehlo_model([4, 5], B.ADD, window_dimensions=[2, 2])
+    x = values([4, 5], np.float32)
+    expected = assert_matches_litert(model, [x])
+    interpreter = Interpreter(model_content=model, experimental_delegates=[GpuDelegate(device="host")])
+    interpreter.allocate_tensors()
+    interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
+    interpreter.invoke()
+    np.testing.assert_array_equal(interpreter.get_tensor(interpreter.get_output_details()[0]["index"]), expected[0])

@@ -3,7 +3,8 @@
 
 LiteRT never runs the region: it reads which op the region's one node is (an empty region,
 for scatter, means "replace") and runs that op's arithmetic itself. So do the kernels
-here, with ``region_ops``.
+here, with ``region_ops``. The region's nodes are read as the model has them: a node that a
+delegate took stands for the nodes it replaced (LiteRT reads the plan before delegation).
 """
 
 from __future__ import annotations
@@ -23,7 +24,12 @@ def region_ops(kernel, index: int, role: str) -> list[int]:
         raise kernel.unsupported(f"the {role} subgraph {index} does not exist: {error}") from None
     if subgraph is kernel.context:
         raise kernel.unsupported(f"the {role} subgraph {index} is the subgraph the node is in")
-    return [subgraph.get_node_and_registration(node)[1].builtin_code for node in subgraph.execution_plan]
+    codes = []
+    for node_index in subgraph.execution_plan:
+        node, registration = subgraph.get_node_and_registration(node_index)
+        replaced = node.delegate_params.nodes_to_replace if node.delegate_params is not None else (node_index,)
+        codes.extend(subgraph.get_node_and_registration(i)[1].builtin_code for i in replaced)
+    return codes
 
 
 def region_op(kernel, index: int, role: str, allowed: dict[int, Any]) -> Any:
