@@ -89,6 +89,11 @@ def test_conv3d_without_bias_matches_litert():
     assert_conv_matches_litert(conv3d_model(bias=False))
 
 
+def test_conv3d_with_the_bias_omitted_as_input_minus_1_matches_litert():
+    model = single_op_model(B.CONV_3D, [In([1, 3, 4, 4, 2]), Const(weights(2, 2, 1, 2, 3)), None], Out(None), params())
+    assert_conv_matches_litert(model)
+
+
 def test_conv3d_with_the_filter_as_a_graph_input_matches_litert():
     model = conv3d_model(filter_input=True)
     inputs = [RNG.uniform(-1, 1, (2, 5, 6, 7, 3)).astype(np.float32), weights(3, 2, 3, 3, 4)]
@@ -187,6 +192,12 @@ def test_conv3d_transpose_fused_activation_without_bias_matches_litert(activatio
     conv, out_shape, in_shape, filter_shape = transpose_case(Padding.SAME, (2, 2, 2), (1, 1, 1))
     conv = params(Padding.SAME, (2, 2, 2), activation=activation)
     assert_conv_matches_litert(transpose_model(out_shape, in_shape, filter_shape, conv, bias=False))
+
+
+def test_conv3d_transpose_with_the_bias_omitted_as_input_minus_1_matches_litert():
+    inputs = [Const(np.array([1, 4, 4, 4, 2], np.int32)), Const(weights(2, 2, 2, 2, 3)), In([1, 2, 2, 2, 3]), None]
+    model = single_op_model(B.CONV_3D_TRANSPOSE, inputs, Out([1, 4, 4, 4, 2]), params(Padding.SAME, (2, 2, 2)))
+    assert_conv_matches_litert(model)
 
 
 def test_conv3d_transpose_with_an_output_one_larger_than_natural_matches_litert():

@@ -184,8 +184,8 @@ def test_stablehlo_reduce_window_of_each_type_matches_litert(dtype):
 
 def test_stablehlo_reduce_window_whose_body_is_another_op_is_refused_naming_what_litert_runs():
     model = stablehlo_model([4], B.SUB, window_dimensions=[2])
-    refused(model, r"node 0 \(STABLEHLO_REDUCE_WINDOW v1\).*body subgraph 1 holds \['SUB'\]; LiteRT runs a body of "
-                   r"one node, one of \['ADD'")
+    refused(model, r"node 0 \(STABLEHLO_REDUCE_WINDOW v1\).*body subgraph 1 holds \['SUB'\]; LiteRT runs body "
+                   r"subgraphs of one node, of \['ADD'")
 
 
 def test_stablehlo_reduce_window_without_window_dimensions_is_refused():

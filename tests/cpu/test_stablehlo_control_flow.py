@@ -209,3 +209,37 @@ def test_composite_whose_decomposition_returns_another_type_is_refused():
     decomposition.add_output(cast)
     with pytest.raises(KernelError, match=r"STABLEHLO_COMPOSITE v1: output 0 of the decomposition subgraph 1 has type INT32"):
         Interpreter(model_content=builder.build()).allocate_tensors()
+
+
+def test_subgraphs_that_call_each_other_through_composites_are_refused_not_a_recursion_error():
+    # main's composite calls subgraph 1, whose composite calls main (found by the fuzzer).
+    builder = ModelBuilder()
+    for index in range(2):
+        graph = builder.subgraph()
+        x = graph.add_input("x", [2])
+        out = graph.add_tensor("out", [2])
+        graph.add_operator(B.STABLEHLO_COMPOSITE, [x], [out], composite_params(1 - index))
+        graph.add_output(out)
+    with pytest.raises(KernelError, match=r"STABLEHLO_COMPOSITE v1: the decomposition subgraph 1 is being prepared "
+                                          r"already: subgraphs that call each other \(recursion\)"):
+        Interpreter(model_content=builder.build()).allocate_tensors()
+
+
+def test_subgraphs_that_call_each_other_through_if_and_case_are_refused():
+    from schema.params import IfParams
+
+    builder = ModelBuilder()
+    main = builder.subgraph()
+    cond, x = main.add_input("cond", [], np.bool_), main.add_input("x", [2])
+    out = main.add_tensor("out", [2])
+    main.add_operator(B.IF, [cond, x], [out], IfParams(then_subgraph_index=1, else_subgraph_index=1))
+    main.add_output(out)
+    branch = builder.subgraph("branch")  # (x) -> CASE(index 0: main's IF again)
+    y = branch.add_input("y", [2])
+    index = branch.add_constant("index", np.array(0, np.int32))
+    always = branch.add_constant("always", np.array(True))
+    z = branch.add_tensor("z", [2])
+    branch.add_operator(B.STABLEHLO_CASE, [index, always, y], [z], StablehloCaseParams(branch_subgraph_indices=(0,)))
+    branch.add_output(z)
+    with pytest.raises(KernelError, match=r"subgraphs that call each other \(recursion\)"):
+        Interpreter(model_content=builder.build()).allocate_tensors()

@@ -209,7 +209,7 @@ def test_scatter_maximum_and_minimum_keep_the_operand_with_a_nan_update_as_std_m
 def test_scatter_whose_update_computation_is_another_op_is_refused_naming_what_litert_runs():
     model = scatter_model([4, 3], np.array([[1]], np.int32), [1, 3], ([1], [0], [0], 1), B.STABLEHLO_AND, np.int32)
     refused(model, r"node 0 \(STABLEHLO_SCATTER v1\).*update computation subgraph 1 holds \['STABLEHLO_AND'\]; "
-                   r"LiteRT runs a update computation of one node, one of \['STABLEHLO_ADD'")
+                   r"LiteRT runs update computation subgraphs of one node, of \['STABLEHLO_ADD'")
 
 
 def test_scatter_with_updates_that_do_not_match_the_indices_batch_is_refused():

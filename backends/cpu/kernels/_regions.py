@@ -42,5 +42,5 @@ def region_op(kernel, index: int, role: str, allowed: dict[int, Any]) -> Any:
     names = sorted({builtin_operator_name(code) for code in allowed})
     held = [builtin_operator_name(code) for code in ops]
     raise kernel.unsupported(
-        f"the {role} subgraph {index} holds {held or 'no node'}; LiteRT runs a {role} of one node, one of {names}"
+        f"the {role} subgraph {index} holds {held or 'no node'}; LiteRT runs {role} subgraphs of one node, of {names}"
     )

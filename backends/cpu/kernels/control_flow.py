@@ -34,6 +34,8 @@ from schema.enums import BuiltinOperator, TensorType
 
 #: Key of the set of init subgraphs CALL_ONCE has run, in ``context.resources``.
 CALL_ONCE_DONE = "call_once.initialized_subgraphs"
+#: Key of the set of subgraphs (by ``id``) that a node is preparing, in ``context.resources``.
+PREPARING = "control_flow.subgraphs_being_prepared"
 
 
 class _CallsSubgraphs(CpuKernel):
@@ -75,7 +77,19 @@ class _CallsSubgraphs(CpuKernel):
             if target.shape != tuple(tensor.shape):
                 target.resize(tensor.shape)
                 subgraph.allocated = False  # (TFLite's ResizeInputTensor: plan the arena again)
-        allocate()
+        # A subgraph whose preparation is under way, reached again: subgraphs that call each
+        # other (a node of subgraph 1 calling subgraph 0, which calls subgraph 1...).
+        preparing = self.context.resources.setdefault(PREPARING, set())
+        if id(subgraph) in preparing:
+            raise self.unsupported(
+                f"the {role} subgraph {subgraph.index} is being prepared already: subgraphs that call each other "
+                "(recursion)"
+            )
+        preparing.add(id(subgraph))
+        try:
+            allocate()
+        finally:
+            preparing.discard(id(subgraph))
         return not any(t.is_dynamic for t in subgraph.tensors)
 
     def check_output_types(self, subgraph, role: str) -> None:

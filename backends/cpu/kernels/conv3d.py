@@ -189,7 +189,7 @@ class Conv3D(CpuKernel):
 
     def invoke(self) -> None:
         x, out = self.inputs[0].data, self.outputs[0].data
-        bias = self.inputs[2].data if len(self.inputs) == 3 else None
+        bias = self.inputs[2].data if len(self.inputs) == 3 and self.inputs[2] is not None else None
         weights = self.weights if self.weights is not None else self.weight_matrix(self.inputs[1].data)
         limit = self.square_limit
         if limit is None:
@@ -335,14 +335,15 @@ class Conv3DTranspose(CpuKernel):
         x, out = self.inputs[2].data, self.outputs[0].data
         kept_shape = [len(k) for k in self.kept]
         weights = self.weights if self.weights is not None else self.patches_matrix(self.inputs[1].data)
-        patches = np.dot(x.reshape(-1, x.shape[4]), weights)
-        patches = patches.reshape(*x.shape[:4], *kept_shape, out.shape[4])
         place = [{k: i for i, k in enumerate(kept)} for kept in self.kept]
         total = np.zeros(out.shape, np.float32)
         every = slice(None)
-        for tap in self.taps:
-            z, y, xx = (place[a][tap.index[a]] for a in range(3))
-            target = total[(every, *tap.second, every)]
-            np.add(target, patches[(every, *tap.first, z, y, xx)], out=target)
         bias = self.inputs[3].data if len(self.inputs) == 4 and self.inputs[3] is not None else None
-        finish(total, bias, self.bounds, out)
+        with np.errstate(over="ignore", invalid="ignore"):  # (overflows saturate in the clamp, as in TFLite)
+            patches = np.dot(x.reshape(-1, x.shape[4]), weights)
+            patches = patches.reshape(*x.shape[:4], *kept_shape, out.shape[4])
+            for tap in self.taps:
+                z, y, xx = (place[a][tap.index[a]] for a in range(3))
+                target = total[(every, *tap.second, every)]
+                np.add(target, patches[(every, *tap.first, z, y, xx)], out=target)
+            finish(total, bias, self.bounds, out)
