@@ -46,7 +46,7 @@ from schema.flatbuffer_view import (
     string_at,
     table_at,
 )
-from schema.option_parsers import parse_builtin_options_at
+from schema.option_parsers import SECOND_UNION_OPS, parse_builtin_options_at
 
 #: The schema version this runtime reads (TFLite's ``TFLITE_SCHEMA_VERSION``).
 SCHEMA_VERSION = 3
@@ -615,10 +615,15 @@ class _ModelReader:
                     )
         custom_options = None
         params = None
+        options_field = "builtin_options"
         try:
             if builtin_code == BuiltinOperator.CUSTOM:
                 custom_options = self.read_custom_options(operator, self.operator_where(subgraph_where, index, code))
             elif builtin_code in _BUILTIN_CODES:
+                if builtin_code in SECOND_UNION_OPS:  # (StableHLO ops, DILATE, REDUCE_WINDOW)
+                    options_field = "builtin_options_2"
+                    options_type_at = operator.offset(_OPERATOR_OPTIONS_2_TYPE)
+                    options_at = operator.offset(_OPERATOR_OPTIONS_2)
                 present = _UINT8(data, pos + options_type_at)[0] if options_type_at else 0
                 position = table_position_at(data, pos + options_at) if present and options_at else None
                 params = parse_builtin_options_at(builtin_code, present, data, position)
@@ -627,7 +632,7 @@ class _ModelReader:
                 raise
             raise ModelError(f"malformed model: {self.operator_where(subgraph_where, index, code)}: {error}") from error
         except _LOW_LEVEL_ERRORS as error:
-            raise _cannot_read(f"{self.operator_where(subgraph_where, index, code)} options", error) from error
+            raise _cannot_read(f"{self.operator_where(subgraph_where, index, code)} {options_field}", error) from error
         return Operator(index, opcode_index, builtin_code, code.custom_name, code.version, inputs, outputs,
                         intermediates, params, custom_options)
 
@@ -699,6 +704,7 @@ _TENSOR_IS_VARIABLE, _TENSOR_SPARSITY, _TENSOR_SHAPE_SIGNATURE, _TENSOR_HAS_RANK
 _OPERATOR_OPCODE_INDEX, _OPERATOR_INPUTS, _OPERATOR_OUTPUTS, _OPERATOR_OPTIONS_TYPE, _OPERATOR_OPTIONS = 0, 1, 2, 3, 4
 _OPERATOR_CUSTOM_OPTIONS, _OPERATOR_INTERMEDIATES = 5, 8
 _OPERATOR_LARGE_OPTIONS_OFFSET, _OPERATOR_LARGE_OPTIONS_SIZE = 9, 10
+_OPERATOR_OPTIONS_2_TYPE, _OPERATOR_OPTIONS_2 = 11, 12  # (builtin_options_2: BuiltinOptions2Type(), Offset(26) and (28))
 _BUFFER_DATA, _BUFFER_OFFSET, _BUFFER_SIZE = 0, 1, 2
 _QUANT_MIN, _QUANT_MAX, _QUANT_SCALE, _QUANT_ZERO_POINT, _QUANT_DIMENSION = 0, 1, 2, 3, 6
 #: SparseIndexVector union member -> the dtype of its ``values``

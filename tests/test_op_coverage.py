@@ -27,10 +27,6 @@ KNOWN_GAPS: dict[str, tuple[int, ...]] = {
     # text: embeddings, hashtables, hashing
     "EMBEDDING_LOOKUP": (5,),
     # shape, data movement and scatter
-    # windows in 3-D and general
-    "CONV_3D": (1,),
-    "CONV_3D_TRANSPOSE": (1,),
-    "REDUCE_WINDOW": (1,),
     # versions of ops that run here at other versions (other types: int4, int2, float16, int16...)
     "ABS": (2, 3),
     "ADD": (6,),
@@ -71,21 +67,7 @@ KNOWN_GAPS: dict[str, tuple[int, ...]] = {
 
 #: The StableHLO builtins LiteRT's resolver registers (the other StableHLO ops of the schema
 #: it does not run either) that the CPU does not run.
-KNOWN_STABLEHLO_GAPS: dict[str, tuple[int, ...]] = {
-    "STABLEHLO_ADD": (1,),
-    "STABLEHLO_AND": (1,),
-    "STABLEHLO_CASE": (1,),
-    "STABLEHLO_COMPOSITE": (1,),
-    "STABLEHLO_GATHER": (1,),
-    "STABLEHLO_MAXIMUM": (1,),
-    "STABLEHLO_MINIMUM": (1,),
-    "STABLEHLO_MULTIPLY": (1,),
-    "STABLEHLO_PAD": (1,),
-    "STABLEHLO_REDUCE_WINDOW": (1,),
-    "STABLEHLO_RNG_BIT_GENERATOR": (1,),
-    "STABLEHLO_SCATTER": (1,),
-    "STABLEHLO_SHIFT_LEFT": (1,),
-}
+KNOWN_STABLEHLO_GAPS: dict[str, tuple[int, ...]] = {}
 
 #: LiteRT's default custom ops the CPU does not run.
 KNOWN_CUSTOM_GAPS: dict[str, tuple[int, ...]] = {}

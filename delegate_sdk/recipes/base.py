@@ -369,12 +369,12 @@ class Graph:
 
 
 def _default_params(op: int):
-    from schema.option_parsers import OPTIONS_TABLE_OF_OP
+    from schema.option_parsers import params_class_of_op
 
-    entry = OPTIONS_TABLE_OF_OP.get(int(op))
-    if entry is None:
+    params_class = params_class_of_op(int(op))
+    if params_class is None:
         raise ValueError(f"{_op_name(op)} has no params")
-    return entry[1]()
+    return params_class()
 
 
 S4 = (1, 3, 3, 2)  # a small NHWC tensor
