@@ -17,7 +17,7 @@ import pytest
 from model_helpers import Const, In, Out, single_op_model, stamped_version
 from oracle import assert_outputs_equal, litert_interpreter
 
-from backends.cpu.kernels._philox import Philox
+from backends.cpu.kernels._counter_rng import Philox
 from delegate_sdk.context import KernelError
 from interpreter import Interpreter
 from schema.enums import BuiltinOperator

@@ -1,10 +1,13 @@
 """Counter-based random bit generators, vectorized over counters: Philox4x32-10 and
 Threefry2x32-20 (Salmon et al., "Parallel Random Numbers: As Easy as 1, 2, 3", SC 2011), as
-TFLite's ``kernels/rng_util.cc`` computes them.
+TFLite computes them (``kernels/rng_util.cc``; TensorFlow's ``PhiloxRandom`` for the
+RANDOM_* ops).
 
 Each function takes the two 32-bit key words and uint32 counter arrays (one element per
 block) and returns the generator's output words, uint32 arrays of the same length; every
-addition and multiplication wraps modulo 2**32 as C++'s ``uint32_t`` does.
+addition and multiplication wraps modulo 2**32 as C++'s ``uint32_t`` does. ``Philox`` is
+TensorFlow's ``PhiloxRandom`` stream (RANDOM_UNIFORM, RANDOM_STANDARD_NORMAL, MULTINOMIAL):
+a key from ``seed`` and a 128-bit counter that ``philox4x32`` encrypts block by block.
 """
 
 from __future__ import annotations
@@ -36,6 +39,35 @@ def philox4x32(key_0: int, key_1: int, counters: tuple[np.ndarray, np.ndarray, n
         k0 = (k0 + PHILOX_W32_A) & 0xFFFFFFFF
         k1 = (k1 + PHILOX_W32_B) & 0xFFFFFFFF
     return tuple(c.astype(np.uint32) for c in (c0, c1, c2, c3))
+
+
+class Philox:
+    """``PhiloxRandom(seed, seed2)``: the 64-bit key ``seed`` and a 128-bit counter whose high
+    half is ``seed2``; :meth:`blocks` draws (block ``k`` encrypts ``counter + k``), :meth:`skip`
+    jumps ahead."""
+
+    def __init__(self, seed: int, seed2: int) -> None:
+        seed, seed2 = int(seed) % 2**64, int(seed2) % 2**64  # int64 options, read as uint64
+        self.key = (seed & 0xFFFFFFFF, seed >> 32)
+        self.counter = seed2 << 64  # counter words 0, 1 are 0; 2, 3 hold seed2
+
+    def copy(self) -> "Philox":
+        twin = Philox.__new__(Philox)
+        twin.key, twin.counter = self.key, self.counter
+        return twin
+
+    def skip(self, count: int) -> None:
+        """Advance the counter by ``count`` blocks (``PhiloxRandom::Skip``)."""
+        self.counter = (self.counter + int(count)) % 2**128
+
+    def blocks(self, count: int) -> np.ndarray:
+        """The next ``count`` results, uint32 ``[count, 4]``; the counter advances by ``count``."""
+        low, high = self.counter % 2**64, self.counter >> 64
+        lows = np.uint64(low) + np.arange(count, dtype=np.uint64)  # wraps, as the 128-bit counter's low half
+        highs = np.uint64(high) + (lows < np.uint64(low)).astype(np.uint64)  # (the carry)
+        self.counter = (self.counter + count) % 2**128
+        words = (lows & MASK32, lows >> np.uint64(32), highs & MASK32, highs >> np.uint64(32))
+        return np.stack(philox4x32(*self.key, words), axis=1)
 
 
 def threefry2x32(key_0: int, key_1: int, counters: tuple[np.ndarray, np.ndarray]):

@@ -1,6 +1,6 @@
 """RANDOM_UNIFORM, RANDOM_STANDARD_NORMAL, MULTINOMIAL: LiteRT's random numbers, the same ones.
 
-As TFLite (``kernels/random_ops.cc``) each node owns a Philox4x32-10 generator (``_philox``)
+As TFLite (``kernels/random_ops.cc``) each node owns a Philox4x32-10 generator (``_counter_rng``)
 made from its ``seed`` and ``seed2`` options (their low 32 bits, sign-extended, as TFLite's
 ``int`` fields hold them) at prepare, so at every allocation that prepares it again, and
 drawn on at every invoke: the same seeds give LiteRT's numbers, invoke after invoke. With
@@ -35,11 +35,22 @@ import secrets
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
-from backends.cpu.kernels._philox import Philox, uint32_to_float, uint64_to_double
+from backends.cpu.kernels._counter_rng import Philox
 from schema.enums import BuiltinOperator, TensorType
 
 T = TensorType
 BOX_MULLER_EPSILON = np.float32(1.0e-7)
+
+
+def uint32_to_float(bits: np.ndarray) -> np.ndarray:
+    """Floats in [0, 1): 23 random mantissa bits under exponent 0, minus 1 (``Uint32ToFloat``)."""
+    return ((bits.astype(np.uint32) & np.uint32(0x7FFFFF)) | np.uint32(127 << 23)).view(np.float32) - np.float32(1)
+
+
+def uint64_to_double(high: np.ndarray, low: np.ndarray) -> np.ndarray:
+    """Doubles in [0, 1) from 20 bits of ``high`` and 32 of ``low`` (``Uint64ToDouble``)."""
+    mantissa = ((high.astype(np.uint64) & np.uint64(0xFFFFF)) << np.uint64(32)) | low.astype(np.uint64)
+    return (mantissa | np.uint64(1023 << 52)).view(np.float64) - 1.0
 
 
 def as_int32(value: int) -> int:
