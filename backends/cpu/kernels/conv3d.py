@@ -54,6 +54,7 @@ from backends.cpu.kernels._float_reference import (
 )
 from backends.cpu.kernels._window import _clipped_axis, check_shapes, remember_shapes
 from backends.cpu.kernels.conv2d import IM2COL_BLOCK_BYTES
+from backends.cpu.kernels.transpose_conv import OutputShapeFromInput
 from schema.enums import BuiltinOperator, TensorType
 
 AXES = ("depth", "height", "width")
@@ -257,19 +258,19 @@ def clip_to_block(outputs: slice, inputs: slice, start: int, stop: int) -> tuple
 
 
 @register(BuiltinOperator.CONV_3D_TRANSPOSE, 1, 1)  # v1: float32 (the only version)
-class Conv3DTranspose(CpuKernel):
+class Conv3DTranspose(OutputShapeFromInput):
     """CONV_3D_TRANSPOSE v1 (float32)."""
+
+    filter_out_channels = 3  # (filter [KD, KH, KW, O, I])
 
     def prepare(self) -> None:
         self.require_num_inputs(3, 4)
-        shape_tensor, filters, x = self.inputs[0], self.inputs[1], self.inputs[2]
+        filters, x = self.inputs[1], self.inputs[2]
         bias = self.inputs[3] if len(self.inputs) == 4 else None
-        self.require_types(shape_tensor, TensorType.INT32, role="output_shape")
+        self.require_output_shape_input(5)
         for tensor, role in ((filters, "filter"), (x, "input"), (bias, "bias"), (self.outputs[0], "output")):
             if tensor is not None:
                 check_float32(self, tensor, role)
-        if len(shape_tensor.shape) != 1 or shape_tensor.num_elements != 5:
-            raise self.unsupported(f"output_shape must be a 1-D tensor of 5 values, got shape {list(shape_tensor.shape)}")
         if len(x.shape) != 5 or len(filters.shape) != 5:
             raise self.unsupported(
                 f"input and filter must be 5-D (NDHWC, [KD, KH, KW, O, I]), got {list(x.shape)} and {list(filters.shape)}"
@@ -279,27 +280,7 @@ class Conv3DTranspose(CpuKernel):
         if bias is not None and bias.num_elements != filters.shape[3]:
             raise self.unsupported(f"bias has {bias.num_elements} elements, expected {filters.shape[3]}")
         self.bounds = activation_range(self.params.fused_activation_function)
-        self.plan_shape = None
-        if shape_tensor.is_constant:
-            self.plan(self.read_output_shape())
-            self.outputs[0].resize(self.plan_shape)
-        else:
-            self.outputs[0].set_dynamic()  # the shape is only known at invoke
-        remember_shapes(self)
-
-    def bind(self):
-        check_shapes(self)
-        return super().bind()
-
-    def read_output_shape(self) -> tuple[int, ...]:
-        shape = tuple(int(d) for d in self.inputs[0].data)
-        x, filters = self.inputs[2], self.inputs[1]
-        if any(d <= 0 for d in shape) or shape[0] != x.shape[0] or shape[4] != filters.shape[3]:
-            raise self.unsupported(
-                f"output_shape {list(shape)} must be positive, with batch {x.shape[0]} and the filter's "
-                f"{filters.shape[3]} output channels"
-            )
-        return shape
+        self.plan_output()
 
     def plan(self, output_shape: tuple[int, ...]) -> None:
         """Padding and taps for one output shape (done once per shape)."""
@@ -327,11 +308,7 @@ class Conv3DTranspose(CpuKernel):
         return np.ascontiguousarray(kept.transpose(4, 0, 1, 2, 3)).reshape(filters.shape[4], -1)
 
     def invoke(self) -> None:
-        if self.plan_shape is None or self.outputs[0].is_dynamic:
-            shape = self.read_output_shape()
-            if shape != self.plan_shape:
-                self.plan(shape)
-            self.outputs[0].set_data(np.empty(shape, np.float32))
+        self.output_at_invoke()
         x, out = self.inputs[2].data, self.outputs[0].data
         kept_shape = [len(k) for k in self.kept]
         weights = self.weights if self.weights is not None else self.patches_matrix(self.inputs[1].data)
