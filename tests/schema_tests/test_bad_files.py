@@ -180,19 +180,12 @@ def test_seeded_mutations_raise_only_model_errors(path):
 
 def stablehlo_pad_model() -> bytes:
     """One STABLEHLO_PAD node (options in builtin_options_2)."""
-    from schema.builder import ModelBuilder
+    from model_helpers import Const, In, Out, single_op_model
     from schema.enums import BuiltinOperator
     from schema.params import StablehloPadParams
 
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    x = graph.add_input("x", [2])
-    value = graph.add_constant("value", np.zeros([], np.float32))
-    y = graph.add_tensor("y", [5])
     params = StablehloPadParams(edge_padding_low=(1,), edge_padding_high=(1,), interior_padding=(1,))
-    graph.add_operator(BuiltinOperator.STABLEHLO_PAD, [x, value], [y], params)
-    graph.add_output(y)
-    return builder.build()
+    return single_op_model(BuiltinOperator.STABLEHLO_PAD, [In([2]), Const(np.float32(0))], Out([5]), params)
 
 
 def test_a_mismatched_second_union_options_type_names_the_operator_and_both_tables():

@@ -127,16 +127,10 @@ def test_every_recipe_s_params_equal_what_the_generated_accessors_read():
 
 
 def test_the_options_of_a_second_union_op_are_read_from_builtin_options_2():
-    from schema.builder import ModelBuilder
+    from model_helpers import Const, In, Out, single_op_model
     from schema.enums import BuiltinOperator as B
     from schema.params import StablehloPadParams
 
-    builder = ModelBuilder()
-    graph = builder.subgraph()
-    x = graph.add_input("x", [2])
-    value = graph.add_constant("value", np.zeros([], np.float32))
-    y = graph.add_tensor("y", [6])
     params = StablehloPadParams(edge_padding_low=(1,), edge_padding_high=(2,), interior_padding=(1,))
-    graph.add_operator(B.STABLEHLO_PAD, [x, value], [y], params)
-    graph.add_output(y)
-    assert Model.from_bytes(builder.build()).subgraphs[0].operators[0].params == params
+    model = single_op_model(B.STABLEHLO_PAD, [In([2]), Const(np.float32(0))], Out([6]), params)
+    assert Model.from_bytes(model).subgraphs[0].operators[0].params == params
