@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 import pytest
+from flatbuffers import flexbuffers
 
 import mediapipe_attention_reference as mediapipe
 from backends.cpu import builtin_op_resolver
@@ -157,7 +158,7 @@ def test_the_face_mesh_models_options_are_read():
         (dict(left=-1), "left_rotation_idx is -1"),
         (dict(out_h=0), "output_height is 0"),
         (dict(scale_y=None), "scale_y is 0.0"),
-        (dict(subset_idxs="lips"), "not a vector of integers"),
+        (dict(subset_idxs="lips"), "'subset_idxs' is not a vector"),
     ],
     ids=["empty-subset", "negative-subset", "negative-left", "zero-height", "missing-scale", "string-subset"],
 )
@@ -169,6 +170,14 @@ def test_bad_matrix_options_fail_clearly(overrides, message):
         LandmarksToTransformMatrixOptions.parse(options)
     with pytest.raises(KernelError, match=f"{LANDMARKS_TO_TRANSFORM_MATRIX} v2: .*{message}"):
         Interpreter(model_content=matrix_model(6, options)).allocate_tensors()
+
+
+def test_an_untyped_subset_vector_is_refused_as_mediapipe_finds_no_indices_in_it():
+    # flexbuffers' Dumps writes a list as an untyped vector; MediaPipe's AsTypedVector() reads
+    # that as empty, and its kernel then reads past the empty subset (here: a clear error).
+    untyped = bytes(flexbuffers.Dumps(dict(subset_idxs=[2, 3], output_height=16, output_width=16, scale_x=1.5, scale_y=1.5)))
+    with pytest.raises(KernelError, match="'subset_idxs' is an untyped or fixed-size vector; MediaPipe reads it with AsTypedVector"):
+        Interpreter(model_content=matrix_model(6, untyped)).allocate_tensors()
 
 
 @pytest.mark.parametrize(

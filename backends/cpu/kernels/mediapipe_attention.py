@@ -45,6 +45,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from flatbuffers import flexbuffers
 
 from backends.cpu.kernel import CpuKernel, register_custom
 from backends.cpu.kernels.reshape import inputs_pending
@@ -72,19 +73,28 @@ def _int32(options: FlexbufferMap, key: str) -> int:
     return value
 
 
-def _int_vector(options: FlexbufferMap, key: str) -> tuple[int, ...]:
-    """``m[key].AsTypedVector()`` read with ``AsInt32()``: empty when missing."""
-    value = options.values.get(key)
-    if value is None:
+def _typed_int_vector(custom_options: bytes, key: str) -> tuple[int, ...]:
+    """``m[key].AsTypedVector()`` read with ``AsInt32()``: empty when missing. Any other vector
+    is refused: ``AsTypedVector()`` reads it as empty, and MediaPipe then reads past its subset."""
+    ref = flexbuffers.GetRoot(custom_options).AsMap
+    try:
+        ref = ref[key]
+    except KeyError:
         return ()
-    if not isinstance(value, (list, tuple)):
-        raise CustomOptionsError(f"custom option {key!r} is {value!r}, not a vector of integers")
-    items = []
-    for item in value:
-        if not isinstance(item, (bool, int, float)):
-            raise CustomOptionsError(f"custom option {key!r} holds {item!r}, not an integer")
-        items.append(int(item))
-    return tuple(items)
+    if ref.IsNull:
+        return ()
+    if not ref.IsTypedVector:
+        kind = "an untyped or fixed-size vector" if ref.IsVector or ref.IsFixedTypedVector else "not a vector"  # (IsAnyVector: broken in flatbuffers 25)
+        raise CustomOptionsError(
+            f"custom option {key!r} is {kind}; MediaPipe reads it with AsTypedVector(), which finds no indices "
+            "there: write a typed vector of integers"
+        )
+    vector = ref.AsTypedVector
+    if len(vector) == 0:
+        return ()
+    if vector.ElementType not in (flexbuffers.Type.INT, flexbuffers.Type.UINT, flexbuffers.Type.FLOAT, flexbuffers.Type.BOOL):
+        raise CustomOptionsError(f"custom option {key!r} is a typed vector of {flexbuffers.Type(vector.ElementType).name}, not of numbers")
+    return tuple(int(v) for v in vector.Value)
 
 
 @dataclass(frozen=True)
@@ -107,7 +117,7 @@ class LandmarksToTransformMatrixOptions:
         ``CustomOptionsError`` saying what is wrong."""
         m = FlexbufferMap(custom_options)
         options = cls(
-            subset_idxs=_int_vector(m, "subset_idxs"),
+            subset_idxs=_typed_int_vector(bytes(custom_options), "subset_idxs"),
             left_rotation_idx=_int32(m, "left_rotation_idx"),
             right_rotation_idx=_int32(m, "right_rotation_idx"),
             target_rotation_radians=float(F32(m.as_float("target_rotation_radians"))),

@@ -70,6 +70,9 @@ class _AttentionOp(GpuOp):
         """Per-op conditions (after the type and rank checks); may raise ``CustomOptionsError``."""
         return None
 
+    def run(self, args):
+        return [self.launcher(*args)]  # the launcher of ``prepare``, on the node's inputs
+
 
 class LandmarksToTransformMatrix(_AttentionOp):
     """MediaPipe's ``Landmarks2TransformMatrix`` version 2 (float32)."""
@@ -107,9 +110,6 @@ class TransformTensorBilinear(_AttentionOp):
         _, out_h, out_w, _ = self.outputs[0].shape
         self.launcher = TransformTensorBilinearCuda(out_h, out_w, self.storage, **self.device.launcher_arguments(SOURCE))
 
-    def run(self, args):
-        return [self.launcher(args[0], args[1])]
-
 
 class TransformLandmarks(_AttentionOp):
     """MediaPipe's ``TransformLandmarks`` version 2 (float32, 2-D or 3-D landmarks)."""
@@ -124,6 +124,3 @@ class TransformLandmarks(_AttentionOp):
 
     def prepare(self) -> None:
         self.launcher = TransformLandmarksCuda(self.storage, **self.device.launcher_arguments(SOURCE))
-
-    def run(self, args):
-        return [self.launcher(args[0], args[1])]
