@@ -230,3 +230,14 @@ def test_a_float16_landmark_tensor_stays_on_the_cpu_saying_why():
     node = placement(model)
     assert not node.delegated
     assert "FLOAT32 tensors only" in " ".join(node.rejections)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision", ["float32", "float16"])
+def test_the_three_chained_on_a_cuda_device(cuda_device, precision):
+    # On a GPU: NVRTC's build of mediapipe_attention.cu (fused multiply-adds kept out by the _rn
+    # intrinsics, CUDA's atan2f/cosf/sinf) against the CPU path.
+    rng = np.random.default_rng(6)
+    features = smooth_features() if precision == "float16" else rng.standard_normal((1, 48, 48, 4)).astype(F32)
+    inputs = [landmarks_input(seed=6) / 4, features, rng.uniform(0, 16, (1, 7, 2)).astype(F32)]
+    check_on_gpu(attention_chain_model(), cuda_device, inputs, precision)
