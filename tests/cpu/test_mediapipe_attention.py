@@ -374,3 +374,33 @@ def test_constant_landmarks_are_folded_at_prepare():
                             custom_options=matrix_options(range(2, 6)))
     (got,) = run_ours(model, [])
     np.testing.assert_array_equal(got[0], affine(1.875, 0, 5, 0, 3.75, 10))
+
+
+def test_landmarks_whose_shape_is_known_only_at_invoke_are_transformed():
+    # A RESHAPE to a shape given at run time makes the landmarks a dynamic tensor.
+    from schema.builder import ModelBuilder
+    from schema.enums import BuiltinOperator
+    from schema.params import ReshapeParams
+
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    x, shape, matrix = graph.add_input("x", [1, 36]), graph.add_input("shape", [3], np.int32), graph.add_input("m", [1, 4, 4])
+    landmarks, out = graph.add_tensor("landmarks", [1, 12, 3]), graph.add_tensor("out", [1, 12, 3])
+    graph.add_operator(BuiltinOperator.RESHAPE, [x, shape], [landmarks], ReshapeParams())
+    graph.add_operator(TRANSFORM_LANDMARKS, [landmarks, matrix], [out], version=2)
+    graph.add_output(out)
+    builder.add_signature("serving_default", graph)
+    interpreter = Interpreter(model_content=builder.build())
+    interpreter.allocate_tensors()
+    points = np.arange(36, dtype=F32).reshape(1, 36)
+    for new_shape in ([1, 12, 3], [1, 18, 2]):
+        x_in, shape_in, matrix_in = (d["index"] for d in interpreter.get_input_details())
+        interpreter.set_tensor(x_in, points)
+        interpreter.set_tensor(shape_in, np.array(new_shape, np.int32))
+        interpreter.set_tensor(matrix_in, affine(1, 0, 5, 0, 2, 0)[None])
+        interpreter.invoke()
+        got = interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
+        want = points.reshape(new_shape).copy()
+        want[..., 0] += 5
+        want[..., 1] *= 2
+        np.testing.assert_array_equal(got, want)
