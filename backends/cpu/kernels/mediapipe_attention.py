@@ -84,7 +84,8 @@ def _typed_int_vector(custom_options: bytes, key: str) -> tuple[int, ...]:
     if ref.IsNull:
         return ()
     if not ref.IsTypedVector:
-        kind = "an untyped or fixed-size vector" if ref.IsVector or ref.IsFixedTypedVector else "not a vector"  # (IsAnyVector: broken in flatbuffers 25)
+        # (not ref.IsAnyVector: flatbuffers 25's Python calls a property there and raises TypeError)
+        kind = "an untyped or fixed-size vector" if ref.IsVector or ref.IsFixedTypedVector else "not a vector"
         raise CustomOptionsError(
             f"custom option {key!r} is {kind}; MediaPipe reads it with AsTypedVector(), which finds no indices "
             "there: write a typed vector of integers"
@@ -167,7 +168,8 @@ def transform_tensor_output_size(custom_options: bytes | None) -> tuple[int | No
     if not custom_options:
         return None, None
     m = FlexbufferMap(custom_options)
-    return tuple(None if m.is_null(key) else _int32(m, key) for key in ("output_height", "output_width"))  # type: ignore[return-value]
+    height, width = (None if m.is_null(key) else _int32(m, key) for key in ("output_height", "output_width"))
+    return height, width
 
 
 # -- shapes -----------------------------------------------------------------------------------
