@@ -297,3 +297,19 @@ def probe_quantized_layout(where):
     x = _zeros((2, 3, 4), np.int8)
     BytePadCuda((0, 1, 0), (1, 0, 2), 3, np.int8, **where(BytePadCuda.source))(x)
     ByteConcatenationCuda(1, **where(ByteConcatenationCuda.source))([x] * 11)
+
+
+@probe
+def probe_mediapipe_attention(where):
+    from backends.cpu.kernels.mediapipe_attention import LandmarksToTransformMatrixOptions
+    from backends.gpu.cuda.mediapipe_attention import (
+        LandmarksToTransformMatrixCuda, TransformLandmarksCuda, TransformTensorBilinearCuda,
+    )
+
+    options = LandmarksToTransformMatrixOptions((0, 1, 2), 0, 1, 0.0, 16, 16, 1.5, 1.5)
+    for storage in (F32, F16):
+        LandmarksToTransformMatrixCuda(options, storage, **where(LandmarksToTransformMatrixCuda.source))(
+            _zeros((1, 3, 3), storage), np.zeros(3, np.int32))
+        TransformTensorBilinearCuda(16, 16, storage, **where(TransformTensorBilinearCuda.source))(
+            _zeros((1, 48, 48, 32), storage), _zeros((1, 4, 4), storage))
+        TransformLandmarksCuda(storage, **where(TransformLandmarksCuda.source))(_zeros((1, 80, 2), storage), _zeros((1, 4, 4), storage))

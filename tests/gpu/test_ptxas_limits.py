@@ -48,6 +48,9 @@ STACK_FRAME_ALLOWED = {
     name: "sinf/cosf (CUDA's libdevice) reduce a huge argument with a 28-byte table on the stack; "
           "the kernel has no accumulator"
     for name in ("elementwise_unary_f32", "elementwise_unary_f16")
+} | {
+    name: "cosf/sinf of the rotation: the same 28-byte table on the stack for a huge angle; one thread, no accumulator"
+    for name in ("landmarks_to_transform_matrix_f32", "landmarks_to_transform_matrix_f16")
 }
 
 

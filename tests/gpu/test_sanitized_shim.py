@@ -61,6 +61,9 @@ SANITIZED_SELECTION = [
     "tests/gpu/test_layout_kernels.py::test_pad_twin_matches_the_kernel_and_numpy",
     "tests/gpu/test_layout_kernels.py::test_mirror_gather_twin_matches_the_kernel_and_numpy",
     "tests/gpu/test_layout_kernels.py::test_concatenation_of_lower_ranks",
+    "tests/gpu/test_mediapipe_attention_gpu.py::test_matrix_kernel_equals_its_twin",
+    "tests/gpu/test_mediapipe_attention_gpu.py::test_bilinear_kernel_equals_its_twin",
+    "tests/gpu/test_mediapipe_attention_gpu.py::test_landmarks_kernel_equals_its_twin",
     # int8: convolutions, products, windows, elementwise and lookups, layout
     "tests/gpu/test_int8_conv_kernels.py::test_conv2d_kernel_equals_its_twin",
     "tests/gpu/test_int8_conv_kernels.py::test_depthwise_kernel_equals_its_twin",
