@@ -7,7 +7,11 @@ plan step of the main subgraph is timed on its own (median of ``--runs`` calls, 
 one whole invoke with random inputs, in plan order: the arena keeps a tensor until its
 last reader, so each step's inputs hold that invoke's values). Printed per model:
 
-- the time per op type (sum of the steps' medians, and its share);
+- the time between steps: the whole invoke minus the sum of its steps, each step timed
+  in place during interleaved rounds (medians), per invoke and per step; and the
+  invoke's own cost per step, measured with its steps replaced by no-ops (the thread
+  limit, the checks and the loop alone);
+- the time per op type (sum of the steps' medians, each step timed alone, and its share);
 - for each CONV_2D / DEPTHWISE_CONV_2D (float32 or int8), the step's phases, each
   timed alone on the kernel's own buffers (the bound closure's variables):
   ``guard`` (the float kernels' overflow check), ``gather`` (the input into the padded
@@ -21,7 +25,8 @@ last reader, so each step's inputs hold that invoke's values). Printed per model
   depthwise node: its floor is one pass over its output (``x floor`` then reads as
   passes over the output).
 - a step that runs ``invoke`` (not a bound closure) is marked ``invoke``: its phases
-  are not split.
+  are not split. A node prepared at invoke (it reads a dynamic tensor) shows the bound
+  function it runs once its buffers hold steady.
 
 Timings are noisy on a shared machine: every figure is the median of single timed calls. Compare figures only within one run.
 """
@@ -189,6 +194,62 @@ def random_feed(interpreter) -> None:
         interpreter.set_tensor(detail["index"], value.astype(dtype))
 
 
+def between_steps(interpreter, runs: int) -> tuple[float, float]:
+    """(whole invoke, sum of its steps), each from ``runs`` interleaved rounds: one timed
+    invoke, then the same steps run in plan order, each timed where it runs (its inputs
+    just written, as in the invoke). Medians: the whole invoke's, and the sum of each
+    step's. Their difference is what the invoke costs besides its steps (the loop, the
+    thread limit, the checks before the first step)."""
+    steps = interpreter._main._step_functions
+    clock = time.perf_counter
+    wholes, per_step = [], [[] for _ in steps]
+    invoke = interpreter.invoke
+    for _ in range(max(1, runs)):
+        start = clock()
+        invoke()
+        wholes.append(clock() - start)
+        for times, step in zip(per_step, steps):
+            start = clock()
+            step()
+            times.append(clock() - start)
+    return statistics.median(wholes), sum(statistics.median(times) for times in per_step)
+
+
+def loop_overhead(interpreter, runs: int) -> float:
+    """Seconds per step that the invoke spends besides its steps, measured directly: the
+    whole invoke with every step replaced by a no-op (the thread limit, the checks and
+    the loop), minus the no-ops' own calls, over the number of steps (the least of
+    ``runs`` timings: short enough that a preemption rarely lands in one)."""
+    subgraph = interpreter._main
+    saved = subgraph._step_functions
+    noop = lambda: None  # noqa: E731
+    subgraph._step_functions = [noop] * len(saved)
+    try:
+        clock = time.perf_counter
+        best = noops = float("inf")
+        for _ in range(max(1, runs)):
+            start = clock()
+            interpreter.invoke()
+            best = min(best, clock() - start)
+            start = clock()
+            for step in subgraph._step_functions:
+                step()
+            noops = min(noops, clock() - start)
+    finally:
+        subgraph._step_functions = saved
+    return (best - noops) / max(len(saved), 1)
+
+
+def unwrapped(step: Callable) -> Callable:
+    """The kernel's bound function inside the step of a node prepared at invoke (it reads
+    a dynamic tensor), once its buffers held steady; else the step itself."""
+    if "_reprepared_step" in getattr(step, "__qualname__", ""):
+        steady = closure_of(step).get("steady")
+        if steady and steady[0] is not None:
+            return steady[0]
+    return step
+
+
 def breakdown(path: pathlib.Path, runs: int, top: int) -> None:
     from interpreter import Interpreter
 
@@ -197,9 +258,16 @@ def breakdown(path: pathlib.Path, runs: int, top: int) -> None:
     random_feed(interpreter)
     subgraph = interpreter._main
     started = time.perf_counter()
-    whole = median_seconds(interpreter.invoke, min(runs, 50))
+    for _ in range(3):
+        interpreter.invoke()  # (a node prepared at invoke binds once its buffers hold)
+    whole, steps_sum = between_steps(interpreter, min(runs, 200))
     interpreter.invoke()  # then each step in plan order: its inputs hold this invoke's values
-    print(f"\n== {path.stem}: {whole * 1e3:.3f} ms per invoke (median), {len(subgraph._steps)} steps")
+    count_steps = len(subgraph._steps)
+    print(f"\n== {path.stem}: {whole * 1e3:.3f} ms per invoke (median), {count_steps} steps")
+    print(f"between steps: {(whole - steps_sum) * 1e6:.1f} us per invoke, {(whole - steps_sum) / max(count_steps, 1) * 1e6:.2f} us "
+          f"per step (the whole invoke {whole * 1e6:.1f} us minus its steps {steps_sum * 1e6:.1f} us, each timed in place: "
+          f"medians, which a loaded machine's preemptions inflate for the longer whole invoke); the invoke's own cost: "
+          f"{loop_overhead(interpreter, min(runs, 200)) * 1e6:.2f} us per step (its steps replaced by no-ops)")
     per_op: dict[str, float] = defaultdict(float)
     count: dict[str, int] = defaultdict(int)
     rows = []
@@ -215,6 +283,7 @@ def breakdown(path: pathlib.Path, runs: int, top: int) -> None:
             continue
         kernel = node.user_data
         out = subgraph.tensors[node.outputs[0]].data
+        step = unwrapped(step)
         name = getattr(step, "__qualname__", type(step).__name__)
         bound = "<locals>" in name
         phases = conv_phases(step) if bound else None
@@ -230,8 +299,8 @@ def breakdown(path: pathlib.Path, runs: int, top: int) -> None:
     print(f"{'op':22s} {'nodes':>5s} {'us':>9s} {'share':>6s}")
     for op_name, seconds in sorted(per_op.items(), key=lambda item: -item[1]):
         print(f"{op_name:22s} {count[op_name]:5d} {seconds * 1e6:9.1f} {seconds / total:6.1%}")
-    print(f"{'sum of steps':22s} {sum(count.values()):5d} {total * 1e6:9.1f}   (whole invoke {whole * 1e6:.1f} us: "
-          f"{(whole - total) * 1e6:.1f} us between steps and in colder caches)")
+    print(f"{'sum of steps':22s} {sum(count.values()):5d} {total * 1e6:9.1f}   (each step timed alone, warm; "
+          f"whole invoke {whole * 1e6:.1f} us)")
     if not rows:
         return
     keys = ("guard", "gather", "matmul", "requant", "store")

@@ -55,7 +55,7 @@ class RuntimeTensor:
         self.name = name
         self.type = tensor_type
         self.dtype = value_dtype(tensor_type)  # int8 / uint8 for the packed sub-byte types
-        self.shape = tuple(int(d) for d in shape)
+        self.shape = tuple(map(int, shape))
         self.shape_signature = tuple(shape_signature) if shape_signature is not None else None
         self.quantization = quantization
         self.sparsity = sparsity

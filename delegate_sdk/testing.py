@@ -30,6 +30,7 @@ from delegate_sdk.delegate import Delegate, DelegateKernel, DelegateParams, Simp
 from delegate_sdk.dry_run import FileContext
 from delegate_sdk.node import Node
 from delegate_sdk.recipes import (
+    DTYPE_FORMS,
     QUANTIZED_DTYPES,
     TYPED_RECIPES,
     UNBUILDABLE_VERSIONS,
@@ -37,6 +38,7 @@ from delegate_sdk.recipes import (
     Recipe,
     RecipeError,
     checked_model,
+    dtype_name,
     recipe,
     recipes_for,
     register_recipe,
@@ -51,6 +53,7 @@ from schema.model import Model
 __all__ = [
     "CapReport",
     "CapRow",
+    "DTYPE_FORMS",
     "DelegationPlan",
     "QUANTIZED_DTYPES",
     "ReferenceDelegate",
@@ -62,6 +65,7 @@ __all__ = [
     "VERSION_RECIPES",
     "assert_declared_caps",
     "assert_takes_versions_up_to",
+    "dtype_name",
     "plan_delegation",
     "recipe",
     "recipes_for",
@@ -141,13 +145,27 @@ def _accepted_dtypes(make_delegate: Callable[[], Delegate], op: int, max_version
     return sorted(accepted)
 
 
+#: One tensor type, in any form the kit's ``dtype=`` accepts (:data:`DTYPE_FORMS`).
+DType = Any
+
+
+def _dtype_names(dtype: DType | Sequence[DType]) -> list[str]:
+    """The names of one type, or of each type of a list, tuple or set of them."""
+    if isinstance(dtype, (list, tuple, set, frozenset)):
+        if not dtype:
+            raise ValueError(f"dtype is an empty {type(dtype).__name__}; give one type or several ({DTYPE_FORMS})")
+        return list(dict.fromkeys(dtype_name(d) for d in dtype))
+    return [dtype_name(dtype)]
+
+
 def assert_takes_versions_up_to(make_delegate: Callable[[], Delegate], op: int, max_version: int,
-                                dtype: str | Sequence[str] | None = None) -> list[VersionCheck]:
+                                dtype: DType | Sequence[DType] | None = None) -> list[VersionCheck]:
     """Versions 1..max_version of ``op`` are taken; max_version + 1 is rejected with a reason
     naming the version.
 
     ``dtype`` says which models prove it: ``"int8"``, ``"uint8"``, ``"int16"``,
-    ``"float32"``... (or several): every version that has a recipe of that type
+    ``"float32"``..., as a string, a numpy dtype or scalar type (``np.int8``) or a
+    ``TensorType`` member (or a list of several): every version that has a recipe of that type
     (:func:`typed_recipes`: the int8 CONV_2D recipes are v3 and v6, TFLite's rules giving
     int8 no lower version) must be taken. Left out, the types are inferred from what the
     delegate accepts: those of which it takes at least one recipe of ``op`` up to the cap,
@@ -165,7 +183,7 @@ def assert_takes_versions_up_to(make_delegate: Callable[[], Delegate], op: int, 
             f"v1: {plan_delegation(make_delegate(), single_op_model(op, 1)).reason(recipe(op, 1).subject) if (int(op), 1) in VERSION_RECIPES else 'no recipe'}"
         )
     else:
-        dtypes = [dtype] if isinstance(dtype, str) else list(dtype)
+        dtypes = _dtype_names(dtype)
     checks: list[VersionCheck] = []
     for kind in dtypes:
         found = typed_recipes(op, kind)
@@ -232,7 +250,7 @@ class CapReport:
 
 
 def assert_declared_caps(make_delegate: Callable[[], Delegate], *, strict: bool = False,
-                         dtype: str | None = None) -> CapReport:
+                         dtype: DType | None = None) -> CapReport:
     """Test every cap a ``SimpleDelegate`` declares, with a dry run per version recipe.
 
     For each builtin op of ``support_table`` (after ``version_caps`` and ``excluded_ops``):
@@ -241,13 +259,14 @@ def assert_declared_caps(make_delegate: Callable[[], Delegate], *, strict: bool 
     too); every version up to the cap that is not declared (a gap in a version set), and
     the version just above the cap, must be refused with the SDK's version reason
     (``"ADD v3: max version supported by NAME is 2"``). Versions without a recipe are
-    listed as such. With ``dtype`` (``"int8"``...), the models are those of that type
+    listed as such. With ``dtype`` (``"int8"``, ``np.int8``, ``TensorType.INT8``...), the models are those of that type
     (:func:`typed_recipes`): an int8-only delegate is checked on every int8 version it
     declares; versions without a recipe of that type are listed as "no int8 recipe"
     (except the version above a cap, which falls back to its default recipe: the version
     check does not depend on the type). Returns the :class:`CapReport`; raises
     ``AssertionError`` listing every failure.
     """
+    dtype = None if dtype is None else dtype_name(dtype)
     probe = make_delegate()
     if not isinstance(probe, SimpleDelegate):
         raise TypeError(f"assert_declared_caps checks a SimpleDelegate's support_table; got {type(probe).__name__}")

@@ -36,6 +36,8 @@ SECTIONS: list[tuple[str, list[str] | None, str]] = [
     ("interpreter.testing", ["assert_matches_cpu", "check_delegate", "run_model", "Tolerance", "diff", "DiffReport",
                              "OutputDiff", "NodeDiff", "quantized_reference", "QuantizedReference"],
      "Testing helpers that run models: a delegate against the CPU path."),
+    ("interpreter.batch", ["Predictor", "run_batch", "BatchSummary", "WorkerReport", "SourcePredictor"],
+     "Batch inference over a dataset: the predictor, and jobs on the local or the Ray engine."),
     ("backends.gpu", ["GpuDelegate", "GpuUnavailableError"], "The CuPy GPU delegate."),
     ("backends.cpu", ["builtin_op_resolver"], "The numpy kernels, as an op resolver."),
     ("schema.model", ["Model", "Subgraph", "Tensor", "Operator", "OperatorCode", "SignatureDef", "Quantization"],

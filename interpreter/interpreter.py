@@ -9,8 +9,8 @@ from __future__ import annotations
 import enum
 
 import os
+import sys
 import warnings
-import weakref
 from typing import Any, Sequence
 
 import numpy as np
@@ -26,6 +26,10 @@ from schema.packed import BITS_OF_PACKED_TYPE, check_values
 from schema.model import Model
 
 
+#: The thread count of an Interpreter given no ``num_threads``.
+DEFAULT_NUM_THREADS = 1
+
+
 class Interpreter:
     """Runs a ``.tflite`` model on the CPU kernels and any delegates applied to it.
 
@@ -33,8 +37,13 @@ class Interpreter:
       model_path: path of a ``.tflite`` file.
       model_content: the model's bytes (give one of ``model_path`` / ``model_content``).
       experimental_delegates: delegates applied in order, as ``modify_graph_with_delegate``.
-      num_threads: threads for the kernels' BLAS calls (>= 1; process-wide, as numpy's
-        BLAS is shared); None leaves BLAS's own default.
+      num_threads: threads of every thread pool the CPU kernels use (numpy's BLAS, and any
+        OpenMP pool threadpoolctl finds), for this interpreter's invokes and allocations
+        only: set when one starts, put back when it ends, so two interpreters keep their
+        own (>= 1). None: one thread (``DEFAULT_NUM_THREADS``), as LiteRT, whose XNNPACK
+        delegate runs without a thread pool unless asked for more; a default of every
+        core made an invoke 2.8x slower beside one busy process on 2 cores (see the
+        README's performance section).
       experimental_preserve_all_tensors: keep every intermediate tensor readable after invoke.
       experimental_max_while_iterations: the most iterations one WHILE node may run in
         one invoke (default: no bound); past it the invoke fails naming the node.
@@ -83,10 +92,8 @@ class Interpreter:
                 raise ValueError("type of num_threads should be int")
             if num_threads < 1:
                 raise ValueError("num_threads should >= 1")
-        if num_threads is not None:
-            from backends.cpu.common import set_blas_threads
-
-            set_blas_threads(num_threads)
+        #: threads of every pool a CPU kernel uses (BLAS), while this interpreter runs
+        self.num_threads = DEFAULT_NUM_THREADS if num_threads is None else num_threads
         if model_content is not None and not isinstance(model_content, (bytes, bytearray, memoryview)):
             hint = " (pass array.tobytes())" if isinstance(model_content, np.ndarray) else ""
             raise TypeError(
@@ -118,6 +125,7 @@ class Interpreter:
             if experimental_max_while_iterations < 0:
                 raise ValueError("experimental_max_while_iterations must not be negative")
         self._shared = SharedState(
+            num_threads=self.num_threads,
             preserve_all_tensors=experimental_preserve_all_tensors,
             arena_limit_bytes=experimental_arena_limit_bytes,
             max_while_iterations=experimental_max_while_iterations,
@@ -127,10 +135,14 @@ class Interpreter:
             for subgraph, subgraph_registrations in zip(self._model.subgraphs, registrations)
         ]
         self._shared.subgraphs = self._subgraphs
+        self._main_tensors = self._subgraphs[0].tensors  # (the per-call fast paths read it)
         for subgraph in self._subgraphs:
             subgraph.init_nodes()
-            subgraph.fold_constants()
-        self._views: list[weakref.ref] = []  # views handed out by tensor()
+        # Folded before the first delegate looks at the graph (not here: folding prepares
+        # nodes, which allocate_tensors does anyway, and loading stays cheap).
+        self._constants_folded = False
+        #: tensor() views: (subgraph, tensor) -> (the buffer, the base array its views are cut from)
+        self._held_views: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         self._delegates: list[Any] = []
         self._reports: list[DelegationReport] = []
         self._before_delegation: list[tuple] | None = None
@@ -277,6 +289,19 @@ class Interpreter:
             tensor and says what was expected), tensors are not allocated, or a STRING value
             is not an array of bytes / str.
         """
+        if subgraph_index == 0 and type(value) is np.ndarray and type(tensor_index) is int:
+            # The usual call, checked at the cost of a few comparisons: an array of the
+            # tensor's dtype and shape into its buffer (anything else: the checks below).
+            tensors = self._main_tensors
+            if 0 <= tensor_index < len(tensors):
+                data = tensors[tensor_index].data
+                if (data is not None and value.dtype == data.dtype and value.shape == data.shape and data.dtype is not _OBJECT
+                        and tensors[tensor_index].type not in BITS_OF_PACKED_TYPE):  # (sub-byte values: range checked below)
+                    try:
+                        data[...] = value  # (a constant's buffer is read-only: the checks below say so)
+                        return
+                    except ValueError:
+                        pass
         tensor = self._tensor(tensor_index, subgraph_index)
         given_value = value
         value = np.asarray(value)
@@ -316,6 +341,13 @@ class Interpreter:
 
     def get_tensor(self, tensor_index: int, subgraph_index: int = 0) -> np.ndarray:
         """A copy of a tensor's value (for a STRING tensor, an object array of ``bytes``)."""
+        if subgraph_index == 0 and type(tensor_index) is int:
+            tensors = self._main_tensors
+            if 0 <= tensor_index < len(tensors):
+                tensor = tensors[tensor_index]
+                data = tensor.data
+                if data is not None and data.dtype is not _OBJECT and tensor.type not in _HANDLE_TYPE_VALUES:
+                    return data.copy()  # (strings and handles: below)
         tensor = self._tensor(tensor_index, subgraph_index)
         if tensor.data is None or tensor.type in _HANDLE_TYPES:
             raise ValueError(self._null_data_message(tensor_index, subgraph_index))
@@ -353,22 +385,27 @@ class Interpreter:
         tensor = self._tensor(tensor_index)
         if tensor.data is None:
             raise ValueError(self._null_data_message(tensor_index))
+        key = (0, int(tensor_index))
+        held = self._held_views
 
         def view() -> np.ndarray:
-            data = self._tensor(tensor_index).data
-            if data is None:
-                raise ValueError(self._null_data_message(tensor_index))
-            return _HeldView.wrap(self, data)
+            data = tensor.data
+            entry = held.get(key)
+            if entry is None or entry[0] is not data:
+                if data is None:
+                    raise ValueError(self._null_data_message(tensor_index))
+                entry = held[key] = (data, _HeldView.base_of(data))
+            return entry[1][...]
 
         return view
 
     def _safe_to_run(self) -> bool:
         """Whether no numpy view from ``tensor()`` is held (LiteRT's check before
         ``invoke``, ``allocate_tensors`` and ``resize_tensor_input``)."""
-        return not (self._views and _HeldView.live_views(self))
+        return not (self._held_views and _HeldView.any_held(self._held_views))
 
     def _ensure_safe(self) -> None:
-        if self._views and _HeldView.live_views(self):
+        if self._held_views and _HeldView.any_held(self._held_views):
             raise RuntimeError(
                 "There is at least 1 reference to internal data in the interpreter in the form of a "
                 "numpy array or slice. Be sure to only hold the function returned from tensor() if "
@@ -480,6 +517,10 @@ class Interpreter:
                 "(a delegate_sdk.Delegate, e.g. backends.gpu.GpuDelegate())"
             )
         was_allocated = self._main.allocated
+        if not self._constants_folded:
+            self._constants_folded = True
+            for subgraph in self._subgraphs:
+                subgraph.fold_constants()
         if self._before_delegation is None:
             self._before_delegation = [subgraph.snapshot() for subgraph in self._subgraphs]
         report = apply_delegate(self._subgraphs, self._num_model_nodes, delegate)
@@ -634,9 +675,12 @@ class SignatureRunner:
         return {name: self._interpreter._get_tensor_details(i, self._subgraph_index) for name, i in self._outputs.items()}
 
 
+_OBJECT = np.dtype(object)
+
 #: Tensor types that are handles, not values: LiteRT reports their dtype as object and
 #: has no data to return for them.
 _HANDLE_TYPES = (TensorType.RESOURCE, TensorType.VARIANT)
+_HANDLE_TYPE_VALUES = frozenset(int(t) for t in _HANDLE_TYPES)
 
 
 def _reported_dtype(tensor: RuntimeTensor) -> type | None:
@@ -701,26 +745,30 @@ def _shape_argument(tensor_size: Any, name: str) -> tuple[int, ...]:
 
 
 class _HeldView:
-    """The owner of the numpy views handed out by ``tensor()``: each view is made from one
-    (through ``__array_interface__``), so it is the ``base`` of the view and of every
-    array derived from it (``np.asarray(view)``, slices, reshapes), which keep it alive.
-    The interpreter counts the live owners: as in LiteRT, any numpy array sharing the
-    buffer counts as a reference."""
+    """The owner of the numpy views handed out by ``tensor()``: one per buffer, with one
+    base array made from it (through ``__array_interface__``), from which every view is
+    cut. Each view, and every array derived from one (``np.asarray(view)``, slices,
+    reshapes), has that base array as its ``base`` (numpy stops collapsing bases at an
+    array whose own base is not an array), so the base array's reference count tells
+    whether any is alive: as in LiteRT, which counts the references to its array, any
+    numpy array sharing the buffer counts."""
+
+    __slots__ = ("_data", "__array_interface__")
 
     def __init__(self, data: np.ndarray) -> None:
         self._data = data  # the arena stays alive as long as a view does
         self.__array_interface__ = dict(data.__array_interface__)
 
     @classmethod
-    def wrap(cls, interpreter: Interpreter, data: np.ndarray) -> np.ndarray:
-        owner = cls(data)
-        interpreter._views.append(weakref.ref(owner))
-        return np.asarray(owner)
+    def base_of(cls, data: np.ndarray) -> np.ndarray:
+        return np.asarray(cls(data))
 
-    @classmethod
-    def live_views(cls, interpreter: Interpreter) -> int:
-        interpreter._views = [ref for ref in interpreter._views if ref() is not None]
-        return len(interpreter._views)
+    @staticmethod
+    def any_held(held: dict) -> bool:
+        """Whether a view of any entry's base array is alive (its only other references:
+        the entry, and the argument of ``getrefcount``)."""
+        getrefcount = sys.getrefcount
+        return any(getrefcount(entry[1]) > 2 for entry in held.values())
 
 
 def _sparsity_details(tensor: RuntimeTensor) -> dict[str, Any]:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from backends.cpu.common import ThreadLimit
 from delegate_sdk.context import DelegateContext, KernelError, SubgraphHandle
 from delegate_sdk.delegate import DelegateParams, NodeDecision
 from delegate_sdk.partition import NodeSubset, PlanNode, partition_graph_into_independent_node_subsets
@@ -36,8 +38,11 @@ class SharedState:
         preserve_all_tensors: bool = False,
         arena_limit_bytes: int | None = None,
         max_while_iterations: int | None = None,
+        num_threads: int = 1,
     ) -> None:
         self.subgraphs: list["SubgraphRuntime"] = []
+        #: the thread pools' size while a subgraph of this interpreter prepares or runs
+        self.thread_limit = ThreadLimit(num_threads)
         self.resources: dict[Any, Any] = {}
         self.preserve_all_tensors = preserve_all_tensors
         self.arena_limit_bytes = default_arena_limit() if arena_limit_bytes is None else int(arena_limit_bytes)
@@ -83,6 +88,7 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
         self._execution_plan = list(range(len(self.nodes)))
         self._check_tensor_sources()
         self._steps: list[tuple[int, Callable[[], None]]] = []
+        self._step_functions: list[Callable[[], None]] = []
         self._profile_steps: list[tuple[int, Callable[[], None] | None]] = []
         self.allocated = False
         self.arena: np.ndarray | None = None
@@ -189,14 +195,19 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
     # -- lifecycle ----------------------------------------------------------------------------
     def init_nodes(self) -> None:
         """Call every registration's ``init`` once (TFLite's OpInit)."""
+        initialized, nodes, registrations = self._initialized, self.nodes, self.registrations
         for node_index in self._execution_plan:
-            if node_index in self._initialized:
+            if node_index in initialized:
                 continue
-            node, registration = self.nodes[node_index], self.registrations[node_index]
+            node, registration = nodes[node_index], registrations[node_index]
             if registration.init is not None:
-                with self._blame(node_index, "init"):
+                try:
                     node.user_data = registration.init(self, node)
-            self._initialized.add(node_index)
+                except KernelError:
+                    raise
+                except Exception as error:
+                    _Blame(self, node_index, "init").__exit__(type(error), error, error.__traceback__)
+            initialized.add(node_index)
 
     def fold_constants(self) -> None:
         """Prepare, now, the nodes whose inputs are all constant, so kernels that fold
@@ -323,6 +334,10 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
         """
         if self.allocated:
             return
+        with self.shared.thread_limit:
+            self._allocate()
+
+    def _allocate(self) -> None:
         self.init_nodes()
         for tensor in self.tensors:
             # Start from a clean slate: shapes may have changed, so prepare-time
@@ -498,6 +513,7 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
                 steps.append((node_index, direct or _bind(registration.invoke, self, node)))
         self._profile_steps = steps  # every live node; None for one with nothing to run
         self._steps = [(node_index, step) for node_index, step in steps if step is not None]
+        self._step_functions = [step for _, step in self._steps]  # (what invoke runs, in order)
 
     def _computes_nothing(self, node: Node) -> bool:
         """Whether a prepared node has nothing to compute: every output is empty (a 0 in
@@ -548,20 +564,33 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
                 if tensor.data is None or tensor.data is not owned[position] or tensor.data.shape != tensor.shape:
                     tensor.data = owned[position] = np.empty(tensor.shape, dtype=tensor.dtype)
 
+        # The steady state, checked first: the bound function and the arrays it was bound to.
+        # Each watched tensor still holding the same array means no shape changed (a
+        # dynamic tensor's shape is its array's: set_data sets both, and prepare() above
+        # gives an output a new array when its shape changes).
+        steady: list = [None, ()]
+        get_data, same = operator.attrgetter("data"), operator.is_
+
         def step() -> None:
+            bound = steady[0]
+            if bound is not None and all(map(same, map(get_data, watched), steady[1])):
+                bound()
+                return
+            steady[0] = None
             shapes = [t.shape for t in dynamic_inputs]
             if shapes != state["shapes"]:
                 prepare()
                 state["shapes"] = shapes
             buffers = [t.data for t in watched]
             seen = state["buffers"]
-            steady = seen is not None and all(a is b for a, b in zip(buffers, seen))
-            if steady and state["bound"] is not None:
+            unchanged = seen is not None and all(a is b for a, b in zip(buffers, seen))
+            if unchanged and state["bound"] is not None:
                 state["bound"]()
                 return
-            if steady and can_bind and all(t.data is mine for t, mine in zip(outputs, state["owned"])):
+            if unchanged and can_bind and all(t.data is mine for t, mine in zip(outputs, state["owned"])):
                 kernel.buffers_watched = True  # (checked here before every call: see CpuKernel)
                 state["bound"] = kernel.bind() or _nothing
+                steady[0], steady[1] = state["bound"], tuple(buffers)
                 state["bound"]()
                 return
             state["bound"] = None
@@ -574,17 +603,23 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
         """Run the plan once."""
         if not self.allocated:
             raise RuntimeError("Invoke called on model that is not ready.")
-        node_index = -1
         shared = self.shared
-        try:
-            for node_index, step in self._steps:
-                if shared.cancel_requested:
-                    shared.check_cancelled()
-                step()
-        except (KernelError, InvokeCancelledError):
-            raise
-        except Exception as error:
-            raise KernelError(f"{self.describe_node(node_index)} failed: {type(error).__name__}: {error}") from as_arena_limit_error(error)
+        position = -1
+        with shared.thread_limit:
+            try:
+                # The steps are fixed for the allocation (bound closures, checked at prepare):
+                # between two, only the cancellation flag is read.
+                for position, step in enumerate(self._step_functions):
+                    if shared.cancel_requested:
+                        shared.check_cancelled()
+                    step()
+            except (KernelError, InvokeCancelledError):
+                raise
+            except Exception as error:
+                node_index = self._steps[position][0] if position >= 0 else -1
+                raise KernelError(
+                    f"{self.describe_node(node_index)} failed: {type(error).__name__}: {error}"
+                ) from as_arena_limit_error(error)
 
     @property
     def max_while_iterations(self) -> int | None:
@@ -601,17 +636,20 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
             raise RuntimeError("Invoke called on model that is not ready.")
         timings = []
         node_index = -1
-        try:
-            for node_index, step in self._profile_steps:
-                self.shared.check_cancelled()
-                start = time.perf_counter()
-                if step is not None:
-                    step()
-                timings.append((node_index, time.perf_counter() - start))
-        except (KernelError, InvokeCancelledError):
-            raise
-        except Exception as error:
-            raise KernelError(f"{self.describe_node(node_index)} failed: {type(error).__name__}: {error}") from as_arena_limit_error(error)
+        with self.shared.thread_limit:
+            try:
+                for node_index, step in self._profile_steps:
+                    self.shared.check_cancelled()
+                    start = time.perf_counter()
+                    if step is not None:
+                        step()
+                    timings.append((node_index, time.perf_counter() - start))
+            except (KernelError, InvokeCancelledError):
+                raise
+            except Exception as error:
+                raise KernelError(
+                    f"{self.describe_node(node_index)} failed: {type(error).__name__}: {error}"
+                ) from as_arena_limit_error(error)
         return timings
 
     # -- SubgraphHandle (for control-flow kernels) ------------------------------------------

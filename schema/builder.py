@@ -40,7 +40,7 @@ from schema.model import (
     encode_string_tensor,
     string_array,
 )
-from schema.option_parsers import builtin_options_of_params
+from schema.option_parsers import builtin_options_2_of_params, builtin_options_of_params, params_class_of_op
 from schema.packed import BITS_OF_PACKED_TYPE, check_values, pack
 from schema.versioning.op_signature import op_signature_from_tensors
 from schema.versioning.op_version import get_builtin_operator_version
@@ -286,6 +286,9 @@ class ModelBuilder:
                 operator.builtinOptionsType, operator.builtinOptions = builtin_options_of_params(
                     record.builtin_code, record.params
                 )
+                operator.builtinOptions2Type, operator.builtinOptions2 = builtin_options_2_of_params(
+                    record.builtin_code, record.params
+                )
             if record.custom_options is not None:
                 operator.customOptions = list(record.custom_options)
             subgraph.operators.append(operator)
@@ -398,7 +401,5 @@ def _holds_strings(value) -> bool:
 
 
 def _default_params(code: int):
-    from schema.option_parsers import OPTIONS_TABLE_OF_OP
-
-    entry = OPTIONS_TABLE_OF_OP.get(code)
-    return entry[1]() if entry is not None else None
+    params_class = params_class_of_op(code)
+    return params_class() if params_class is not None else None

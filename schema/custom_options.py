@@ -9,7 +9,7 @@ TFLite's sees; ``flexbuffer_bytes`` writes such a map (for building models).
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from flatbuffers import flexbuffers
 
@@ -65,6 +65,16 @@ class FlexbufferMap:
         return self._number(key) != 0
 
 
-def flexbuffer_bytes(values: Mapping[str, bool | int | float]) -> bytes:
-    """A FlexBuffer map of ``values``, as a converter writes custom options."""
-    return bytes(flexbuffers.Dumps(dict(values)))
+def flexbuffer_bytes(values: Mapping[str, bool | int | float | Sequence[int]]) -> bytes:
+    """A FlexBuffer map of ``values``, as a converter writes custom options: a list or tuple
+    of integers becomes a typed vector of ints (what ``AsTypedVector()`` reads; MediaPipe's
+    ``subset_idxs``), anything else a scalar."""
+    builder = flexbuffers.Builder()
+    with builder.Map():
+        for key, value in values.items():
+            builder.Key(key)
+            if isinstance(value, (list, tuple)):
+                builder.TypedVectorFromElements([int(v) for v in value], element_type=flexbuffers.Type.INT)
+            else:
+                builder.Add(value)
+    return bytes(builder.Finish())

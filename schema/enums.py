@@ -39,6 +39,9 @@ CombinerType = _enum_from_generated("CombinerType", fb.CombinerType)
 ReduceWindowFunction = _enum_from_generated("ReduceWindowFunction", fb.ReduceWindowFunction)
 RngAlgorithm = _enum_from_generated("RngAlgorithm", fb.RngAlgorithm)
 CustomOptionsFormat = _enum_from_generated("CustomOptionsFormat", fb.CustomOptionsFormat)
+StablehloPrecisionConfig = _enum_from_generated("StablehloPrecisionConfig", fb.StablehloPrecisionConfig)
+StablehloComparisonDirection = _enum_from_generated("StablehloComparisonDirection", fb.StablehloComparisonDirection)
+StablehloComparisonType = _enum_from_generated("StablehloComparisonType", fb.StablehloComparisonType)
 
 #: TensorType -> numpy dtype, for every type that has a numpy equivalent.
 NUMPY_DTYPE_OF_TENSOR_TYPE: dict[int, np.dtype] = {

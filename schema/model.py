@@ -14,6 +14,7 @@ message naming what is wrong and where; no ``IndexError``, ``struct.error`` or
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import struct
 from dataclasses import dataclass, field
@@ -32,7 +33,22 @@ from schema.enums import (
 )
 from schema.errors import ModelError
 from schema.packed import BITS_OF_PACKED_TYPE, packed_size, unpack
-from schema.option_parsers import parse_builtin_options
+from schema.flatbuffer_view import (
+    BOOL,
+    INT8,
+    INT32,
+    UINT8,
+    UINT32,
+    UINT64,
+    TableView,
+    int32_tuple_at,
+    root_table,
+    table_position_at,
+    vector_at,
+    string_at,
+    table_at,
+)
+from schema.option_parsers import SECOND_UNION_OPS, parse_builtin_options_at
 
 #: The schema version this runtime reads (TFLite's ``TFLITE_SCHEMA_VERSION``).
 SCHEMA_VERSION = 3
@@ -248,11 +264,13 @@ class Model:
 
 
 class _ModelReader:
-    """Walks the flatbuffer once, with every index and size checked."""
+    """Walks the flatbuffer once (through ``flatbuffer_view``: one ``struct`` read per
+    field), with every index and size checked."""
 
     def __init__(self, data: bytes):
         self.data = data
         self.buffer_cache: dict[int, np.ndarray | None] = {}
+        self.buffers_start = 0  # (the buffer table's entries: read when a tensor asks)
 
     # -- checks ---------------------------------------------------------------------------
     def check_vector_fits(self, length: int, element_size: int, where: str) -> None:
@@ -271,14 +289,14 @@ class _ModelReader:
             raise ModelError(f"malformed model: {where} refers to {what} {value}, valid: {allowed}{extra}")
         return value
 
-    def int_vector(self, table, name: str, where: str) -> tuple[int, ...]:
+    def table_vector(self, table: TableView, slot: int, where: str) -> list[TableView]:
+        """A vector of tables, its length checked against the file first."""
         with _reading(where):
-            if getattr(table, f"{name}IsNone")():
-                return ()
-            values = getattr(table, f"{name}AsNumpy")()
-        if isinstance(values, int):  # flatbuffers returns 0 for an absent vector
-            return ()
-        return tuple(int(v) for v in values)
+            found = table.vector(slot, 0)
+            if found is None:
+                return []
+            self.check_vector_fits(found[1], 4, where)
+            return table.tables(slot)
 
     # -- the model ------------------------------------------------------------------------
     def read(self) -> Model:
@@ -299,26 +317,23 @@ class _ModelReader:
                 raise ModelError(
                     "The model is not a valid Flatbuffer buffer: the root table offset points past the end of the file"
                 )
-            model = fb.Model.GetRootAs(data, 0)
-            version = model.Version()
-            description = (model.Description() or b"").decode("utf-8", errors="replace")
+            model = root_table(data)
+            version = model.scalar(_MODEL_VERSION, UINT32, 0)
+            description = (model.string(_MODEL_DESCRIPTION) or b"").decode("utf-8", errors="replace")
         if version != SCHEMA_VERSION:
             raise ModelError(
                 f"unsupported schema version {version}: this runtime reads TFLite schema version "
                 f"{SCHEMA_VERSION} (re-convert the model with a current TensorFlow converter)"
             )
         with _reading("the buffer table"):
-            num_buffers = model.BuffersLength()
-        self.check_vector_fits(num_buffers, 4, "the buffer table")
-        self.model = model
-        self.num_buffers = num_buffers
+            found = model.vector(_MODEL_BUFFERS, 0)
+            self.buffers_start, self.num_buffers = found if found is not None else (0, 0)
+            self.check_vector_fits(self.num_buffers, 4, "the buffer table")
         operator_codes = self.read_operator_codes(model)
-        with _reading("the subgraph table"):
-            num_subgraphs = model.SubgraphsLength()
-        self.check_vector_fits(num_subgraphs, 4, "the subgraph table")
-        if num_subgraphs == 0:
+        subgraph_tables = self.table_vector(model, _MODEL_SUBGRAPHS, "the subgraph table")
+        if not subgraph_tables:
             raise ModelError("malformed model: the model has no subgraph")
-        subgraphs = tuple(self.read_subgraph(model, i, operator_codes) for i in range(num_subgraphs))
+        subgraphs = tuple(self.read_subgraph(table, i, operator_codes) for i, table in enumerate(subgraph_tables))
         metadata = self.read_metadata(model)
         signature_defs = self.read_signature_defs(model, subgraphs)
         return Model(
@@ -328,23 +343,19 @@ class _ModelReader:
             subgraphs=subgraphs,
             metadata=metadata,
             signature_defs=signature_defs,
-            num_buffers=num_buffers,
+            num_buffers=self.num_buffers,
             model_bytes=data,
         )
 
-    def read_operator_codes(self, model) -> tuple[OperatorCode, ...]:
-        with _reading("the operator code table"):
-            count = model.OperatorCodesLength()
-        self.check_vector_fits(count, 4, "the operator code table")
+    def read_operator_codes(self, model: TableView) -> tuple[OperatorCode, ...]:
         codes = []
-        for i in range(count):
+        for i, entry in enumerate(self.table_vector(model, _MODEL_OPERATOR_CODES, "the operator code table")):
             where = f"operator code {i}"
             with _reading(where):
-                entry = model.OperatorCodes(i)
-                deprecated = entry.DeprecatedBuiltinCode()
-                builtin = entry.BuiltinCode()
-                custom = entry.CustomCode()
-                version = entry.Version()
+                deprecated = entry.scalar(0, INT8, 0)
+                custom = entry.string(1)
+                version = entry.scalar(2, INT32, 1)
+                builtin = entry.scalar(3, INT32, 0)
             # The effective code is the larger of the two fields: files written
             # before builtin_code existed only have the deprecated byte, and codes
             # >= 127 put the placeholder 127 in the byte.
@@ -357,59 +368,62 @@ class _ModelReader:
             codes.append(OperatorCode(builtin_code=code, custom_name=custom_name, version=version))
         return tuple(codes)
 
-    def read_subgraph(self, model, index: int, operator_codes) -> Subgraph:
+    def read_subgraph(self, subgraph: TableView, index: int, operator_codes) -> Subgraph:
         where = f"subgraph {index}"
         with _reading(where):
-            subgraph = model.Subgraphs(index)
-            name = (subgraph.Name() or b"").decode("utf-8", errors="replace")
-            num_tensors = subgraph.TensorsLength()
-            num_operators = subgraph.OperatorsLength()
-        self.check_vector_fits(num_tensors, 4, f"{where} tensor table")
-        self.check_vector_fits(num_operators, 4, f"{where} operator table")
-        tensors = tuple(self.read_tensor(subgraph, i, where) for i in range(num_tensors))
-        inputs = self.int_vector(subgraph, "Inputs", f"{where} inputs")
-        outputs = self.int_vector(subgraph, "Outputs", f"{where} outputs")
+            name = (subgraph.string(_SUBGRAPH_NAME) or b"").decode("utf-8", errors="replace")
+        tensor_tables = self.table_vector(subgraph, _SUBGRAPH_TENSORS, f"{where} tensor table")
+        operator_tables = self.table_vector(subgraph, _SUBGRAPH_OPERATORS, f"{where} operator table")
+        num_tensors = len(tensor_tables)
+        tensors = tuple(self.read_tensor(table, i, where) for i, table in enumerate(tensor_tables))
+        with _reading(f"{where} inputs"):
+            inputs = subgraph.int_tuple(_SUBGRAPH_INPUTS) or ()
+        with _reading(f"{where} outputs"):
+            outputs = subgraph.int_tuple(_SUBGRAPH_OUTPUTS) or ()
         for position, tensor_index in enumerate(inputs):
             self.check_index(tensor_index, num_tensors, "tensor", f"{where} input {position}")
         for position, tensor_index in enumerate(outputs):
             self.check_index(tensor_index, num_tensors, "tensor", f"{where} output {position}")
         operators = tuple(
-            self.read_operator(subgraph, i, where, num_tensors, operator_codes) for i in range(num_operators)
+            self.read_operator(table, i, where, num_tensors, operator_codes) for i, table in enumerate(operator_tables)
         )
         return Subgraph(index, name, tensors, operators, inputs, outputs)
 
-    def read_tensor(self, subgraph, index: int, subgraph_where: str) -> Tensor:
+    def read_tensor(self, tensor: TableView, index: int, subgraph_where: str) -> Tensor:
         where = f"{subgraph_where} tensor {index}"
-        with _reading(where):
-            tensor = subgraph.Tensors(index)
-            raw_name = tensor.Name()
-            name = raw_name.decode("utf-8", errors="replace") if raw_name is not None else ""
-            where = f"{subgraph_where} tensor {index} ({name!r})"
-            tensor_type = tensor.Type()
-            shape = self.int_vector(tensor, "Shape", f"{where} shape")
-            shape_signature = (
-                None if tensor.ShapeSignatureIsNone() else self.int_vector(tensor, "ShapeSignature", f"{where} shape_signature")
+        data, pos = self.data, tensor.pos
+        try:
+            shape_at, type_at, buffer_at, name_at, quantization_at, variable_at, sparsity_at, signature_at, rank_at = (
+                tensor.fields(9)
             )
-            buffer_index = tensor.Buffer()
-            is_variable = bool(tensor.IsVariable())
-            has_rank = bool(tensor.HasRank())
-            quantization = self.read_quantization(tensor.Quantization(), where)
-            sparsity = self.read_sparsity(tensor.Sparsity(), where)
+            name = string_at(data, pos + name_at).decode("utf-8", errors="replace") if name_at else ""
+            where = f"{subgraph_where} tensor {index} ({name!r})"
+            tensor_type = _INT8(data, pos + type_at)[0] if type_at else 0
+            shape = int32_tuple_at(data, pos + shape_at) if shape_at else ()
+            shape_signature = int32_tuple_at(data, pos + signature_at) if signature_at else None
+            buffer_index = _UINT32(data, pos + buffer_at)[0] if buffer_at else 0
+            is_variable = _BOOL(data, pos + variable_at)[0] if variable_at else False
+            has_rank = _BOOL(data, pos + rank_at)[0] if rank_at else False
+            quantization_table = table_at(data, pos + quantization_at) if quantization_at else None
+            sparsity_table = table_at(data, pos + sparsity_at) if sparsity_at else None
+        except _LOW_LEVEL_ERRORS as error:
+            raise _cannot_read(where, error) from error
+        quantization = self.read_quantization(quantization_table, where) if quantization_table is not None else None
+        sparsity = self.read_sparsity(sparsity_table, where) if sparsity_table is not None else None
         if len(shape) > MAX_RANK:
             raise ModelError(f"malformed model: {where} has rank {len(shape)}, more than {MAX_RANK}")
-        if any(dim < 0 for dim in shape):
+        if shape and min(shape) < 0:
             raise ModelError(f"malformed model: {where} has a negative dimension in its shape {list(shape)}")
         if shape_signature is not None and (
-            len(shape_signature) != len(shape) or any(dim < -1 for dim in shape_signature)
+            len(shape_signature) != len(shape) or (shape_signature and min(shape_signature) < -1)
         ):
             raise ModelError(
                 f"malformed model: {where} shape_signature {list(shape_signature)} does not match shape {list(shape)}"
             )
-        if tensor_type not in TensorType._value2member_map_:
+        itemsize = _ITEMSIZE_OF_TYPE.get(tensor_type)
+        if itemsize is None:
             raise ModelError(f"malformed model: {where} has unknown tensor type {tensor_type}")
-        dtype = value_dtype(tensor_type)
-        num_elements = int(np.prod(shape, dtype=np.float64)) if shape else 1
-        itemsize = dtype.itemsize if dtype is not None and dtype != np.object_ else 1
+        num_elements = math.prod(shape)
         if num_elements * itemsize > MAX_TENSOR_BYTES:
             raise ModelError(
                 f"malformed model: {where} shape {list(shape)} would need {num_elements * itemsize} bytes, "
@@ -417,24 +431,14 @@ class _ModelReader:
             )
         if quantization is not None:
             check_quantization(quantization, tensor_type, shape, where)
-        self.check_index(buffer_index, max(self.num_buffers, 1), "buffer", where)
+        if buffer_index >= max(self.num_buffers, 1):
+            self.check_index(buffer_index, max(self.num_buffers, 1), "buffer", where)
         raw = self.read_buffer(buffer_index, where)
         data = None
         if raw is not None and (raw.size > 0 or sparsity is not None):
             data = self.constant_data(raw, tensor_type, shape, sparsity, where)
-        return Tensor(
-            index=index,
-            name=name,
-            type=tensor_type,
-            shape=shape,
-            shape_signature=shape_signature,
-            buffer=buffer_index,
-            data=data,
-            quantization=quantization,
-            sparsity=sparsity,
-            is_variable=is_variable,
-            has_rank=has_rank,
-        )
+        return Tensor(index, name, tensor_type, shape, shape_signature, buffer_index, data, quantization, sparsity,
+                      is_variable, has_rank)
 
     def read_buffer(self, index: int, where: str) -> np.ndarray | None:
         """The raw bytes of buffer ``index`` as a uint8 view, or None when empty."""
@@ -442,25 +446,31 @@ class _ModelReader:
             return self.buffer_cache[index]
         if index >= self.num_buffers:
             return None
-        with _reading(f"buffer {index} (used by {where})"):
-            buffer = self.model.Buffers(index)
-            offset = buffer.Offset()
-            size = buffer.Size()
-            if offset > 1:
-                # Large models keep data after the flatbuffer: offset/size are
-                # relative to the start of the file.
-                if offset + size > len(self.data):
-                    raise ModelError(
-                        f"malformed model: buffer {index} (used by {where}) spans bytes "
-                        f"{offset}..{offset + size}, past the end of the {len(self.data)}-byte file"
-                    )
-                raw = np.frombuffer(self.data, dtype=np.uint8, count=size, offset=offset)
-            elif buffer.DataIsNone():
-                raw = None
-            else:
-                length = buffer.DataLength()
-                self.check_vector_fits(length, 1, f"buffer {index}")
-                raw = buffer.DataAsNumpy()
+        data = self.data
+        try:
+            buffer = table_at(data, self.buffers_start + 4 * index)
+            data_at, offset_at, size_at = buffer.fields(3)
+            offset = _UINT64(data, buffer.pos + offset_at)[0] if offset_at else 0
+            size = _UINT64(data, buffer.pos + size_at)[0] if size_at else 0
+        except _LOW_LEVEL_ERRORS as error:
+            raise _cannot_read(f"buffer {index} (used by {where})", error) from error
+        if offset > 1:
+            # Large models keep data after the flatbuffer: offset/size are
+            # relative to the start of the file.
+            if offset + size > len(self.data):
+                raise ModelError(
+                    f"malformed model: buffer {index} (used by {where}) spans bytes "
+                    f"{offset}..{offset + size}, past the end of the {len(self.data)}-byte file"
+                )
+            raw = np.frombuffer(self.data, dtype=np.uint8, count=size, offset=offset)
+        elif data_at:
+            try:
+                start, length = vector_at(data, buffer.pos + data_at, 1)
+            except _LOW_LEVEL_ERRORS as error:
+                raise _cannot_read(f"buffer {index} (used by {where})", error) from error
+            raw = np.frombuffer(data, np.uint8, length, start)
+        else:
+            raw = None
         self.buffer_cache[index] = raw
         return raw
 
@@ -479,7 +489,7 @@ class _ModelReader:
             # Sparse constants keep their compressed values; DENSIFY expands them.
             count = raw.size // dtype.itemsize
             return raw[: count * dtype.itemsize].view(dtype)
-        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        count = math.prod(shape)
         needed = count * dtype.itemsize
         if raw.size < needed:
             raise ModelError(
@@ -491,14 +501,16 @@ class _ModelReader:
                 f"malformed model: {where} has shape {list(shape)} of {tensor_type_name(tensor_type)} "
                 f"({needed} bytes) but its buffer holds {raw.size} bytes"
             )
-        values = raw.view(dtype) if raw.ctypes.data % dtype.itemsize == 0 else raw.copy().view(dtype)
+        values = raw.view(dtype)
+        if not values.flags.aligned:  # (a buffer at an odd place in the file: an aligned copy)
+            values = raw.copy().view(dtype)
         values = values.reshape(shape)
         values.flags.writeable = False
         return values
 
     def packed_constant_data(self, raw: np.ndarray, tensor_type: int, shape, where: str) -> np.ndarray:
         """A constant of a packed sub-byte type (INT4, INT2, UINT4), unpacked: one value an element."""
-        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        count = math.prod(shape)
         needed = packed_size(tensor_type, count)
         if raw.size != needed:
             raise ModelError(
@@ -509,185 +521,236 @@ class _ModelReader:
         values.flags.writeable = False
         return values
 
-    def read_quantization(self, quantization, where: str) -> Quantization | None:
-        if quantization is None:
+    def read_quantization(self, quantization: TableView, where: str) -> Quantization | None:
+        data, pos = self.data, quantization.pos
+        try:
+            min_at, max_at, scale_at, zero_point_at, _, _, dimension_at = quantization.fields(7)
+            if not (scale_at or zero_point_at or min_at):
+                return None  # (an empty table: no quantization)
+            scale = _numpy_at(data, pos + scale_at, _FLOAT32) if scale_at else _EMPTY_FLOATS
+            zero_point = _numpy_at(data, pos + zero_point_at, _INT64) if zero_point_at else None
+            minimum = _numpy_at(data, pos + min_at, _FLOAT32) if min_at else None
+            maximum = _numpy_at(data, pos + max_at, _FLOAT32) if max_at else None
+            dimension = _INT32(data, pos + dimension_at)[0] if dimension_at else 0
+        except _LOW_LEVEL_ERRORS as error:
+            raise _cannot_read(f"{where} quantization", error) from error
+        no_zero_point = zero_point is None or zero_point.size == 0
+        if scale.size == 0 and no_zero_point and (minimum is None or minimum.size == 0):
             return None
-        where = f"{where} quantization"
-        scale = self.float_vector(quantization, "Scale", where)
-        zero_point = self.int_vector(quantization, "ZeroPoint", where)
-        minimum = self.float_vector(quantization, "Min", where)
-        maximum = self.float_vector(quantization, "Max", where)
-        with _reading(where):
-            dimension = quantization.QuantizedDimension()
-        if scale.size == 0 and not zero_point and minimum.size == 0:
-            return None
-        if zero_point and len(zero_point) != scale.size:
+        if not no_zero_point and zero_point.size != scale.size:
             raise ModelError(
-                f"malformed model: {where} has {scale.size} scales but {len(zero_point)} zero points"
+                f"malformed model: {where} quantization has {scale.size} scales but {zero_point.size} zero points"
             )
         return Quantization(
-            scale=scale,
-            zero_point=np.asarray(zero_point if zero_point else [0] * scale.size, dtype=np.int64),
-            quantized_dimension=dimension,
-            min=minimum if minimum.size else None,
-            max=maximum if maximum.size else None,
+            scale,
+            np.zeros(scale.size, np.int64) if no_zero_point else zero_point,
+            dimension,
+            minimum if minimum is not None and minimum.size else None,
+            maximum if maximum is not None and maximum.size else None,
         )
 
-    def float_vector(self, table, name: str, where: str) -> np.ndarray:
-        with _reading(f"{where} {name.lower()}"):
-            if getattr(table, f"{name}IsNone")():
-                return np.zeros(0, np.float32)
-            values = getattr(table, f"{name}AsNumpy")()
-        if isinstance(values, int):
-            return np.zeros(0, np.float32)
-        return np.array(values, dtype=np.float32)
-
-    def read_sparsity(self, sparsity, where: str) -> Sparsity | None:
-        if sparsity is None:
-            return None
+    def read_sparsity(self, sparsity: TableView, where: str) -> Sparsity | None:
         where = f"{where} sparsity"
-        traversal_order = self.int_vector(sparsity, "TraversalOrder", where)
-        block_map = self.int_vector(sparsity, "BlockMap", where)
         with _reading(where):
-            count = sparsity.DimMetadataLength()
-        self.check_vector_fits(count, 4, f"{where} dim_metadata")
+            traversal_order = sparsity.int_tuple(0) or ()
+            block_map = sparsity.int_tuple(1) or ()
+        entries = self.table_vector(sparsity, 2, f"{where} dim_metadata")
         dims = []
-        for i in range(count):
-            with _reading(f"{where} dim_metadata {i}"):
-                entry = sparsity.DimMetadata(i)
+        data = self.data
+        for i, entry in enumerate(entries):
+            try:
+                pos = entry.pos
+                format_at, size_at, segments_type_at, segments_at, indices_type_at, indices_at = entry.fields(6)
                 dims.append(
                     DimensionMetadata(
-                        format=entry.Format(),
-                        dense_size=entry.DenseSize(),
-                        array_segments=self.sparse_index_vector(entry.ArraySegmentsType(), entry.ArraySegments()),
-                        array_indices=self.sparse_index_vector(entry.ArrayIndicesType(), entry.ArrayIndices()),
+                        _INT8(data, pos + format_at)[0] if format_at else 0,
+                        _INT32(data, pos + size_at)[0] if size_at else 0,
+                        self.sparse_index_vector(pos, segments_type_at, segments_at),
+                        self.sparse_index_vector(pos, indices_type_at, indices_at),
                     )
                 )
+            except _LOW_LEVEL_ERRORS as error:
+                raise _cannot_read(f"{where} dim_metadata {i}", error) from error
         return Sparsity(traversal_order, block_map, tuple(dims))
 
-    @staticmethod
-    def sparse_index_vector(kind: int, table) -> np.ndarray | None:
-        classes = {
-            fb.SparseIndexVector.Int32Vector: fb.Int32Vector,
-            fb.SparseIndexVector.Uint16Vector: fb.Uint16Vector,
-            fb.SparseIndexVector.Uint8Vector: fb.Uint8Vector,
-        }
-        if table is None or kind not in classes:
+    def sparse_index_vector(self, pos: int, type_at: int, table_at_: int) -> np.ndarray | None:
+        """The union ``ArraySegments`` / ``ArrayIndices`` (its type's and its table's field
+        offsets): an Int32Vector, Uint16Vector or Uint8Vector's values as int32."""
+        data = self.data
+        dtype = _SPARSE_INDEX_DTYPES.get(_UINT8(data, pos + type_at)[0]) if type_at else None
+        if dtype is None or not table_at_:
             return None
-        vector = classes[kind]()
-        vector.Init(table.Bytes, table.Pos)
-        values = vector.ValuesAsNumpy()
-        return None if isinstance(values, int) else np.asarray(values, dtype=np.int32)
+        vector = table_at(data, pos + table_at_)
+        values_at = vector.fields(1)[0]
+        if not values_at:
+            return None
+        start, length = vector_at(data, vector.pos + values_at, dtype.itemsize)
+        return np.frombuffer(data, dtype, length, start).astype(np.int32)
 
-    def read_operator(self, subgraph, index: int, subgraph_where: str, num_tensors: int, operator_codes) -> Operator:
-        where = f"{subgraph_where} operator {index}"
-        with _reading(where):
-            operator = subgraph.Operators(index)
-            opcode_index = operator.OpcodeIndex()
-        self.check_index(opcode_index, len(operator_codes), "operator code", where)
+    def read_operator(self, operator: TableView, index: int, subgraph_where: str, num_tensors: int, operator_codes) -> Operator:
+        data, pos = self.data, operator.pos
+        try:
+            (opcode_at, inputs_at, outputs_at, options_type_at, options_at, _, _, _, intermediates_at) = operator.fields(9)
+            opcode_index = _UINT32(data, pos + opcode_at)[0] if opcode_at else 0
+        except _LOW_LEVEL_ERRORS as error:
+            raise _cannot_read(f"{subgraph_where} operator {index}", error) from error
+        if opcode_index >= len(operator_codes):
+            self.check_index(opcode_index, len(operator_codes), "operator code", f"{subgraph_where} operator {index}")
         code = operator_codes[opcode_index]
-        op_name = code.custom_name if code.builtin_code == BuiltinOperator.CUSTOM else builtin_operator_name(code.builtin_code)
-        where = f"{subgraph_where} operator {index} ({op_name} v{code.version})"
-        inputs = self.int_vector(operator, "Inputs", f"{where} inputs")
-        outputs = self.int_vector(operator, "Outputs", f"{where} outputs")
-        intermediates = self.int_vector(operator, "Intermediates", f"{where} intermediates")
-        for position, tensor_index in enumerate(inputs):
-            self.check_index(tensor_index, num_tensors, "tensor", f"{where} input {position}", optional=True)
-        for position, tensor_index in enumerate(outputs):
-            self.check_index(tensor_index, num_tensors, "tensor", f"{where} output {position}")
+        builtin_code = code.builtin_code
+        part = "inputs"
+        try:
+            inputs = int32_tuple_at(data, pos + inputs_at) if inputs_at else ()
+            part = "outputs"
+            outputs = int32_tuple_at(data, pos + outputs_at) if outputs_at else ()
+            part = "intermediates"
+            intermediates = int32_tuple_at(data, pos + intermediates_at) if intermediates_at else ()
+        except _LOW_LEVEL_ERRORS as error:
+            raise _cannot_read(f"{self.operator_where(subgraph_where, index, code)} {part}", error) from error
+        if (inputs and (min(inputs) < -1 or max(inputs) >= num_tensors)) or (
+            outputs and (min(outputs) < 0 or max(outputs) >= num_tensors)
+        ):
+            where = self.operator_where(subgraph_where, index, code)
+            for position, tensor_index in enumerate(inputs):
+                self.check_index(tensor_index, num_tensors, "tensor", f"{where} input {position}", optional=True)
+            for position, tensor_index in enumerate(outputs):
+                self.check_index(tensor_index, num_tensors, "tensor", f"{where} output {position}")
         for position, tensor_index in enumerate(intermediates):
+            where = self.operator_where(subgraph_where, index, code)
             self.check_index(tensor_index, num_tensors, "tensor", f"{where} intermediate {position}")
-        for position, tensor_index in enumerate(outputs):
-            if tensor_index in inputs:
-                raise ModelError(
-                    f"malformed model: {where} output {position} is tensor {tensor_index}, which is also its input "
-                    f"{inputs.index(tensor_index)} (a node cannot write the tensor it reads)"
-                )
-            if tensor_index in outputs[:position]:
-                raise ModelError(
-                    f"malformed model: {where} output {position} is tensor {tensor_index}, which is also its output "
-                    f"{outputs.index(tensor_index)}"
-                )
+        if len(set(outputs)) != len(outputs) or not set(outputs).isdisjoint(inputs):
+            where = self.operator_where(subgraph_where, index, code)
+            for position, tensor_index in enumerate(outputs):
+                if tensor_index in inputs:
+                    raise ModelError(
+                        f"malformed model: {where} output {position} is tensor {tensor_index}, which is also its input "
+                        f"{inputs.index(tensor_index)} (a node cannot write the tensor it reads)"
+                    )
+                if tensor_index in outputs[:position]:
+                    raise ModelError(
+                        f"malformed model: {where} output {position} is tensor {tensor_index}, which is also its output "
+                        f"{outputs.index(tensor_index)}"
+                    )
         custom_options = None
         params = None
-        with _reading(f"{where} options"):
-            if code.builtin_code == BuiltinOperator.CUSTOM:
-                custom_options = self.read_custom_options(operator, where)
-            elif code.builtin_code in BuiltinOperator._value2member_map_:
-                try:
-                    params = parse_builtin_options(code.builtin_code, operator)
-                except ModelError as error:
-                    raise ModelError(f"malformed model: {where}: {error}") from error
-        return Operator(
-            index=index,
-            opcode_index=opcode_index,
-            builtin_code=code.builtin_code,
-            custom_name=code.custom_name,
-            version=code.version,
-            inputs=inputs,
-            outputs=outputs,
-            intermediates=intermediates,
-            params=params,
-            custom_options=custom_options,
-        )
+        options_field = "builtin_options"
+        try:
+            if builtin_code == BuiltinOperator.CUSTOM:
+                custom_options = self.read_custom_options(operator, self.operator_where(subgraph_where, index, code))
+            elif builtin_code in _BUILTIN_CODES:
+                if builtin_code in SECOND_UNION_OPS:  # (StableHLO ops, DILATE, REDUCE_WINDOW)
+                    options_field = "builtin_options_2"
+                    options_type_at = operator.offset(_OPERATOR_OPTIONS_2_TYPE)
+                    options_at = operator.offset(_OPERATOR_OPTIONS_2)
+                present = _UINT8(data, pos + options_type_at)[0] if options_type_at else 0
+                position = table_position_at(data, pos + options_at) if present and options_at else None
+                params = parse_builtin_options_at(builtin_code, present, data, position)
+        except ModelError as error:
+            if str(error).startswith("malformed model"):
+                raise
+            raise ModelError(f"malformed model: {self.operator_where(subgraph_where, index, code)}: {error}") from error
+        except _LOW_LEVEL_ERRORS as error:
+            raise _cannot_read(f"{self.operator_where(subgraph_where, index, code)} {options_field}", error) from error
+        return Operator(index, opcode_index, builtin_code, code.custom_name, code.version, inputs, outputs,
+                        intermediates, params, custom_options)
 
-    def read_custom_options(self, operator, where: str) -> bytes | None:
-        offset = operator.LargeCustomOptionsOffset()
-        size = operator.LargeCustomOptionsSize()
+    @staticmethod
+    def operator_where(subgraph_where: str, index: int, code: OperatorCode) -> str:
+        """'subgraph 0 operator 3 (CONV_2D v3)': where an operator's errors happen."""
+        op_name = code.custom_name if code.builtin_code == BuiltinOperator.CUSTOM else builtin_operator_name(code.builtin_code)
+        return f"{subgraph_where} operator {index} ({op_name} v{code.version})"
+
+    def read_custom_options(self, operator: TableView, where: str) -> bytes | None:
+        offset = operator.scalar(_OPERATOR_LARGE_OPTIONS_OFFSET, UINT64, 0)
+        size = operator.scalar(_OPERATOR_LARGE_OPTIONS_SIZE, UINT64, 0)
         if offset > 1:
             if offset + size > len(self.data):
                 raise ModelError(f"malformed model: {where} custom options lie past the end of the file")
             return bytes(self.data[offset : offset + size])
-        if operator.CustomOptionsIsNone():
+        found = operator.vector(_OPERATOR_CUSTOM_OPTIONS, 1)
+        if found is None:
             return None
-        self.check_vector_fits(operator.CustomOptionsLength(), 1, f"{where} custom options")
-        return operator.CustomOptionsAsNumpy().tobytes()
+        start, length = found
+        return bytes(self.data[start : start + length])
 
-    def read_metadata(self, model) -> dict[str, bytes]:
-        with _reading("the metadata table"):
-            count = model.MetadataLength()
-        self.check_vector_fits(count, 4, "the metadata table")
+    def read_metadata(self, model: TableView) -> dict[str, bytes]:
         metadata = {}
-        for i in range(count):
+        for i, entry in enumerate(self.table_vector(model, _MODEL_METADATA, "the metadata table")):
             where = f"metadata entry {i}"
             with _reading(where):
-                entry = model.Metadata(i)
-                name = (entry.Name() or b"").decode("utf-8", errors="replace")
-                buffer_index = entry.Buffer()
+                name = (entry.string(0) or b"").decode("utf-8", errors="replace")
+                buffer_index = entry.scalar(1, UINT32, 0)
             self.check_index(buffer_index, self.num_buffers, "buffer", f"{where} ({name!r})")
             raw = self.read_buffer(buffer_index, f"{where} ({name!r})")
             metadata[name] = raw.tobytes() if raw is not None else b""
         return metadata
 
-    def read_signature_defs(self, model, subgraphs: Sequence[Subgraph]) -> tuple[SignatureDef, ...]:
-        with _reading("the signature def table"):
-            count = model.SignatureDefsLength()
-        self.check_vector_fits(count, 4, "the signature def table")
+    def read_signature_defs(self, model: TableView, subgraphs: Sequence[Subgraph]) -> tuple[SignatureDef, ...]:
         signatures = []
-        for i in range(count):
+        for i, entry in enumerate(self.table_vector(model, _MODEL_SIGNATURE_DEFS, "the signature def table")):
             where = f"signature def {i}"
             with _reading(where):
-                entry = model.SignatureDefs(i)
-                key = (entry.SignatureKey() or b"").decode("utf-8", errors="replace")
-                subgraph_index = entry.SubgraphIndex()
+                key = (entry.string(2) or b"").decode("utf-8", errors="replace")
+                subgraph_index = entry.scalar(4, UINT32, 0)
             where = f"signature def {i} ({key!r})"
             self.check_index(subgraph_index, len(subgraphs), "subgraph", where)
             num_tensors = len(subgraphs[subgraph_index].tensors)
             maps = []
-            for kind in ("Inputs", "Outputs"):
-                with _reading(f"{where} {kind.lower()}"):
-                    length = getattr(entry, f"{kind}Length")()
-                    self.check_vector_fits(length, 4, f"{where} {kind.lower()}")
-                    mapping = {}
-                    for j in range(length):
-                        tensor_map = getattr(entry, kind)(j)
-                        name = (tensor_map.Name() or b"").decode("utf-8", errors="replace")
-                        tensor_index = tensor_map.TensorIndex()
-                        self.check_index(tensor_index, num_tensors, "tensor", f"{where} {kind.lower()[:-1]} {name!r}")
-                        mapping[name] = tensor_index
+            for slot, kind in ((0, "inputs"), (1, "outputs")):
+                mapping = {}
+                for tensor_map in self.table_vector(entry, slot, f"{where} {kind}"):
+                    with _reading(f"{where} {kind}"):
+                        name = (tensor_map.string(0) or b"").decode("utf-8", errors="replace")
+                        tensor_index = tensor_map.scalar(1, UINT32, 0)
+                    self.check_index(tensor_index, num_tensors, "tensor", f"{where} {kind[:-1]} {name!r}")
+                    mapping[name] = tensor_index
                 maps.append(mapping)
             signatures.append(SignatureDef(key, subgraph_index, maps[0], maps[1]))
         return tuple(signatures)
+
+
+def _cannot_read(where: str, error: BaseException) -> ModelError:
+    return ModelError(f"malformed model: cannot read {where} ({type(error).__name__}: {error})")
+
+
+# Field slots of the tables read (schema.fbs order: slot k is vtable offset 4 + 2k).
+_MODEL_VERSION, _MODEL_OPERATOR_CODES, _MODEL_SUBGRAPHS, _MODEL_DESCRIPTION, _MODEL_BUFFERS = 0, 1, 2, 3, 4
+_MODEL_METADATA, _MODEL_SIGNATURE_DEFS = 6, 7
+_SUBGRAPH_TENSORS, _SUBGRAPH_INPUTS, _SUBGRAPH_OUTPUTS, _SUBGRAPH_OPERATORS, _SUBGRAPH_NAME = 0, 1, 2, 3, 4
+_TENSOR_SHAPE, _TENSOR_TYPE, _TENSOR_BUFFER, _TENSOR_NAME, _TENSOR_QUANTIZATION = 0, 1, 2, 3, 4
+_TENSOR_IS_VARIABLE, _TENSOR_SPARSITY, _TENSOR_SHAPE_SIGNATURE, _TENSOR_HAS_RANK = 5, 6, 7, 8
+_OPERATOR_OPCODE_INDEX, _OPERATOR_INPUTS, _OPERATOR_OUTPUTS, _OPERATOR_OPTIONS_TYPE, _OPERATOR_OPTIONS = 0, 1, 2, 3, 4
+_OPERATOR_CUSTOM_OPTIONS, _OPERATOR_INTERMEDIATES = 5, 8
+_OPERATOR_LARGE_OPTIONS_OFFSET, _OPERATOR_LARGE_OPTIONS_SIZE = 9, 10
+_OPERATOR_OPTIONS_2_TYPE, _OPERATOR_OPTIONS_2 = 11, 12  # (builtin_options_2: BuiltinOptions2Type(), Offset(26) and (28))
+_BUFFER_DATA, _BUFFER_OFFSET, _BUFFER_SIZE = 0, 1, 2
+_QUANT_MIN, _QUANT_MAX, _QUANT_SCALE, _QUANT_ZERO_POINT, _QUANT_DIMENSION = 0, 1, 2, 3, 6
+#: SparseIndexVector union member -> the dtype of its ``values``
+_SPARSE_INDEX_DTYPES = {
+    fb.SparseIndexVector.Int32Vector: np.dtype("<i4"),
+    fb.SparseIndexVector.Uint16Vector: np.dtype("<u2"),
+    fb.SparseIndexVector.Uint8Vector: np.dtype(np.uint8),
+}
+_INT8, _INT32, _UINT32, _BOOL = INT8.unpack_from, INT32.unpack_from, UINT32.unpack_from, BOOL.unpack_from
+_UINT8, _UINT64 = UINT8.unpack_from, UINT64.unpack_from
+_FLOAT32, _INT64 = np.dtype("<f4"), np.dtype("<i8")
+
+
+def _numpy_at(data: bytes, at: int, dtype: np.dtype) -> np.ndarray:
+    """A copy (aligned, writeable, owned) of the vector whose offset is stored at ``at``."""
+    start, length = vector_at(data, at, dtype.itemsize)
+    return np.frombuffer(data, dtype, length, start).copy()
+
+_EMPTY_FLOATS = np.zeros(0, np.float32)
+_EMPTY_FLOATS.flags.writeable = False
+_UNKNOWN_TYPE = object()
+#: every known tensor type -> the bytes of one value (1 for the types numpy cannot hold
+#: and for strings: what the size limit counts)
+_ITEMSIZE_OF_TYPE = {
+    int(t): (NUMPY_DTYPE_OF_TENSOR_TYPE[t].itemsize if NUMPY_DTYPE_OF_TENSOR_TYPE.get(t, np.dtype(object)) != np.object_ else 1)
+    for t in TensorType
+}
+_BUILTIN_CODES = frozenset(int(code) for code in BuiltinOperator)
 
 
 #: The integer types whose quantization parameters the kernels compute with.
@@ -702,6 +765,24 @@ def check_quantization(quantization: Quantization, tensor_type: int, shape: Sequ
     points that fit in int32, per-channel parameters along a dimension of the
     tensor with one entry per channel."""
     scale = quantization.scale
+    if scale.size and scale.size == quantization.zero_point.size:
+        # The common case first, on Python numbers: every scale finite and positive, every
+        # zero point an int32, per-channel parameters that fit the shape.
+        scales, zero_points = scale.tolist(), quantization.zero_point.tolist()
+        if (
+            math.isfinite(sum(scales))  # (no NaN, no infinity)
+            and 0 < min(scales)
+            and _INT32_RANGE[0] <= min(zero_points)
+            and max(zero_points) <= _INT32_RANGE[1]
+            and (
+                len(scales) == 1
+                or (
+                    0 <= quantization.quantized_dimension < len(shape)
+                    and shape[quantization.quantized_dimension] == len(scales)
+                )
+            )
+        ):
+            return
     if scale.size and not np.all(np.isfinite(scale)):
         raise ModelError(f"malformed model: {where} quantization has a scale that is not finite: {scale[~np.isfinite(scale)][0]}")
     if scale.size and np.any(scale < 0):

@@ -135,6 +135,36 @@ ARITY: dict[int, Arity] = {
     B.UNSORTED_SEGMENT_MIN: _fixed(3),
     B.UNSORTED_SEGMENT_PROD: _fixed(3),
     B.UNSORTED_SEGMENT_SUM: _fixed(3),
+    # issue 32, text and random-number ops (branch i32-text), by name:
+    B.EMBEDDING_LOOKUP: _fixed(2),
+    B.EMBEDDING_LOOKUP_SPARSE: _fixed(5),
+    B.HASHTABLE: _fixed(0),
+    B.HASHTABLE_FIND: _fixed(3),
+    B.HASHTABLE_IMPORT: _fixed(3, 0),
+    B.HASHTABLE_LOOKUP: _fixed(3, 2),
+    B.HASHTABLE_SIZE: _fixed(1),
+    B.LSH_PROJECTION: Arity(2, 3),
+    B.MULTINOMIAL: _fixed(2),
+    B.RANDOM_STANDARD_NORMAL: _fixed(1),
+    B.RANDOM_UNIFORM: _fixed(1),
+    B.SKIP_GRAM: _fixed(1),
+    # issue 32, 3-D convolutions, window reductions and StableHLO ops (branch i32-hlo), by name:
+    B.CONV_3D: Arity(2, 3, optional=frozenset({2})),
+    B.CONV_3D_TRANSPOSE: Arity(3, 4, optional=frozenset({3})),
+    B.REDUCE_WINDOW: _fixed(5),
+    B.STABLEHLO_ADD: _fixed(2),
+    B.STABLEHLO_AND: _fixed(2),
+    B.STABLEHLO_CASE: Arity(1, MANY, 0, MANY),
+    B.STABLEHLO_COMPOSITE: Arity(1, MANY, 0, MANY),
+    B.STABLEHLO_GATHER: _fixed(2),
+    B.STABLEHLO_MAXIMUM: _fixed(2),
+    B.STABLEHLO_MINIMUM: _fixed(2),
+    B.STABLEHLO_MULTIPLY: _fixed(2),
+    B.STABLEHLO_PAD: _fixed(2),
+    B.STABLEHLO_REDUCE_WINDOW: _fixed(2),
+    B.STABLEHLO_RNG_BIT_GENERATOR: _fixed(1, 2),
+    B.STABLEHLO_SCATTER: _fixed(3),
+    B.STABLEHLO_SHIFT_LEFT: _fixed(2),
 }
 
 _RANKS: dict[int, dict[str, int | tuple[int, ...]]] = {
@@ -198,6 +228,22 @@ _RANKS: dict[int, dict[str, int | tuple[int, ...]]] = {
     B.LSTM: dict(input0=2),
     B.UNIDIRECTIONAL_SEQUENCE_LSTM: dict(input0=3),
     B.BIDIRECTIONAL_SEQUENCE_LSTM: dict(input0=3),
+    # issue 32, text and random-number ops (branch i32-text), by name:
+    B.EMBEDDING_LOOKUP: dict(input0=1),
+    B.EMBEDDING_LOOKUP_SPARSE: dict(input0=1, input1=2, input2=1, input3=1),
+    B.HASHTABLE_FIND: dict(input0=1),
+    B.HASHTABLE_IMPORT: dict(input0=1),
+    B.HASHTABLE_LOOKUP: dict(input0=1, input1=1),
+    B.HASHTABLE_SIZE: dict(input0=1),
+    B.LSH_PROJECTION: dict(input0=2, input2=1),
+    B.MULTINOMIAL: dict(input0=2, input1=0),
+    B.RANDOM_STANDARD_NORMAL: dict(input0=1),
+    B.RANDOM_UNIFORM: dict(input0=1),
+    # issue 32, 3-D convolutions, window reductions and StableHLO ops (branch i32-hlo), by name:
+    B.CONV_3D: dict(input0=5, input1=5),
+    B.CONV_3D_TRANSPOSE: dict(input0=1, input1=5, input2=5),
+    B.REDUCE_WINDOW: dict(input2=1, input3=1, input4=1),
+    B.STABLEHLO_RNG_BIT_GENERATOR: dict(input0=1),
 }
 for _op, _ranks in _RANKS.items():
     ARITY[_op] = ARITY[_op].with_ranks(**_ranks)

@@ -2,9 +2,13 @@
 
 ``OPTIONS_TABLE_OF_OP`` says which member of the ``BuiltinOptions`` union each
 builtin operator uses, and which class of ``schema.params`` holds it (the pairing
-of TFLite's ``ParseOpData`` in ``flatbuffer_conversions.cc``). Operators that have
-no options table (LOGISTIC, RELU, SQRT, SIN, ...) are not in it; their params are
-``None``, and whatever ``builtin_options`` such an operator carries is ignored, as
+of TFLite's ``ParseOpData`` in ``flatbuffer_conversions.cc``). The operators added
+after the first union filled up (the StableHLO ops, DILATE, REDUCE_WINDOW) keep
+their options in the second union, ``Operator.builtin_options_2``:
+``OPTIONS_2_TABLE_OF_OP`` pairs them the same way, and the same parser and writer
+serve both (``params_class_of_op`` answers for either). Operators that have
+no options table (LOGISTIC, RELU, SQRT, SIN, ...) are in neither; their params are
+``None``, and whatever options such an operator carries are ignored, as
 TFLite does.
 
 ``parse_builtin_options`` is on the model-loading path: it reads the raw
@@ -21,7 +25,8 @@ object-API attribute ``dilationWFactor``. What it does with a file:
   off the buffer: ``ModelError`` naming the op and the field.
 
 ``builtin_options_of_params`` is the inverse, for the writer: it returns the union
-type and a generated ``XxxOptionsT`` ready for ``OperatorT.builtinOptions``.
+type and a generated ``XxxOptionsT`` ready for ``OperatorT.builtinOptions``
+(``builtin_options_2_of_params``: for ``OperatorT.builtinOptions2``).
 Floats are stored as float32, so only float32-representable values round-trip
 exactly.
 """
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import struct
 from typing import Any, Callable
 
@@ -37,6 +43,7 @@ from schema import params as p
 from schema import schema_generated as fb
 from schema.enums import BuiltinOperator as Op
 from schema.enums import BuiltinOptions as Opt
+from schema.enums import BuiltinOptions2 as Opt2
 from schema.enums import builtin_operator_name
 from schema.errors import ModelError
 
@@ -211,6 +218,34 @@ OPTIONS_TABLE_OF_OP: dict[Op, tuple[Opt, type]] = {
     ),
 }
 
+#: builtin operator -> (member of the BuiltinOptions2 union, params class): the operators
+#: whose options are in ``Operator.builtin_options_2``.
+OPTIONS_2_TABLE_OF_OP: dict[Op, tuple[Opt2, type]] = {
+    Op.STABLEHLO_CONCATENATE: (Opt2.StablehloConcatenateOptions, p.StablehloConcatenateParams),
+    Op.STABLEHLO_BROADCAST_IN_DIM: (Opt2.StablehloBroadcastInDimOptions, p.StablehloBroadcastInDimParams),
+    Op.STABLEHLO_SLICE: (Opt2.StablehloSliceOptions, p.StablehloSliceParams),
+    Op.STABLEHLO_CONVOLUTION: (Opt2.StablehloConvolutionOptions, p.StablehloConvolutionParams),
+    Op.STABLEHLO_CUSTOM_CALL: (Opt2.StablehloCustomCallOptions, p.StablehloCustomCallParams),
+    Op.STABLEHLO_REDUCE: (Opt2.StablehloReduceOptions, p.StablehloReduceParams),
+    Op.STABLEHLO_SCATTER: (Opt2.StablehloScatterOptions, p.StablehloScatterParams),
+    Op.STABLEHLO_COMPARE: (Opt2.StablehloCompareOptions, p.StablehloCompareParams),
+    Op.STABLEHLO_DYNAMIC_SLICE: (Opt2.StablehloDynamicSliceOptions, p.StablehloDynamicSliceParams),
+    Op.STABLEHLO_PAD: (Opt2.StablehloPadOptions, p.StablehloPadParams),
+    Op.STABLEHLO_IOTA: (Opt2.StablehloIotaOptions, p.StablehloIotaParams),
+    Op.STABLEHLO_DOT_GENERAL: (Opt2.StablehloDotGeneralOptions, p.StablehloDotGeneralParams),
+    Op.STABLEHLO_REDUCE_WINDOW: (Opt2.StablehloReduceWindowOptions, p.StablehloReduceWindowParams),
+    Op.STABLEHLO_SORT: (Opt2.StablehloSortOptions, p.StablehloSortParams),
+    Op.STABLEHLO_WHILE: (Opt2.StablehloWhileOptions, p.StablehloWhileParams),
+    Op.STABLEHLO_GATHER: (Opt2.StablehloGatherOptions, p.StablehloGatherParams),
+    Op.STABLEHLO_TRANSPOSE: (Opt2.StablehloTransposeOptions, p.StablehloTransposeParams),
+    Op.DILATE: (Opt2.DilateOptions, p.DilateParams),
+    Op.STABLEHLO_RNG_BIT_GENERATOR: (Opt2.StablehloRngBitGeneratorOptions, p.StablehloRngBitGeneratorParams),
+    Op.REDUCE_WINDOW: (Opt2.ReduceWindowOptions, p.ReduceWindowParams),
+    Op.STABLEHLO_COMPOSITE: (Opt2.StableHLOCompositeOptions, p.StableHLOCompositeParams),
+    Op.STABLEHLO_SHIFT_LEFT: (Opt2.StablehloShiftLeftOptions, p.StablehloShiftLeftParams),
+    Op.STABLEHLO_CASE: (Opt2.StablehloCaseOptions, p.StablehloCaseParams),
+}
+
 #: Schema fields (snake_case, per table) that the params classes deliberately leave
 #: out, besides deprecated ones. The parser ignores them; the writer leaves them absent.
 #: ``quant_spec`` is an opaque byte vector that recent TFLite schemas added to
@@ -226,9 +261,15 @@ def snake_to_camel(name: str) -> str:
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
-def _table_name(union_type: int) -> str:
+def params_class_of_op(op: int) -> type | None:
+    """The params class of ``op``'s options (from either union), or None: no options."""
+    entry = OPTIONS_TABLE_OF_OP.get(op) or OPTIONS_2_TABLE_OF_OP.get(op)
+    return entry[1] if entry is not None else None
+
+
+def _table_name(union: type[enum.IntEnum], union_type: int) -> str:
     try:
-        return Opt(union_type).name
+        return union(union_type).name
     except ValueError:
         return f"UNKNOWN_OPTIONS({union_type})"
 
@@ -252,15 +293,25 @@ class _Field:
 
 @dataclasses.dataclass(frozen=True)
 class _Table:
-    union_type: Opt
+    union_type: Opt | Opt2
     params_class: type
     reader_class: type  # generated raw accessor class, e.g. fb.Conv2DOptions
     object_class: type  # generated object-API class, e.g. fb.Conv2DOptionsT
     fields: tuple[_Field, ...]
     defaults: Any  # params_class() (frozen, so one shared instance is safe)
 
+    @functools.cached_property
+    def scalars_only(self) -> bool:
+        """Every field a scalar or an enum (no vector or string to follow)."""
+        return all(field.kind in (_SCALAR, _ENUM) for field in self.fields)
 
-def _compile_table(union_type: Opt, params_class: type) -> _Table:
+    @property
+    def second_union(self) -> bool:
+        """Whether the table is a member of ``BuiltinOptions2`` (``builtin_options_2``)."""
+        return isinstance(self.union_type, Opt2)
+
+
+def _compile_table(union_type: Opt | Opt2, params_class: type) -> _Table:
     reader_class = getattr(fb, union_type.name)
     object_class = getattr(fb, union_type.name + "T")
     fields = []
@@ -292,9 +343,13 @@ def _compile_table(union_type: Opt, params_class: type) -> _Table:
 
 
 _TABLE_OF_OP: dict[int, _Table] = {}
-for _op, (_union_type, _params_class) in OPTIONS_TABLE_OF_OP.items():
+for _op, (_union_type, _params_class) in (*OPTIONS_TABLE_OF_OP.items(), *OPTIONS_2_TABLE_OF_OP.items()):
     _TABLE_OF_OP[int(_op)] = _compile_table(_union_type, _params_class)
 del _op, _union_type, _params_class
+
+#: The builtin codes whose options are in the second union (``builtin_options_2_type``,
+#: ``builtin_options_2``): what a reader passes to ``parse_builtin_options_at`` for them.
+SECOND_UNION_OPS: frozenset[int] = frozenset(int(op) for op in OPTIONS_2_TABLE_OF_OP)
 
 
 # --------------------------------------------------------------------------
@@ -303,7 +358,8 @@ del _op, _union_type, _params_class
 
 
 def parse_builtin_options(builtin_code: int, operator: Any) -> Any:
-    """The params of one operator, read from its ``builtin_options``.
+    """The params of one operator, read from its ``builtin_options`` (or its
+    ``builtin_options_2``, for the ops of ``OPTIONS_2_TABLE_OF_OP``).
 
     Args:
       builtin_code: the effective builtin code of the operator
@@ -321,21 +377,53 @@ def parse_builtin_options(builtin_code: int, operator: Any) -> Any:
     table = _TABLE_OF_OP.get(builtin_code)
     if table is None:
         return None
-    present = operator.BuiltinOptionsType()
-    if present == Opt.NONE:
+    if table.second_union:
+        present = operator.BuiltinOptions2Type()
+        flat_table = operator.BuiltinOptions2() if present != Opt2.NONE else None
+    else:
+        present = operator.BuiltinOptionsType()
+        flat_table = operator.BuiltinOptions() if present != Opt.NONE else None
+    if flat_table is None:
+        return parse_builtin_options_at(builtin_code, present, None, None)
+    return parse_builtin_options_at(builtin_code, present, flat_table.Bytes, flat_table.Pos)
+
+
+#: Params already read from a table of scalars alone, by what decides them (the op, the
+#: table's vtable and its inline bytes): models repeat the same options on many nodes.
+_SCALAR_PARAMS: dict[tuple, Any] = {}
+_SCALAR_PARAMS_LIMIT = 4096
+
+
+def parse_builtin_options_at(builtin_code: int, present: int, data: Any, position: int | None) -> Any:
+    """``parse_builtin_options`` from the raw pieces of the op's union (the first, or the
+    second for the ops of ``SECOND_UNION_OPS``): the union's type (``present``) and the
+    position of its table in ``data`` (None when the file has none).
+
+    A table whose fields are all scalars or enums is decided by its vtable and its
+    inline bytes: the params read from one are kept and returned for the same bytes
+    again (the params are frozen)."""
+    table = _TABLE_OF_OP.get(builtin_code)
+    if table is None:
+        return None
+    if present == 0:  # NONE, in either union
         return table.defaults
     if present != table.union_type:
+        union, where = (Opt2, "builtin options 2") if table.second_union else (Opt, "builtin options")
         raise ModelError(
-            f"operator {builtin_operator_name(builtin_code)} expects builtin options "
-            f"{table.union_type.name} but the file has {_table_name(present)}"
+            f"operator {builtin_operator_name(builtin_code)} expects {where} "
+            f"{table.union_type.name} but the file has {_table_name(union, present)}"
         )
-    if not table.fields:
+    if not table.fields or position is None:
         return table.defaults
-    flat_table = operator.BuiltinOptions()
-    if flat_table is None:
-        return table.defaults
+    key = None
+    if table.scalars_only:
+        key = _scalar_table_key(builtin_code, data, position)
+        if key is not None:
+            cached = _SCALAR_PARAMS.get(key)
+            if cached is not None:
+                return cached
     reader = table.reader_class()
-    reader.Init(flat_table.Bytes, flat_table.Pos)
+    reader.Init(data, position)
     values = {}
     for field in table.fields:
         try:
@@ -347,7 +435,28 @@ def parse_builtin_options(builtin_code: int, operator: Any) -> Any:
                 f"operator {builtin_operator_name(builtin_code)}: cannot read field "
                 f"{field.name} of {table.union_type.name}: {error}"
             ) from error
-    return table.params_class(**values)
+    params = table.params_class(**values)
+    if key is not None and len(_SCALAR_PARAMS) < _SCALAR_PARAMS_LIMIT:
+        _SCALAR_PARAMS[key] = params
+    return params
+
+
+def _scalar_table_key(builtin_code: int, data: Any, position: int) -> tuple | None:
+    """What decides a table of scalars: its vtable's entries and the bytes from its start
+    to 8 past its last field (None when they do not lie inside ``data``)."""
+    if position < 4 or position + 4 > len(data):
+        return None
+    vtable = position - struct.unpack_from("<i", data, position)[0]
+    if vtable < 0 or vtable + 4 > len(data):
+        return None
+    size = struct.unpack_from("<H", data, vtable)[0]
+    if size < 4 or vtable + size > len(data):
+        return None
+    slots = bytes(data[vtable + 4 : vtable + size])
+    end = position + max(struct.unpack_from(f"<{(size - 4) // 2}H", data, vtable + 4), default=0) + 8
+    if end > len(data):
+        return None
+    return (builtin_code, slots, bytes(data[position:end]))
 
 
 def _read_field(field: _Field, reader: Any, builtin_code: int) -> Any:
@@ -381,27 +490,55 @@ def builtin_options_of_params(builtin_code: int, params: Any) -> tuple[int, Any]
 
     ``params`` None for an op that has an options table means all defaults (the
     table is written anyway, as the TFLite converter does). Ops without options
-    give ``(BuiltinOptions.NONE, None)``.
+    give ``(BuiltinOptions.NONE, None)``, and so do the ops whose options are in the
+    second union (``builtin_options_2_of_params`` writes those).
 
     Raises:
       TypeError: ``params`` is not of the op's params class.
       ValueError: an enum field holds a value outside its enum.
     """
     table = _TABLE_OF_OP.get(builtin_code)
-    if table is None:
-        if params is not None:
-            raise TypeError(
-                f"operator {builtin_operator_name(builtin_code)} takes no builtin options, "
-                f"got {type(params).__name__}"
-            )
+    if table is not None and table.second_union:
+        _check_params_class(builtin_code, table, params)
         return Opt.NONE, None
-    if params is None:
-        params = table.defaults
-    if type(params) is not table.params_class:
+    return _options_of_params(builtin_code, table, params, "builtin options", Opt.NONE)
+
+
+def builtin_options_2_of_params(builtin_code: int, params: Any) -> tuple[int, Any]:
+    """``builtin_options_of_params`` for the second union: the ``(builtin_options_2_type,
+    XxxOptionsT)`` that the writer stores for ``params`` of an op of
+    ``OPTIONS_2_TABLE_OF_OP``; ``(BuiltinOptions2.NONE, None)`` for every other op.
+
+    Raises:
+      TypeError: ``params`` is not of the op's params class.
+      ValueError: an enum field holds a value outside its enum.
+    """
+    table = _TABLE_OF_OP.get(builtin_code)
+    if table is not None and not table.second_union:
+        _check_params_class(builtin_code, table, params)
+        return Opt2.NONE, None
+    return _options_of_params(builtin_code, table, params, "builtin options 2", Opt2.NONE)
+
+
+def _check_params_class(builtin_code: int, table: _Table, params: Any) -> None:
+    if params is not None and type(params) is not table.params_class:
         raise TypeError(
             f"operator {builtin_operator_name(builtin_code)} takes "
             f"{table.params_class.__name__}, got {type(params).__name__}"
         )
+
+
+def _options_of_params(builtin_code: int, table: _Table | None, params: Any, where: str, none: int) -> tuple[int, Any]:
+    if table is None:
+        if params is not None:
+            raise TypeError(
+                f"operator {builtin_operator_name(builtin_code)} takes no {where}, "
+                f"got {type(params).__name__}"
+            )
+        return none, None
+    if params is None:
+        params = table.defaults
+    _check_params_class(builtin_code, table, params)
     options = table.object_class()
     for field in table.fields:
         value = getattr(params, field.name)

@@ -22,8 +22,8 @@ Which op uses which class is ``schema.option_parsers.OPTIONS_TABLE_OF_OP``; the
 parsers that fill these classes from a flatbuffer, and the inverse used by the
 writer, are in ``schema.option_parsers``.
 
-Tables of the second union (``BuiltinOptions2``: the StableHLO ops, DILATE,
-REDUCE_WINDOW) are not covered here.
+The tables of the second union (``BuiltinOptions2``: the StableHLO ops, DILATE,
+REDUCE_WINDOW) follow the same rules; they are at the end of this module.
 """
 
 from __future__ import annotations
@@ -35,10 +35,15 @@ from schema import schema_generated as fb
 from schema.enums import (
     ActivationFunctionType,
     CombinerType,
+    CustomOptionsFormat,
     FullyConnectedOptionsWeightsFormat,
     LSHProjectionType,
     MirrorPadMode,
     Padding,
+    ReduceWindowFunction,
+    RngAlgorithm,
+    StablehloComparisonDirection,
+    StablehloComparisonType,
     TensorType,
 )
 
@@ -1013,3 +1018,232 @@ class EmbeddingLookupSparseParams:
     """Options of EMBEDDING_LOOKUP_SPARSE."""
 
     combiner: CombinerType = CombinerType.SUM
+
+
+# ---------------------------------------------------------------------------
+# Tables of the second options union (BuiltinOptions2: StableHLO ops, DILATE,
+# REDUCE_WINDOW). These mirror StableHLO's op attributes and carry no op-version
+# history: every op using them is at version 1. Which op uses which class is
+# ``schema.option_parsers.OPTIONS_2_TABLE_OF_OP``.
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StablehloConcatenateParams:
+    """Options of STABLEHLO_CONCATENATE."""
+
+    dimension: int = 0
+
+
+@dataclass(frozen=True)
+class StablehloBroadcastInDimParams:
+    """Options of STABLEHLO_BROADCAST_IN_DIM."""
+
+    broadcast_dimensions: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class StablehloSliceParams:
+    """Options of STABLEHLO_SLICE."""
+
+    start_indices: tuple[int, ...] | None = None
+    limit_indices: tuple[int, ...] | None = None
+    strides: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class StablehloConvolutionParams:
+    """Options of STABLEHLO_CONVOLUTION (``precision_config``: StablehloPrecisionConfig values)."""
+
+    window_strides: tuple[int, ...] | None = None
+    padding: tuple[int, ...] | None = None
+    lhs_dilation: tuple[int, ...] | None = None
+    rhs_dilation: tuple[int, ...] | None = None
+    window_reversal: tuple[bool, ...] | None = None
+    input_batch_dimension: int = 0
+    input_feature_dimension: int = 0
+    input_spatial_dimensions: tuple[int, ...] | None = None
+    kernel_input_feature_dimension: int = 0
+    kernel_output_feature_dimension: int = 0
+    kernel_spatial_dimensions: tuple[int, ...] | None = None
+    output_batch_dimension: int = 0
+    output_feature_dimension: int = 0
+    output_spatial_dimensions: tuple[int, ...] | None = None
+    feature_group_count: int = 0
+    batch_group_count: int = 0
+    precision_config: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class StablehloCustomCallParams:
+    """Options of STABLEHLO_CUSTOM_CALL."""
+
+    call_target_name: str | None = None
+    has_side_effect: bool = False
+    backend_config: str | None = None
+    api_version: int = 0
+    called_computations: tuple[int, ...] | None = None
+    custom_attributes: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class StablehloReduceParams:
+    """Options of STABLEHLO_REDUCE."""
+
+    dimensions: tuple[int, ...] | None = None
+    body_subgraph_index: int = 0
+
+
+@dataclass(frozen=True)
+class StablehloScatterParams:
+    """Options of STABLEHLO_SCATTER: StableHLO's scatter dimension numbers, and the subgraph
+    that combines an operand value with an update (LiteRT runs an empty one as "replace",
+    or one STABLEHLO_ADD / MULTIPLY / MAXIMUM / MINIMUM node)."""
+
+    indices_are_sorted: bool = False
+    update_window_dims: tuple[int, ...] | None = None
+    inserted_window_dims: tuple[int, ...] | None = None
+    scatter_dims_to_operand_dims: tuple[int, ...] | None = None
+    index_vector_dim: int = 0
+    unique_indices: bool = False
+    update_computation_subgraph_index: int = 0
+
+
+@dataclass(frozen=True)
+class StablehloCompareParams:
+    """Options of STABLEHLO_COMPARE."""
+
+    comparison_direction: StablehloComparisonDirection = (
+        StablehloComparisonDirection.STABLEHLO_COMPARISON_DIRECTION_EQ
+    )
+    compare_type: StablehloComparisonType = StablehloComparisonType.STABLEHLO_COMPARISON_TYPE_NOTYPE
+
+
+@dataclass(frozen=True)
+class StablehloDynamicSliceParams:
+    """Options of STABLEHLO_DYNAMIC_SLICE."""
+
+    slice_sizes: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class StablehloPadParams:
+    """Options of STABLEHLO_PAD: per axis, the edge padding before and after (negative:
+    cropping) and the interior padding between elements."""
+
+    edge_padding_low: tuple[int, ...] | None = None
+    edge_padding_high: tuple[int, ...] | None = None
+    interior_padding: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class StablehloIotaParams:
+    """Options of STABLEHLO_IOTA."""
+
+    iota_dimension: int = 0
+
+
+@dataclass(frozen=True)
+class StablehloDotGeneralParams:
+    """Options of STABLEHLO_DOT_GENERAL (``precision_config``: StablehloPrecisionConfig values)."""
+
+    lhs_batching_dimensions: tuple[int, ...] | None = None
+    rhs_batching_dimensions: tuple[int, ...] | None = None
+    lhs_contracting_dimensions: tuple[int, ...] | None = None
+    rhs_contracting_dimensions: tuple[int, ...] | None = None
+    precision_config: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class StablehloReduceWindowParams:
+    """Options of STABLEHLO_REDUCE_WINDOW. ``window_dimensions`` is required; an absent or
+    empty other vector means all 1 (strides, dilations) or all 0 (``padding``: a (low,
+    high) pair per axis), as LiteRT's parser fills them."""
+
+    window_dimensions: tuple[int, ...] | None = None
+    window_strides: tuple[int, ...] | None = None
+    base_dilations: tuple[int, ...] | None = None
+    window_dilations: tuple[int, ...] | None = None
+    padding: tuple[int, ...] | None = None
+    body_subgraph_index: int = 0
+
+
+@dataclass(frozen=True)
+class StablehloSortParams:
+    """Options of STABLEHLO_SORT."""
+
+    dimension: int = 0
+    is_stable: bool = False
+    comparator_subgraph_index: int = 0
+
+
+@dataclass(frozen=True)
+class StablehloWhileParams:
+    """Options of STABLEHLO_WHILE."""
+
+    cond_subgraph_index: int = 0
+    body_subgraph_index: int = 0
+
+
+@dataclass(frozen=True)
+class StablehloGatherParams:
+    """Options of STABLEHLO_GATHER: StableHLO's gather dimension numbers and slice sizes."""
+
+    offset_dims: tuple[int, ...] | None = None
+    collapsed_slice_dims: tuple[int, ...] | None = None
+    start_index_map: tuple[int, ...] | None = None
+    index_vector_dim: int = 0
+    slice_sizes: tuple[int, ...] | None = None
+    indices_are_sorted: bool = False
+
+
+@dataclass(frozen=True)
+class StablehloTransposeParams:
+    """Options of STABLEHLO_TRANSPOSE."""
+
+    permutation: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class DilateParams:
+    """Options of DILATE (an empty table: the dilations are an input)."""
+
+
+@dataclass(frozen=True)
+class StablehloRngBitGeneratorParams:
+    """Options of STABLEHLO_RNG_BIT_GENERATOR (DEFAULT runs Philox in LiteRT)."""
+
+    algorithm: RngAlgorithm = RngAlgorithm.DEFAULT
+
+
+@dataclass(frozen=True)
+class ReduceWindowParams:
+    """Options of the deprecated REDUCE_WINDOW: the reduction (UNSUPPORTED, the default,
+    is refused)."""
+
+    reduce_function: ReduceWindowFunction = ReduceWindowFunction.UNSUPPORTED
+
+
+@dataclass(frozen=True)
+class StableHLOCompositeParams:
+    """Options of STABLEHLO_COMPOSITE: the composite's name, version and attributes (bytes
+    of a FlexBuffer map), and the subgraph that computes it (its decomposition)."""
+
+    name: str | None = None
+    decomposition_subgraph_index: int = 0
+    composite_attributes: tuple[int, ...] | None = None
+    composite_attributes_format: CustomOptionsFormat = CustomOptionsFormat.FLEXBUFFERS
+    version: int = 0
+
+
+@dataclass(frozen=True)
+class StablehloShiftLeftParams:
+    """Options of STABLEHLO_SHIFT_LEFT (an empty table)."""
+
+
+@dataclass(frozen=True)
+class StablehloCaseParams:
+    """Options of STABLEHLO_CASE: the branch subgraphs, by index (an index input out of
+    range runs the last)."""
+
+    branch_subgraph_indices: tuple[int, ...] | None = None

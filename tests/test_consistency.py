@@ -41,6 +41,10 @@ def name(pair) -> str:
 CUSTOM_OP_TESTS: dict[str, str] = {
     "AudioSpectrogram": "tests/cpu/test_audio_custom_ops.py::test_audio_spectrogram_matches_litert",
     "Convolution2DTransposeBias": "tests/cpu/test_mediapipe_custom.py::test_matches_litert_on_the_equivalent_transpose_conv",
+    # MediaPipe's attention face-mesh ops (LiteRT lacks them): direct ports of MediaPipe's loops.
+    "Landmarks2TransformMatrix": "tests/cpu/test_mediapipe_attention.py::test_matrix_equals_mediapipes_loops_on_random_landmarks",
+    "TransformLandmarks": "tests/cpu/test_mediapipe_attention.py::test_landmarks_equal_mediapipes_loops_on_random_matrices",
+    "TransformTensorBilinear": "tests/cpu/test_mediapipe_attention.py::test_bilinear_equals_mediapipes_loops_on_random_matrices",
     "Mfcc": "tests/cpu/test_audio_custom_ops.py::test_mfcc_matches_litert",
     "TFLite_Detection_PostProcess": (
         "tests/cpu/test_detection_postprocess.py::test_ssd_model_ending_in_detection_postprocess_gives_litert_outputs"

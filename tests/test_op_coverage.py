@@ -25,43 +25,13 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 #: Builtin (op, versions) LiteRT registers and the CPU does not run.
 KNOWN_GAPS: dict[str, tuple[int, ...]] = {
     # text: embeddings, hashtables, hashing
-    "EMBEDDING_LOOKUP": (1, 2, 3, 4, 5),
-    "EMBEDDING_LOOKUP_SPARSE": (1,),
-    "HASHTABLE": (1,),
-    "HASHTABLE_FIND": (1,),
-    "HASHTABLE_IMPORT": (1,),
-    "HASHTABLE_LOOKUP": (1,),
-    "HASHTABLE_SIZE": (1,),
-    "LSH_PROJECTION": (1,),
-    "SKIP_GRAM": (1,),
-    # random numbers
-    "MULTINOMIAL": (1,),
-    "RANDOM_STANDARD_NORMAL": (1,),
-    "RANDOM_UNIFORM": (1,),
+    "EMBEDDING_LOOKUP": (5,),
     # shape, data movement and scatter
-    # windows in 3-D and general
-    "CONV_3D": (1,),
-    "CONV_3D_TRANSPOSE": (1,),
-    "REDUCE_WINDOW": (1,),
 }
 
 #: The StableHLO builtins LiteRT's resolver registers (the other StableHLO ops of the schema
 #: it does not run either) that the CPU does not run.
-KNOWN_STABLEHLO_GAPS: dict[str, tuple[int, ...]] = {
-    "STABLEHLO_ADD": (1,),
-    "STABLEHLO_AND": (1,),
-    "STABLEHLO_CASE": (1,),
-    "STABLEHLO_COMPOSITE": (1,),
-    "STABLEHLO_GATHER": (1,),
-    "STABLEHLO_MAXIMUM": (1,),
-    "STABLEHLO_MINIMUM": (1,),
-    "STABLEHLO_MULTIPLY": (1,),
-    "STABLEHLO_PAD": (1,),
-    "STABLEHLO_REDUCE_WINDOW": (1,),
-    "STABLEHLO_RNG_BIT_GENERATOR": (1,),
-    "STABLEHLO_SCATTER": (1,),
-    "STABLEHLO_SHIFT_LEFT": (1,),
-}
+KNOWN_STABLEHLO_GAPS: dict[str, tuple[int, ...]] = {}
 
 #: LiteRT's default custom ops the CPU does not run.
 KNOWN_CUSTOM_GAPS: dict[str, tuple[int, ...]] = {}

@@ -1,11 +1,8 @@
 """Helpers shared by the CPU kernels: fused activations, TFLite's padding arithmetic, and
-the thread count of the BLAS behind numpy (``set_blas_threads``)."""
+the thread pools behind numpy (``ThreadLimit``, ``set_blas_threads``)."""
 
 from __future__ import annotations
 
-import ctypes
-import glob
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,57 +111,83 @@ def broadcast_shape(*shapes) -> tuple[int, ...]:
         raise ValueError(f"shapes {[list(s) for s in shapes]} cannot be broadcast together") from None
 
 
-# -- the BLAS behind numpy ------------------------------------------------------------------------
+# -- the thread pools behind numpy ----------------------------------------------------------------
 #
 # numpy's wheels bundle OpenBLAS, which runs a large matmul on as many threads as there are
-# cores (OPENBLAS_NUM_THREADS at import, else all). For ``Interpreter(num_threads=n)`` that
-# is the knob: on a machine whose other cores are busy, OpenBLAS's worker threads wait for a
-# time slice and a 5 ms model can take 60 ms (measured: the face detection model on 2 cores
-# with a concurrent test run: 3.7 ms on one thread, 64 ms on two).
-
-_OPENBLAS_PREFIXES = ("scipy_openblas_", "openblas_")
-_OPENBLAS_SUFFIXES = ("64_", "_64_", "")
+# cores (OPENBLAS_NUM_THREADS at import, else all). On a machine whose other cores are busy,
+# OpenBLAS's worker threads wait for a time slice and a 5 ms model can take 60 ms
+# (measured: the face detection model on 2 cores with a concurrent test run: 3.7 ms on one
+# thread, 64 ms on two). ``threadpoolctl`` finds every such pool loaded in the process
+# (BLAS, OpenMP) and sets its size; ``ThreadLimit`` does so for the time of one invoke.
 
 
-def _openblas_library():
-    """The (set, get) thread-count functions of the OpenBLAS numpy loaded, or None."""
-    candidates = []
-    try:
-        with open("/proc/self/maps") as maps:  # Linux: the libraries actually mapped
-            candidates += sorted({line.split()[-1] for line in maps if "openblas" in line.lower() and "/" in line})
-    except OSError:
-        pass
-    base = os.path.dirname(os.path.dirname(np.__file__))
-    for pattern in ("numpy.libs/*openblas*", "numpy/.dylibs/*openblas*", "numpy.libs/*.dll"):
-        candidates += sorted(glob.glob(os.path.join(base, pattern)))
-    for path in candidates:
-        try:
-            library = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for prefix in _OPENBLAS_PREFIXES:
-            for suffix in _OPENBLAS_SUFFIXES:
-                setter = getattr(library, f"{prefix}set_num_threads{suffix}", None)
-                getter = getattr(library, f"{prefix}get_num_threads{suffix}", None)
-                if setter is not None and getter is not None:
-                    setter.argtypes, setter.restype, getter.restype = [ctypes.c_int], None, ctypes.c_int
-                    return setter, getter
-    return None
+class ThreadLimit:
+    """The thread pools of the libraries behind numpy (BLAS, OpenMP: what
+    ``threadpoolctl`` finds loaded), limited to ``count`` threads inside ``with``, and
+    put back as they were after (so one interpreter's limit never outlives its invoke).
+
+    Cheap when nothing changes: a pool already at ``count`` threads is not touched (one
+    ``get_num_threads`` call per pool, about 1 us). The pools are those loaded when the
+    first limit is entered. The size of a pool is the process's: two threads invoking
+    at once with different limits share whichever was set last; and threadpoolctl lets
+    only one Python thread (the first that sets it) resize a pthreads OpenBLAS, so an
+    invoke from another thread runs with the size that thread left."""
+
+    __slots__ = ("count", "_restore", "_depth")
+
+    def __init__(self, count: int) -> None:
+        if count < 1:
+            raise ValueError(f"a thread limit is at least 1, got {count}")
+        self.count = int(count)
+        self._restore: list = []
+        self._depth = 0  # (re-entered by a subgraph that a control-flow node runs)
+
+    def __enter__(self) -> "ThreadLimit":
+        self._depth += 1
+        if self._depth > 1:
+            return self
+        count = self.count
+        restore = self._restore
+        for pool in thread_pools():
+            previous = pool.get_num_threads()
+            if previous is not None and previous != count:
+                pool.set_num_threads(count)
+                restore.append((pool, previous))
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._depth -= 1
+        if self._depth:
+            return
+        restore = self._restore
+        while restore:
+            pool, previous = restore.pop()
+            pool.set_num_threads(previous)
 
 
-_BLAS = None
+_THREAD_POOLS: list | None = None
+
+
+def thread_pools() -> list:
+    """The thread-pool controllers (``threadpoolctl``) of the libraries loaded now,
+    found once per process."""
+    global _THREAD_POOLS
+    if _THREAD_POOLS is None:
+        from threadpoolctl import ThreadpoolController
+
+        _THREAD_POOLS = list(ThreadpoolController().lib_controllers)
+    return _THREAD_POOLS
 
 
 def set_blas_threads(count: int) -> int | None:
-    """Let numpy's BLAS use ``count`` threads (process-wide); returns the previous count,
-    or None when numpy's BLAS is not an OpenBLAS this can reach (nothing changes then)."""
-    global _BLAS
-    if _BLAS is None:
-        _BLAS = _openblas_library() or False
-    if not _BLAS:
-        return None
-    setter, getter = _BLAS
-    previous = int(getter())
-    if previous != count:
-        setter(int(count))
+    """Let numpy's BLAS use ``count`` threads from now on, process-wide (benchmarks; an
+    interpreter limits its own invokes with ``ThreadLimit``); returns the previous count
+    of the first BLAS pool, or None when threadpoolctl finds none (nothing changes)."""
+    previous = None
+    for pool in thread_pools():
+        if pool.user_api != "blas":
+            continue
+        if previous is None:
+            previous = pool.get_num_threads()
+        pool.set_num_threads(int(count))
     return previous

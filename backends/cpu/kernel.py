@@ -100,9 +100,12 @@ class CpuKernel:
         return self.invoke
 
     def buffers_are_fixed(self) -> bool:
-        """Whether no input or output is DYNAMIC (its ``data`` replaced by ``set_data`` at
-        invoke): only then may ``bind`` keep views of them until the next allocation."""
-        return not any(t is not None and t.is_dynamic for t in (*self.inputs, *self.outputs))
+        """Whether ``bind`` may keep views of the inputs and outputs: none is DYNAMIC (its
+        ``data`` replaced by ``set_data`` at invoke), so they hold until the next
+        allocation, or the interpreter watches them (``buffers_watched``: it checks every
+        buffer before each call of the bound function and asks ``bind`` again when one
+        changed)."""
+        return self.buffers_watched or not any(t is not None and t.is_dynamic for t in (*self.inputs, *self.outputs))
 
     # -- small checks with clear messages ---------------------------------------------------
     @property
@@ -228,18 +231,40 @@ def _fold(kernel: CpuKernel) -> None:
 
 
 def _import_kernel_modules() -> None:
+    global _KERNEL_MODULES_IMPORTED
+    if _KERNEL_MODULES_IMPORTED:
+        return
     from backends.cpu import kernels
 
     for module in pkgutil.iter_modules(kernels.__path__):
         importlib.import_module(f"{kernels.__name__}.{module.name}")
+    _KERNEL_MODULES_IMPORTED = True
+
+
+#: The resolver ``builtin_op_resolver`` copies, with the kernel counts it was built from.
+_BUILTINS: tuple[int, int, MutableOpResolver] | None = None
 
 
 def builtin_op_resolver() -> MutableOpResolver:
-    """A resolver with every CPU kernel of this package (TFLite's ``BuiltinOpResolver``).
+    """A resolver with every CPU kernel of this package (TFLite's ``BuiltinOpResolver``):
+    a new resolver each call (a caller may add to it), whose registrations are built
+    once per process (again only when a kernel was registered since).
 
     ``builtin_op_resolver().list_ops()`` lists its builtin and custom ops, their versions and
     the kernel classes that run each version (``litedelegate ops`` prints it)."""
+    global _BUILTINS
     _import_kernel_modules()
+    if _BUILTINS is None or _BUILTINS[:2] != (len(KERNELS), len(CUSTOM_KERNELS)):
+        _BUILTINS = (len(KERNELS), len(CUSTOM_KERNELS), _build_builtin_op_resolver())
+    resolver = MutableOpResolver(_BUILTINS[2].description)
+    resolver.add_all(_BUILTINS[2])
+    return resolver
+
+
+_KERNEL_MODULES_IMPORTED = False
+
+
+def _build_builtin_op_resolver() -> MutableOpResolver:
     classes: dict[tuple[int, int], list[type[CpuKernel]]] = {}
     for entry in KERNELS:
         for version in range(entry.min_version, entry.max_version + 1):

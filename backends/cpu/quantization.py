@@ -111,9 +111,31 @@ def quantize_multiplier(real_multiplier: float, *, single_rounding: bool | None 
 
 
 def quantize_multipliers(real_multipliers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``quantize_multiplier`` per channel: (multipliers int64[C], shifts int64[C])."""
-    pairs = [quantize_multiplier(float(m)) for m in np.asarray(real_multipliers, dtype=np.float64).ravel()]
-    return np.array([p[0] for p in pairs], np.int64), np.array([p[1] for p in pairs], np.int64)
+    """``quantize_multiplier`` per channel: (multipliers int64[C], shifts int64[C]).
+
+    The same steps on whole arrays (``frexp``, C's ``round`` of the fraction times
+    2**31, the carry, the underflow to (0, 0), the single-rounding cap), each exact in
+    float64, so every pair equals ``quantize_multiplier``'s."""
+    reals = np.asarray(real_multipliers, dtype=np.float64).ravel()
+    if not np.all(np.isfinite(reals)):
+        quantize_multiplier(float(reals[~np.isfinite(reals)][0]))  # raises, naming the scale
+    fraction, exponent = np.frexp(reals)
+    scaled = fraction * float(1 << 31)  # exact: a power of two
+    fixed = np.trunc(scaled)
+    fixed += np.where(np.abs(scaled - fixed) >= 0.5, np.sign(scaled), 0.0)  # halves away from zero
+    fixed = fixed.astype(np.int64)
+    shifts = exponent.astype(np.int64)
+    carry = fixed == (1 << 31)
+    fixed[carry] //= 2
+    shifts[carry] += 1
+    underflow = shifts < -31
+    fixed[underflow] = 0
+    shifts[underflow] = 0
+    if SINGLE_ROUNDING:
+        capped = shifts > 30
+        fixed[capped] = (1 << 31) - 1
+        shifts[capped] = 30
+    return fixed, shifts
 
 
 def saturating_rounding_doubling_high_mul(a: IntArray, b: IntArray, *, may_saturate: bool | None = None) -> Any:
@@ -305,7 +327,12 @@ def _fix_ties(rounded: np.ndarray, difference: np.ndarray) -> None:
 def activation_range_quantized(activation: int, scale: float, zero_point: int, dtype: np.dtype) -> tuple[int, int]:
     """(min, max) of a fused activation in the quantized domain of the output
     (TFLite's ``CalculateActivationRangeQuantized``: ``zero_point +
-    roundf(f / scale)`` in float32, clamped to the type's range)."""
+    roundf(f / scale)`` in float32, clamped to the type's range).
+
+    As in the LiteRT we match, a bound whose ``roundf(f / scale)`` lies outside
+    ``[-2**31, 2**31]`` (or is NaN) is refused: :class:`QuantizationParameterError`
+    naming the output scale. Within it, the int32 conversion and the addition of the
+    zero point wrap as the compiled C does, so both bounds are int32 values."""
     info = np.iinfo(dtype)
     low, high = int(info.min), int(info.max)
     scale32 = np.float32(scale)
@@ -313,10 +340,16 @@ def activation_range_quantized(activation: int, scale: float, zero_point: int, d
     def quantize(value: float) -> int:
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
             q = float(np.float32(value) / scale32)  # float / float in C: float32
-        if not math.isfinite(q) or not INT32_MIN <= _c_round(q) <= INT32_MAX:
-            # static_cast<int32_t> of an out-of-range float: x86 gives INT32_MIN.
-            return int(zero_point) + INT32_MIN
-        return int(zero_point) + _c_round(q)
+        if not math.isfinite(q) or not INT32_MIN <= _c_round(q) <= 1 << 31:
+            raise QuantizationParameterError(
+                f"the output scale {float(scale32):.7g} puts the fused activation's bound {value} at {q:.6g} steps "
+                f"from the zero point, outside int32 (TFLite's CalculateActivationRangeQuantized refuses it); "
+                f"the output scale must be at least {abs(value) / 2.0**31:.6g}"
+            )
+        whole = _c_round(q)
+        if whole == 1 << 31:
+            whole = INT32_MIN  # static_cast<int32_t>(2**31): x86 gives INT32_MIN
+        return int(_wrap_int32(int(zero_point) + whole))
 
     if activation == ActivationFunctionType.RELU:
         return max(low, quantize(0.0)), high
@@ -364,3 +397,61 @@ def legacy_params(tensor) -> tuple[float, int]:
 def wrap_int32(x: IntArray) -> Any:
     """Two's-complement wrap of integer values to int32, in int64 (C's int32 overflow)."""
     return _wrap_int32(_int64(namespace_of(x), x))
+
+
+# -- Prepare-time checks of quantization parameters, shared by the CPU kernels and the GPU ops
+
+
+class QuantizationParameterError(ValueError):
+    """A node's quantization parameters are outside what TFLite's integer arithmetic
+    computes: the LiteRT we match refuses them at Prepare, or its result would be
+    undefined behaviour in C (an int32 shifted by 32 bits or more), which a CPU and a GPU
+    compute differently. Raised at Prepare; the message names the parameter."""
+
+
+#: The widest left shift of an int32 accumulator that TFLite's requantization
+#: (``x * (1 << shift)`` in MultiplyByQuantizedMultiplier) defines.
+MAX_LEFT_SHIFT = 31
+
+
+def requantization_multiplier(real_multiplier: float, what: str) -> tuple[int, int]:
+    """``quantize_multiplier(real_multiplier)`` for a node's Prepare, refusing what
+    TFLite's integer requantization cannot compute with a
+    :class:`QuantizationParameterError` that names ``what`` (the ratio of scales that
+    ``real_multiplier`` is, e.g. ``"input scale x filter scale / output scale"``):
+
+    - a ratio that is not finite;
+    - a ratio of 2**31 or more: its shift is a left shift of 32 bits or more, which C
+      leaves undefined (x86 shifts by the count modulo 32, CUDA's ``shl`` gives 0).
+
+    A ratio below 2**-32 flushes to (0, 0) as in TFLite, and is computed."""
+    real = float(real_multiplier)
+    if not math.isfinite(real):
+        raise QuantizationParameterError(
+            f"{what} is {real!r}: TFLite's requantization needs a finite ratio of scales"
+        )
+    multiplier, shift = quantize_multiplier(real)
+    if shift > MAX_LEFT_SHIFT:
+        raise QuantizationParameterError(
+            f"{what} is {real:.6g}, not below 2**31: TFLite's requantization would shift int32 values left by "
+            f"{shift} bits, which C leaves undefined; the scales must make the ratio smaller than 2**31"
+        )
+    return multiplier, shift
+
+
+def requantization_multipliers(real_multipliers: Any, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`requantization_multiplier` per channel: (multipliers int64[C], shifts
+    int64[C]), computed on the whole array (:func:`quantize_multipliers`); a refusal names
+    the first channel refused, with :func:`requantization_multiplier`'s message."""
+    reals = np.asarray(real_multipliers, dtype=np.float64).ravel()
+
+    def refuse_first(bad: np.ndarray) -> None:
+        channel = int(np.flatnonzero(bad)[0])
+        requantization_multiplier(float(reals[channel]), what if reals.size == 1 else f"{what} of channel {channel}")
+
+    if not np.all(np.isfinite(reals)):
+        refuse_first(~np.isfinite(reals))
+    multipliers, shifts = quantize_multipliers(reals)
+    if np.any(shifts > MAX_LEFT_SHIFT):
+        refuse_first(shifts > MAX_LEFT_SHIFT)
+    return multipliers, shifts

@@ -27,7 +27,9 @@ The rules, and how a violation shows:
 * **Devices.** Arrays belong to the device that allocated them. Using one in a kernel
   while another device is current, or making a stream current under another device:
   :class:`WrongDeviceError` (CuPy and CUDA refuse both).
-* **Memory.** Pools hand out blocks per stream, as CuPy's do. Fresh memory and memory
+* **Memory.** Pools hand out blocks per stream, as CuPy's do, rounded up to 512 bytes (in the
+  host shim's sanitized mode, ``LITEDELEGATE_SHIM_SANITIZE=1``, exactly the bytes asked
+  for: AddressSanitizer's redzones then border every device buffer). Fresh memory and memory
   returned to the pool (when its last array is garbage-collected) hold 0xFF bytes: NaN
   as float, -1 as int. Reading what nobody wrote gives NaN, not zeros. As in CuPy, an
   array holds only a weak reference to its pool (``PooledMemory``): when the pool object
@@ -320,8 +322,21 @@ class MemoryPointer:
         return int(self.block.memory.ctypes.data)
 
 
+def _block_size(nbytes: int) -> int:
+    """The bytes of the block for an allocation of ``nbytes``: rounded up to 512 as CuPy
+    does, or, in the host shim's sanitized mode, exactly ``nbytes`` (each block its own
+    allocation, so AddressSanitizer's redzones border it: a kernel reading past a
+    buffer is caught instead of reading the rounding slack)."""
+    from backends.gpu.cuda.host import sanitizing
+
+    if sanitizing():
+        return int(nbytes)
+    return max(_ROUND, -(-int(nbytes) // _ROUND) * _ROUND)
+
+
 class MemoryPool:
-    """``cupy.cuda.MemoryPool``: blocks rounded to 512 bytes, reused per (device, stream, size)."""
+    """``cupy.cuda.MemoryPool``: blocks rounded to 512 bytes (exact in the host shim's
+    sanitized mode), reused per (device, stream, size)."""
 
     def __init__(self, machine: "EmulatedMachine", allocator: Any = None) -> None:
         self.machine = machine
@@ -343,7 +358,7 @@ class MemoryPool:
     def _malloc(self, nbytes: int) -> MemoryPointer:
         machine = self.machine
         device_id, stream = machine.thread.device, machine.current_stream()
-        size = max(_ROUND, -(-int(nbytes) // _ROUND) * _ROUND)
+        size = _block_size(nbytes)
         free = self.free.get((device_id, stream, size))
         block = free.pop() if free else machine.from_driver(size, self, device_id, stream)
         self.blocks.add(block)

@@ -42,6 +42,7 @@ import pkgutil
 from types import ModuleType
 
 from delegate_sdk.recipes.base import (
+    DTYPE_FORMS,
     QUANTIZED_DTYPES,
     TYPED_RECIPES,
     UNBUILDABLE_VERSIONS,
@@ -49,6 +50,7 @@ from delegate_sdk.recipes.base import (
     Recipe,
     RecipeError,
     checked_model,
+    dtype_name,
     recipe,
     recipes_for,
     register_recipe,
@@ -58,6 +60,7 @@ from delegate_sdk.recipes.base import (
 )
 
 __all__ = [
+    "DTYPE_FORMS",
     "QUANTIZED_DTYPES",
     "Recipe",
     "RecipeError",
@@ -71,6 +74,7 @@ __all__ = [
     "rule_version",
     "single_op_model",
     "typed_recipes",
+    "dtype_name",
     "family_modules",
 ]
 

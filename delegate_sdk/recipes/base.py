@@ -177,16 +177,40 @@ def typed_recipes(op: int, dtype: str) -> dict[int, Recipe]:
     (the bit-exact models), else the ``VERSION_RECIPES`` entry when it is of that type. The
     versions missing are those where TFLite's rules give ``op`` no such form (int8 CONV_2D
     is v3 at the least: v1 is float32 or uint8, v2 hybrid)."""
-    dtype = _dtype_name(dtype)
+    dtype = dtype_name(dtype)
     found = {v: r for (o, v), r in VERSION_RECIPES.items() if o == int(op) and r.activation_dtype == dtype}
     found.update({v: r for (o, v, d), r in TYPED_RECIPES.items() if o == int(op) and d == dtype})
     return dict(sorted(found.items()))
 
 
-def _dtype_name(dtype) -> str:
+#: What the kit's ``dtype=`` arguments accept (named by :func:`dtype_name`'s TypeError).
+DTYPE_FORMS = (
+    "a numpy dtype or scalar type (np.dtype('int8'), np.int8), a TensorType member (TensorType.INT8) "
+    "or a string ('int8')"
+)
+
+
+def dtype_name(dtype) -> str:
+    """The kit's name of a tensor type, as :attr:`Recipe.activation_dtype` spells it
+    (``"int8"``, ``"float32"``...), from any of :data:`DTYPE_FORMS`.
+
+    Raises:
+      TypeError: ``dtype`` is none of those (a bare int, a Python type such as ``float``,
+        which numpy would read as float64, a list...).
+      ValueError: a string that names no tensor type.
+    """
+    if isinstance(dtype, TensorType):
+        return dtype.name.lower()
     if isinstance(dtype, str):
-        return dtype.lower()
-    return np.dtype(dtype).name
+        if dtype.upper() in TensorType.__members__:
+            return dtype.lower()
+        try:
+            return np.dtype(dtype).name
+        except TypeError:
+            raise ValueError(f"dtype {dtype!r} names no tensor type; use e.g. 'int8', 'uint8', 'int16', 'float32'") from None
+    if isinstance(dtype, np.dtype) or (isinstance(dtype, type) and issubclass(dtype, np.generic)):
+        return np.dtype(dtype).name
+    raise TypeError(f"dtype must be {DTYPE_FORMS}; got {dtype!r} ({type(dtype).__name__})")
 
 
 def rule_version(model: bytes | Model, node: int = 0) -> int:
@@ -220,8 +244,8 @@ def single_op_model(op: int, version: int, dtype: str | None = None) -> bytes:
         found = typed_recipes(op, dtype)
         if int(version) not in found:
             raise RecipeError(
-                f"no {_dtype_name(dtype)} recipe for {_op_name(op)} v{version} ({_dtype_name(dtype)} recipes exist for "
-                f"versions {sorted(found)}; TFLite's rules give {_op_name(op)} no {_dtype_name(dtype)} form at the others)"
+                f"no {dtype_name(dtype)} recipe for {_op_name(op)} v{version} ({dtype_name(dtype)} recipes exist for "
+                f"versions {sorted(found)}; TFLite's rules give {_op_name(op)} no {dtype_name(dtype)} form at the others)"
             )
         entry = found[int(version)]
     return checked_model(entry)
@@ -350,12 +374,12 @@ class Graph:
 
 
 def _default_params(op: int):
-    from schema.option_parsers import OPTIONS_TABLE_OF_OP
+    from schema.option_parsers import params_class_of_op
 
-    entry = OPTIONS_TABLE_OF_OP.get(int(op))
-    if entry is None:
+    params_class = params_class_of_op(int(op))
+    if params_class is None:
         raise ValueError(f"{_op_name(op)} has no params")
-    return entry[1]()
+    return params_class()
 
 
 S4 = (1, 3, 3, 2)  # a small NHWC tensor

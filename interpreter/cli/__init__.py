@@ -6,6 +6,7 @@
     litedelegate bench    [MODEL] [--delegate ...] [--runs N] [--compare-litert] [--json]
     litedelegate diff     [MODEL] --delegate ... [--reference cpu|litert-ref] [--invokes N] [--nodes] [--json]
     litedelegate ops      [--compare-litert] [--json]
+    litedelegate batch    MODEL INPUT... --output OUT.parquet [--engine local|ray] [--batch-size N] [--delegate ...]
 
 With no MODEL every command uses the example model shipped in the package
 (``interpreter.example_model``). Exit codes: 0 ok, 1 a runtime or model error, 2 a usage
@@ -32,7 +33,7 @@ PROG = "litedelegate"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from interpreter.cli import analyze, bench, diff, ops, run, versions
+    from interpreter.cli import analyze, batch, bench, diff, ops, run, versions
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks of errors")
@@ -44,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (run, analyze, versions, bench, diff, ops):
+    for module in (run, analyze, versions, bench, diff, ops, batch):
         module.add_parser(commands, [common])
     return parser
 

@@ -29,5 +29,6 @@ def test_the_reference_covers_the_public_api():
                  "delegate_sdk.MutableOpResolver", "MutableOpResolver.as_of_release", "delegate_sdk.testing.single_op_model",
                  "backends.gpu.GpuDelegate", "backends.cpu.builtin_op_resolver", "schema.model.Model",
                  "schema.builder.ModelBuilder", "schema.versioning.get_builtin_operator_version",
-                 "schema.versioning.get_min_runtime_version", "schema.custom_options.FlexbufferMap"):
+                 "schema.versioning.get_min_runtime_version", "schema.custom_options.FlexbufferMap",
+                 "interpreter.batch.Predictor", "interpreter.batch.run_batch"):
         assert f"`{name}" in text, name

@@ -118,6 +118,17 @@ def test_transpose_conv_with_output_shape_as_input_matches_litert():
         assert_matches_litert(model, [x, np.array([1, *output_hw, 2], np.int32)])
 
 
+def test_transpose_conv_with_an_output_shape_input_of_other_channels_fails_naming_them():
+    model = transpose_conv_model([1, 3, 4, 2], (3, 3), 2, (6, 8), tc_params(stride=(2, 2)), shape_is_input=True)
+    interpreter = Interpreter(model_content=model)
+    interpreter.allocate_tensors()
+    x = np.zeros([1, 3, 4, 2], np.float32)
+    for detail, value in zip(interpreter.get_input_details(), [x, np.array([1, 6, 8, 5], np.int32)]):
+        interpreter.set_tensor(detail["index"], value)
+    with pytest.raises(KernelError, match=r"TRANSPOSE_CONV v1.*output_shape \[1, 6, 8, 5\].*batch 1 and the filter's 2 output channels"):
+        interpreter.invoke()
+
+
 def test_transpose_conv_with_weights_as_input_matches_litert():
     rng = np.random.default_rng(2)
     model = transpose_conv_model([1, 3, 3, 2], (2, 2), 3, (6, 6), tc_params(stride=(2, 2)), weights_are_input=True)

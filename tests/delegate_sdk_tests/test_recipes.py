@@ -112,7 +112,9 @@ def test_the_first_version_of_every_float_op_is_float():
     not_float = {B.FLOOR_DIV, B.FLOOR_MOD, B.LOGICAL_AND, B.LOGICAL_OR, B.LOGICAL_NOT, B.REDUCE_ALL, B.REDUCE_ANY,
                  B.RANGE, B.WHERE, B.DEQUANTIZE, B.WHILE, B.ONE_HOT, B.SPLIT, B.DENSIFY, B.VAR_HANDLE,
                  B.CALL_ONCE, B.READ_VARIABLE, B.ASSIGN_VARIABLE, B.IF, B.TRANSPOSE_CONV, B.FILL,
-                 B.BITWISE_XOR, B.RIGHT_SHIFT, B.BROADCAST_ARGS}  # (integers only)
+                 B.BITWISE_XOR, B.RIGHT_SHIFT, B.BROADCAST_ARGS,
+                 B.SKIP_GRAM, B.HASHTABLE, B.HASHTABLE_IMPORT, B.HASHTABLE_FIND, B.HASHTABLE_SIZE,
+                 B.STABLEHLO_AND, B.STABLEHLO_SHIFT_LEFT, B.STABLEHLO_RNG_BIT_GENERATOR}  # (integers or strings only)
     for (op, version), entry in RECIPES:
         if version != 1 or op in not_float:
             continue

@@ -3,6 +3,7 @@
 
     python tests/fuzz/harness.py --cases 20000 --seed 1 --device both --workers 2 --out /tmp/fuzz
     python tests/fuzz/harness.py --replay /tmp/fuzz/<hash>.tflite --device gpu-host
+    LITEDELEGATE_SHIM_SANITIZE=1 python tests/fuzz/harness.py --cases 2000 --device gpu-emulated --out /tmp/fuzz-cuda
 
 Each case is a mutated model (``mutate.make_case(corpus, seed, index)``, deterministic)
 run on each device asked for, in a pool of long-lived worker processes (each with an
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import dis
 import faulthandler
 import hashlib
@@ -57,7 +59,38 @@ HARNESS_ERROR = "HARNESS_ERROR"
 OUTCOMES = (OK, CLEAN_ERROR, WRAPPED_INTERNAL, UNCAUGHT, HANG, CRASH, HARNESS_ERROR)
 #: Outcomes that make the exit status 1 (what CI gates on).
 FAILURES = (WRAPPED_INTERNAL, UNCAUGHT, HANG, CRASH, HARNESS_ERROR)
-DEVICES = ("cpu", "gpu-host")
+#: ``gpu-host``: ``GpuDelegate(device="host")`` (the ops' numpy twins); ``gpu-emulated``:
+#: ``GpuDelegate(device=emulated_cuda_device())``, the branch a GPU runs (the ``.cu`` kernels
+#: through the host shim, sanitized when ``LITEDELEGATE_SHIM_SANITIZE`` is set).
+DEVICES = ("cpu", "gpu-host", "gpu-emulated")
+#: ``--device`` choices that name several devices.
+DEVICE_GROUPS = {"both": ("cpu", "gpu-host"), "all": DEVICES}
+
+
+#: The case timeout is multiplied by this on a device: the emulated CUDA device runs every
+#: CUDA thread of a launch as a C++ call on 2-8 host threads (a pool over a 21 MB input, a
+#: legitimate mutant, takes 2-3 s of CPU there, 0.1 s on the numpy twins), and three
+#: times slower again under the sanitizers.
+DEVICE_TIME_FACTOR = {"gpu-emulated": 3.0}
+
+
+def case_timeout_on(device: str, timeout: float) -> float:
+    """``--case-timeout`` for one run on ``device`` (:data:`DEVICE_TIME_FACTOR`)."""
+    return timeout * DEVICE_TIME_FACTOR.get(device, 1.0) * (3.0 if device == "gpu-emulated" and sanitizing() else 1.0)
+
+
+def devices_of(choice: str) -> list[str]:
+    """The devices of a ``--device`` choice."""
+    return list(DEVICE_GROUPS.get(choice, (choice,)))
+
+
+def sanitizing() -> bool:
+    """Whether the host shim is built with ASan and UBSan (``LITEDELEGATE_SHIM_SANITIZE``):
+    the workers then run under ASan's runtime, without an address-space limit (ASan
+    reserves terabytes of it for its shadow memory)."""
+    from backends.gpu.cuda.host import sanitizing as shim_sanitizing
+
+    return shim_sanitizing()
 
 #: The project's own error classes that are clear errors wherever they come from
 #: (module path, class name).
@@ -66,6 +99,7 @@ CLEAR_ERRORS = (
     ("delegate_sdk.op_resolver", "UnsupportedOperatorError"),
     ("backends.cpu.kernel", "UnsupportedKernelError"),
     ("schema.custom_options", "CustomOptionsError"),
+    ("backends.cpu.quantization", "QuantizationParameterError"),
     ("interpreter.arena", "ArenaLimitError"),
     ("delegate_sdk.delegate", "DelegateError"),
     ("interpreter.subgraph", "InvokeCancelledError"),
@@ -393,8 +427,9 @@ ARENA_LIMIT_BYTES = 256 << 20
 
 def run_case(data: bytes, device: str, *, max_while_iterations: int | None = None) -> dict[str, Any]:
     """Load ``data`` into an Interpreter (with ``GpuDelegate(device="host")`` for
-    ``gpu-host``), allocate, set random inputs (seeded by the model's CRC32), invoke twice
-    and read the outputs. Returns the outcome and, for an exception, its classification."""
+    ``gpu-host``, on a new emulated CUDA device for ``gpu-emulated``), allocate, set random
+    inputs (seeded by the model's CRC32), invoke twice and read the outputs. Returns the
+    outcome and, for an exception, its classification."""
 
     def body(state: dict[str, Any]) -> None:
         import numpy as np
@@ -406,11 +441,12 @@ def run_case(data: bytes, device: str, *, max_while_iterations: int | None = Non
             kwargs["experimental_max_while_iterations"] = max_while_iterations
         state["phase"] = "load"
         interpreter = Interpreter(model_content=data, **kwargs)
-        if device == "gpu-host":
+        if device in ("gpu-host", "gpu-emulated"):
             from backends.gpu import GpuDelegate
+            from backends.gpu.device import emulated_cuda_device
 
             state["phase"] = "delegate"
-            delegate = GpuDelegate(device="host")
+            delegate = GpuDelegate(device="host" if device == "gpu-host" else emulated_cuda_device())
             recorder = _PrepareRecorder(delegate)
             try:
                 # A delegate whose prepare raises makes this raise DelegatePrepareError (as
@@ -465,7 +501,7 @@ def run_guarded(body: Callable[[dict[str, Any]], None], device: str) -> dict[str
     state: dict[str, Any] = {"phase": "start"}
     result: dict[str, Any] = {"device": device, "outcome": OK}
     start = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, _address_space_for(device):
         warnings.simplefilter("always")
         try:
             body(state)
@@ -513,12 +549,39 @@ def run_call(target: str, args: list, device: str) -> dict[str, Any]:
 
 
 def _set_memory_limit(memory_mb: int) -> None:
-    if memory_mb and memory_mb > 0:
+    if memory_mb and memory_mb > 0 and not sanitizing():
         limit = int(memory_mb) << 20
         soft, hard = resource.getrlimit(resource.RLIMIT_AS)
         if hard != resource.RLIM_INFINITY:
             limit = min(limit, hard)
         resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+#: What a run on the emulated CUDA device may add to the worker's RLIMIT_AS: the host shim
+#: runs a block of a cooperative kernel (``__syncthreads``, ``__shared__``) with one OS thread
+#: per CUDA thread, up to 1024, each reserving a stack of address space (8 MiB by default);
+#: under the plain limit a 1024-thread block cannot start its threads (std::system_error,
+#: then abort: fuzz case 35:186, a CONV_2D of mp_palm_detection_lite with dilation 100,
+#: whose tiled kernel runs 1024-thread blocks).
+SHIM_THREADS = 1024 + 64
+
+
+@contextlib.contextmanager
+def _address_space_for(device: str) -> Iterator[None]:
+    """On ``gpu-emulated``, the address-space limit raised by the shim's thread stacks
+    (:data:`SHIM_THREADS`) for the duration of the run; elsewhere, nothing."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if device != "gpu-emulated" or soft == resource.RLIM_INFINITY:
+        yield
+        return
+    stack = resource.getrlimit(resource.RLIMIT_STACK)[0]
+    stack = 8 << 20 if stack == resource.RLIM_INFINITY or stack <= 0 else stack
+    raised = soft + SHIM_THREADS * stack
+    resource.setrlimit(resource.RLIMIT_AS, (raised if hard == resource.RLIM_INFINITY else min(raised, hard), hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 def _rss_mb() -> float:
@@ -637,6 +700,26 @@ def parse_faulthandler(text: str) -> tuple[str, str, list[str]]:
     return "", "", shown
 
 
+_SANITIZER_ERROR = re.compile(r"(ERROR: AddressSanitizer: [^\n]*|[^\s:]+:\d+:\d+: runtime error: [^\n]*)")
+_SANITIZER_FRAME = re.compile(r"#\d+ 0x[0-9a-f]+ in (.+) (\S+?):(\d+)(?::\d+)?[ \t]*$", re.M)
+
+
+def parse_sanitizer_report(text: str) -> tuple[str, str] | None:
+    """``(what, kernel frame)`` of the first AddressSanitizer or UBSan report in a worker's
+    log (the sanitized host shim: ``LITEDELEGATE_SHIM_SANITIZE``), or None: what is the
+    report's line without addresses and thread ids; the frame is ``file.cu:function`` of
+    the innermost frame in a ``.cu`` or ``.cuh`` file (the kernel), else the first one."""
+    error = _SANITIZER_ERROR.search(text)
+    if error is None:
+        return None
+    what = re.sub(r"\s*(on address|at pc|pc|bp|sp) 0x[0-9a-f]+", "", error.group(1)).strip()
+    what = re.sub(r"^\S*/", "", what)  # a UBSan line starts with the source's (temporary) path
+    frames = _SANITIZER_FRAME.findall(text[error.end():error.end() + 20000])
+    kernel = [f for f in frames if f[1].endswith((".cu", ".cuh"))] or frames
+    frame = f"{os.path.basename(kernel[0][1])}:{kernel[0][0].split('(')[0].split('<')[0].split()[-1]}" if kernel else ""
+    return what, frame
+
+
 #: Seconds a new worker may take to import numpy and the project and read the corpus
 #: (it then says it is ready, and its first task's --case-timeout starts).
 STARTUP_GRACE_S = 60.0
@@ -652,6 +735,10 @@ class _Worker:
         for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             env.setdefault(name, "1")
         env["PYTHONHASHSEED"] = "0"
+        if sanitizing():
+            from backends.gpu.cuda.host import sanitized_environment
+
+            env = sanitized_environment(env)  # ASan's runtime loaded first, leak checks off
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             [sys.executable, str(HERE / "harness.py"), "--worker", str(child_read), str(child_write)],
@@ -677,6 +764,7 @@ class _Worker:
         self.log_offset = self._log_size()
         # a fresh worker imports numpy and the project, and reads the corpus, first
         # (its "ready" message restarts the clock)
+        timeout = case_timeout_on(self.pending[0], timeout) if self.pending else timeout
         self.deadline = time.monotonic() + timeout + (STARTUP_GRACE_S if self.fresh else 0.0)
         self.fresh = False
         self.outbox.send(task)
@@ -794,7 +882,7 @@ class Supervisor:
                             workers[i] = self._crashed(worker, requeued, on_result)
                             continue
                         if result.get("ready"):  # warmed up: the first task's clock starts now
-                            worker.deadline = time.monotonic() + self.case_timeout
+                            worker.deadline = time.monotonic() + self._timeout(worker)
                             continue
                         self._deliver(worker, result, on_result)
                         if worker.task is None:
@@ -810,6 +898,10 @@ class Supervisor:
             for worker in workers:
                 worker.stop(kill=worker.task is not None)
 
+    def _timeout(self, worker: _Worker) -> float:
+        """The time limit of the worker's current run (its next pending device's)."""
+        return case_timeout_on(worker.pending[0], self.case_timeout) if worker.pending else self.case_timeout
+
     def _deliver(self, worker: _Worker, result: dict[str, Any], on_result) -> None:
         result["task"] = {k: v for k, v in worker.task.items() if k != "data"}
         worker.rss_mb = result.get("rss_mb", 0.0)
@@ -818,7 +910,7 @@ class Supervisor:
             worker.pending.remove(device)
         on_result(result)
         if worker.pending:
-            worker.deadline = time.monotonic() + self.case_timeout
+            worker.deadline = time.monotonic() + self._timeout(worker)
             worker.log_offset = worker._log_size()
         else:
             worker.task = None
@@ -855,10 +947,11 @@ class Supervisor:
         frame, where, frames = parse_faulthandler(dump)
         frame = frame.rpartition(":")[0]  # a loop is caught at any line: its file is the signature
         self.restarts["hang"] += 1
-        message = f"no result within {self.case_timeout:g} s; stack: {' <- '.join(frames[:6])}"
+        timeout = self._timeout(worker)
+        message = f"no result within {timeout:g} s; stack: {' <- '.join(frames[:6])}"
         return self._lost(worker, requeued, on_result, {
             "phase": phase_from_stack(frames), "outcome": HANG, "exc_type": "", "op": "", "message": message[:500], "norm": "", "frame": frame,
-            "where": where, "traceback": dump[-20000:], "seconds": self.case_timeout,
+            "where": where, "traceback": dump[-20000:], "seconds": timeout,
         })
 
     def _crashed(self, worker: _Worker, requeued, on_result) -> _Worker:
@@ -878,10 +971,14 @@ class Supervisor:
         else:
             how = f"exit status {returncode}"
         frame, where, frames = parse_faulthandler(dump)
+        message = f"worker died ({how}); stack: {' <- '.join(frames[:6])}"
+        report = parse_sanitizer_report(dump)
+        if report is not None:  # ASan / UBSan ended the worker: their report says where
+            message, frame, where = f"worker died ({how}): {report[0]}; stack: {' <- '.join(frames[:6])}", report[1], report[1]
         self.restarts["crash"] += 1
         return self._lost(worker, requeued, on_result, {
-            "phase": phase_from_stack(frames), "outcome": CRASH, "exc_type": how, "op": "", "message": f"worker died ({how}); stack: {' <- '.join(frames[:6])}"[:500],
-            "norm": "", "frame": frame, "where": where, "traceback": dump[-20000:], "seconds": 0.0,
+            "phase": phase_from_stack(frames), "outcome": CRASH, "exc_type": how, "op": "", "message": message[:500],
+            "norm": normalise(report[0]) if report else "", "frame": frame, "where": where, "traceback": dump[-20000:], "seconds": 0.0,
         })
 
 
@@ -1138,7 +1235,7 @@ def fuzz_tasks(seed: int, start: int, count: int, devices: list[str], deadline: 
 def run_fuzz(args) -> int:
     import mutate
 
-    devices = list(DEVICES) if args.device == "both" else [args.device]
+    devices = devices_of(args.device)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     corpus = mutate.load_corpus(args.models)
@@ -1197,10 +1294,10 @@ def replay(args) -> int:
         data = pathlib.Path(args.replay).read_bytes()
     _set_memory_limit(args.memory_mb)
     faulthandler.enable(all_threads=True)
-    devices = list(DEVICES) if args.device == "both" else [args.device]
+    devices = devices_of(args.device)
     failed = False
     for device in devices:
-        faulthandler.dump_traceback_later(args.case_timeout, exit=True)
+        faulthandler.dump_traceback_later(case_timeout_on(device, args.case_timeout), exit=True)
         result = run_case(data, device, max_while_iterations=args.max_while_iterations or None)
         faulthandler.cancel_dump_traceback_later()
         print(f"\n[{device}] {result['outcome']} (phase {result['phase']}, {result['seconds']:.3f} s)")
@@ -1220,6 +1317,18 @@ def replay(args) -> int:
     return 1 if failed else 0
 
 
+def _run_under_sanitizers_if_asked(argv: list[str]) -> None:
+    """In sanitized mode, a replay runs in this process: start it again with ASan's
+    runtime loaded first (the sanitized shim cannot load otherwise)."""
+    import ctypes
+
+    if sanitizing() and not hasattr(ctypes.CDLL(None), "__asan_init"):
+        from backends.gpu.cuda.host import sanitized_environment
+
+        sys.stdout.flush()
+        os.execve(sys.executable, [sys.executable, str(HERE / "harness.py"), *argv], sanitized_environment())
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--worker"]:
@@ -1231,7 +1340,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--start", type=int, default=0, help="first case index (to split a long run)")
     parser.add_argument("--models", default=None, help="fnmatch pattern(s), comma-separated, on seed names "
                         "('converter/*', 'real/*', 'gen/*'); default: all")
-    parser.add_argument("--device", choices=(*DEVICES, "both"), default="both")
+    parser.add_argument("--device", choices=(*DEVICES, *DEVICE_GROUPS), default="both",
+                        help="'both': cpu and gpu-host; 'all': the three")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--out", default=None, help="output directory (default /tmp/litedelegate-fuzz-<seed>)")
     parser.add_argument("--case-timeout", type=float, default=10.0, help="seconds per case and device before it is a HANG")
@@ -1252,6 +1362,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.replay or args.replay_case:
         if args.device == "both" and "--device" not in argv:
             args.device = "cpu"
+        _run_under_sanitizers_if_asked(argv)
         return replay(args)
     if args.cases < 0 or args.workers < 1:
         parser.error("--cases must be >= 0 and --workers >= 1")

@@ -37,6 +37,12 @@ SHORT_RUN_CASES = 3000
 SHORT_RUN_MODELS = "converter/*,gen/*,real/mltk_*,real/mww_*"  # the small seeds (not the 1-3 MB MediaPipe models)
 SHORT_RUN_WORKERS = 2
 
+#: The short run on the emulated CUDA device (the .cu kernels through the host shim; sanitized
+#: when LITEDELEGATE_SHIM_SANITIZE is set): fewer cases, each run there costs ~10x one on the
+#: numpy twins. About 20-40 s with 2 workers on 2 cores, the shim's builds cached.
+SHORT_EMULATED_SEED = 0
+SHORT_EMULATED_CASES = 200
+
 PAD_MODEL = HERE.parent / "data" / "models" / "converter" / "pad_float32.tflite"
 
 
@@ -76,6 +82,30 @@ def probe_big_allocation(state, device):
     np.ones(8 << 30, np.uint8)  # 8 GiB: past the worker's memory limit
 
 
+#: A cooperative kernel (__shared__, __syncthreads): the host shim runs its 1024-thread block
+#: with 1024 OS threads.
+COOPERATIVE_KERNEL = r"""
+extern "C" __global__ void block_sum(const float* x, float* out) {
+    __shared__ float partial[1024];
+    partial[threadIdx.x] = x[threadIdx.x];
+    __syncthreads();
+    if (threadIdx.x == 0) { float s = 0; for (int i = 0; i < 1024; ++i) s += partial[i]; out[0] = s; }
+}
+"""
+
+
+def probe_a_1024_thread_cooperative_block(state, device):
+    from backends.gpu.emulation import EmulatedCupy
+
+    cupy = EmulatedCupy()
+    kernel = cupy.RawModule(code=COOPERATIVE_KERNEL).get_function("block_sum")
+    x, out = cupy.ones(1024, dtype=cupy.float32), cupy.zeros(1, dtype=cupy.float32)
+    state["phase"] = "invoke"
+    kernel((1,), (1024,), (x, out))
+    if float(out.get()[0]) != 1024:
+        raise AssertionError(f"the block summed {out.get()[0]}")
+
+
 # -- mutations ----------------------------------------------------------------------------------
 
 
@@ -112,11 +142,53 @@ def test_a_truncated_file_is_a_clean_model_error():
     assert result["phase"] == "load"
 
 
-def test_the_seed_models_run_ok_on_both_devices():
-    result = harness.run_case(PAD_MODEL.read_bytes(), "cpu")
-    assert result["outcome"] == harness.OK and result["phase"] == "outputs"
-    result = harness.run_case(PAD_MODEL.read_bytes(), "gpu-host")
-    assert result["outcome"] == harness.OK and "delegate" not in result
+def test_the_seed_models_run_ok_on_every_device():
+    for device in harness.DEVICES:
+        result = harness.run_case(PAD_MODEL.read_bytes(), device)
+        assert result["outcome"] == harness.OK and result["phase"] == "outputs", (device, result.get("message"))
+        assert "delegate" not in result
+
+
+def test_device_choices_name_their_devices_and_the_emulated_device_gets_more_time():
+    assert harness.devices_of("both") == ["cpu", "gpu-host"]
+    assert harness.devices_of("all") == ["cpu", "gpu-host", "gpu-emulated"]
+    assert harness.devices_of("gpu-emulated") == ["gpu-emulated"]
+    assert harness.case_timeout_on("cpu", 10) == 10
+    assert harness.case_timeout_on("gpu-emulated", 10) >= 30
+
+
+def test_the_emulated_device_runs_the_cuda_kernels_through_the_host_shim(monkeypatch):
+    from backends.gpu.cuda.host import HostKernel
+
+    launched = []
+    original = HostKernel.__call__
+    monkeypatch.setattr(HostKernel, "__call__", lambda self, *a, **k: (launched.append(self.name), original(self, *a, **k))[1])
+    model = HERE.parent / "data" / "models" / "converter" / "conv2d_dil2_int8.tflite"
+    assert harness.run_case(model.read_bytes(), "gpu-emulated")["outcome"] == harness.OK
+    assert any("conv2d" in name for name in launched), launched
+
+
+ASAN_REPORT = """-- task 12 device gpu-emulated
+=================================================================
+==4351==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x611000003840 at pc 0x7f64d2d75e40 bp 0x7f64d25feca0 sp 0x7f64d25fec98
+READ of size 1 at 0x611000003840 thread T3
+    #0 0x7f64d2d75e3f in lookup_b8 /root/.cache/litedelegate/host_shim/.module-k5t4ho_m/module.cu:325
+    #1 0x7f64d2d89233 in void cuda_host::call_with_args<unsigned char const*>(void (*)(unsigned char const*), void**) /x/backends/gpu/cuda/host_shim/cuda_host.h:227
+SUMMARY: AddressSanitizer: heap-buffer-overflow /root/.cache/litedelegate/host_shim/.module-k5t4ho_m/module.cu:325 in lookup_b8
+"""
+UBSAN_REPORT = """-- task 3 device gpu-emulated
+/root/.cache/litedelegate/host_shim/.module-ab12/module.cu:88:45: runtime error: shift exponent 40 is too large for 32-bit type 'unsigned int'
+    #0 0x7f0 in wrapping_shift_left(int, int) /root/.cache/litedelegate/host_shim/.module-ab12/module.cu:88
+    #1 0x7f1 in mul_b8 /root/.cache/litedelegate/host_shim/.module-ab12/module.cu:140
+"""
+
+
+def test_a_sanitizer_report_in_a_dead_worker_s_log_names_the_error_and_the_kernel():
+    assert harness.parse_sanitizer_report(ASAN_REPORT) == ("ERROR: AddressSanitizer: heap-buffer-overflow", "module.cu:lookup_b8")
+    what, frame = harness.parse_sanitizer_report(UBSAN_REPORT)
+    assert what == "module.cu:88:45: runtime error: shift exponent 40 is too large for 32-bit type 'unsigned int'"
+    assert frame == "module.cu:wrapping_shift_left"
+    assert harness.parse_sanitizer_report("Fatal Python error: Segmentation fault") is None
 
 
 def _raised(function):
@@ -279,6 +351,18 @@ def test_workers_that_hang_or_die_are_recorded_and_replaced(tmp_path):
     assert supervisor.restarts["hang"] == 2 and supervisor.restarts["crash"] == 2
 
 
+def test_a_1024_thread_cooperative_block_on_the_emulated_device_runs_under_the_memory_limit(tmp_path):
+    # Fuzz case 35:186 (mp_palm_detection_lite, a CONV_2D's dilation set to 100) killed its
+    # worker on gpu-emulated: under RLIMIT_AS the shim could not start the 1024 threads of a
+    # tiled kernel's block (std::system_error, abort). The emulated device's runs get the
+    # threads' stacks on top of the limit (harness._address_space_for).
+    results = {}
+    supervisor = harness.Supervisor(workers=1, case_timeout=60.0, memory_mb=1024, log_dir=tmp_path)
+    task = {"id": "block", "kind": "call", "target": "test_fuzz:probe_a_1024_thread_cooperative_block", "devices": ["gpu-emulated"]}
+    supervisor.run([task], lambda r: results.__setitem__(r["device"], r))
+    assert results["gpu-emulated"]["outcome"] == harness.OK, results["gpu-emulated"].get("message")
+
+
 # -- the short deterministic run -------------------------------------------------------------
 
 
@@ -309,3 +393,27 @@ def test_short_fuzz_run_has_no_hang_and_no_crash(tmp_path, record_property, caps
     assert status == (1 if any(totals[o] for o in harness.FAILURES) else 0)
     if STRICT:
         assert totals["WRAPPED_INTERNAL"] == 0 and totals["UNCAUGHT"] == 0, (out / "report.txt").read_text()
+
+
+def test_short_fuzz_run_on_the_emulated_cuda_device_has_no_failure(tmp_path, record_property, capsys):
+    """The third mode: GpuDelegate on the emulated CUDA device, the .cu kernels run by the
+    host shim (with LITEDELEGATE_SHIM_SANITIZE=1 in the environment, under ASan and UBSan)."""
+    out = tmp_path / "fuzz-emulated"
+    start = time.monotonic()
+    status = harness.main([
+        "--cases", str(SHORT_EMULATED_CASES), "--seed", str(SHORT_EMULATED_SEED), "--models", SHORT_RUN_MODELS,
+        "--device", "gpu-emulated", "--workers", str(SHORT_RUN_WORKERS), "--out", str(out), "--quiet", "--no-verify",
+    ])
+    elapsed = time.monotonic() - start
+    summary = json.loads((out / "summary.json").read_text())
+    totals = summary["totals"]
+    record_property("fuzz_emulated_runs_per_s", round(summary["runs_per_s"], 1))
+    with capsys.disabled():
+        print(f"\nshort fuzz run on the emulated CUDA device: {SHORT_EMULATED_CASES} cases in {elapsed:.1f} s; {totals}")
+    assert summary["runs"] == SHORT_EMULATED_CASES
+    assert totals["OK"] > 0.1 * summary["runs"]
+    failures = {outcome: totals[outcome] for outcome in harness.FAILURES if totals[outcome]}
+    if not STRICT:
+        failures = {o: n for o, n in failures.items() if o not in ("WRAPPED_INTERNAL", "UNCAUGHT")}
+    assert not failures, (out / "report.txt").read_text()
+    assert status == (1 if any(totals[o] for o in harness.FAILURES) else 0)

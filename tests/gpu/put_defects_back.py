@@ -30,6 +30,7 @@ DEVICE_TESTS = [
     "tests/gpu/test_emulated_device.py", "tests/gpu/test_gpu_delegate.py",
 ]
 QUANTIZED_TESTS = ["tests/gpu/test_quantized_ops_vs_litert.py"]
+KERNEL_TESTS = ["tests/gpu/test_tiled_kernels.py"]
 
 #: name -> (file, the line as it is, the line that puts the defect back, the tests to run)
 DEFECTS: dict[str, tuple[str, str, str, list[str]]] = {
@@ -131,6 +132,19 @@ DEFECTS: dict[str, tuple[str, str, str, list[str]]] = {
         "        return [self.launcher(args)]\n\n\nclass QuantizedConcatenation",
         "        return [self.xp.concatenate(args, axis=int(self.params.axis))]\n\n\nclass QuantizedConcatenation",
         DEVICE_TESTS,
+    ),
+    # issue 31: the emulated mma.sync synchronised the whole block, which hid a missing barrier
+    "mma-conv2d-tile-overwritten": (
+        "backends/gpu/cuda/conv2d_mma.cu",
+        "        __syncthreads();  // the tiles are overwritten by the next step\n",
+        "",
+        KERNEL_TESTS,
+    ),
+    "mma-matmul-tile-overwritten": (
+        "backends/gpu/cuda/matmul_mma.cu",
+        "        __syncthreads();  // the tiles are overwritten by the next step\n",
+        "",
+        KERNEL_TESTS,
     ),
     "require-gpu-skips": (
         "tests/conftest.py",

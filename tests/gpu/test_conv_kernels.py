@@ -5,9 +5,9 @@ the ``.cu`` through the host shim against host emulation's twin, results and lau
 counts), the kernels against a plain float64 reference of TFLite's formula, and one
 launch per node through the delegate on both devices.
 
-Tolerances: the twins sum in BLAS's order, the kernels sequentially with fused
-multiply-adds, so float32 results differ by a few ulps of the terms (1e-5); float16
-storage rounds the same float32 value to half, so a last-bit flip of a half (1e-2).
+Tolerances: a kernel against its twin or the float64 reference, kernel_twin.TWIN_TOLERANCE
+(other orders of the sums, fused multiply-adds and flush-to-zero on a device); a model against
+the CPU path, model_tolerance.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from backends.gpu.cuda.conv2d import (
 )
 from backends.gpu.cuda.sources import activation_range
 from interpreter import Interpreter
-from kernel_twin import assert_twin_matches, run_both_ways
+from kernel_twin import assert_close_to_reference, assert_equals_twin, assert_twin_matches, run_both_ways
 from schema.builder import ModelBuilder
 from schema.enums import ActivationFunctionType as Act
 from schema.enums import BuiltinOperator as B
@@ -40,8 +40,11 @@ FLT_MAX = float(np.finfo(np.float32).max)
 ACTIVATIONS = [Act.NONE, Act.RELU, Act.RELU_N1_TO_1, Act.RELU6, Act.TANH]
 
 
-def tolerance(storage) -> dict:
-    return {"rtol": 1e-5, "atol": 1e-5} if np.dtype(storage) == np.float32 else {"rtol": 1e-2, "atol": 1e-2}
+def model_tolerance(precision: str) -> dict:
+    """A delegated model against the CPU path: float32 sums in other orders, or in float16
+    precision every tensor rounded to half on the way (not a kernel against its twin:
+    kernel_twin.TWIN_TOLERANCE is that one)."""
+    return {"rtol": 1e-5, "atol": 1e-5} if precision == "float32" else {"rtol": 1e-2, "atol": 1e-2}
 
 
 # -- CONV_2D: the kernel against its twin -------------------------------------------------------------
@@ -112,10 +115,10 @@ def test_conv2d_twin_matches_the_kernel_and_the_reference(case, storage):
     x, filters, b = conv_inputs(shape, filter_hw, groups, group_out, storage)
     both = run_conv(x, filters, b, groups, stride, dilation, padding, Act.RELU6 if groups > 1 else Act.NONE, storage)
     assert both.kernel_launches == 1
-    assert_twin_matches(both, **tolerance(storage))
+    assert_twin_matches(both)
     want = reference_conv(x, filters.astype(storage), b, groups, stride, dilation, padding,
                           Act.RELU6 if groups > 1 else Act.NONE)
-    np.testing.assert_allclose(both.kernel[0].astype(np.float64), want, **tolerance(storage))
+    assert_close_to_reference(both.kernel[0], want)
 
 
 @pytest.mark.parametrize("storage", [np.float32, np.float16])
@@ -125,12 +128,12 @@ def test_conv2d_twin_matches_the_kernel_for_every_activation(activation, with_bi
     x, filters, b = conv_inputs((1, 7, 6, 3), (3, 3), 1, 5, storage, bias=with_bias)
     x *= storage(0.5)  # outputs around the RELU_N1_TO_1 / RELU6 bounds as well as beyond
     both = run_conv(x, filters, b, 1, 1, 1, "SAME", activation, storage)
-    assert_twin_matches(both, **tolerance(storage))
+    assert_twin_matches(both)
     low, high = activation_range(activation)
     out = both.kernel[0].astype(np.float64)
     assert out.min() >= low and out.max() <= high
     want = reference_conv(x, filters.astype(storage), b, 1, 1, 1, "SAME", activation)
-    np.testing.assert_allclose(both.kernel[0].astype(np.float64), want, **tolerance(storage))
+    assert_close_to_reference(both.kernel[0], want)
 
 
 @pytest.mark.parametrize("storage", [np.float32, np.float16])
@@ -138,7 +141,7 @@ def test_conv2d_nan_propagates_through_the_sum_and_the_clamp(storage):
     x, filters, b = conv_inputs((1, 6, 6, 2), (3, 3), 1, 3, storage)
     x[0, 2, 3, 1] = np.nan
     both = run_conv(x, filters, b, 1, 1, 1, "SAME", Act.RELU6, storage)
-    assert_twin_matches(both, **tolerance(storage))
+    assert_twin_matches(both)
     nan = np.isnan(both.kernel[0])
     # Every output whose window holds that pixel is NaN (the clamp keeps it), no other.
     assert nan[0, 1:4, 2:5, :].all() and nan.sum() == 9 * 3
@@ -149,7 +152,7 @@ def test_conv2d_skips_taps_outside_the_input_so_an_infinite_weight_there_reads_n
     filters[:, 0, 0, :] = np.inf  # the top-left tap: outside the input for the first row/column
     x = np.abs(x)  # so that inf * x is +inf where the tap sees the input
     both = run_conv(x, filters, b, 1, 1, 1, "SAME", Act.NONE, np.float32)
-    assert_twin_matches(both, rtol=1e-5, atol=1e-5)
+    assert_twin_matches(both)
     out = both.kernel[0]
     assert np.isfinite(out[0, 0, :, :]).all() and np.isfinite(out[0, :, 0, :]).all()  # 0 * inf never formed
     assert (out[0, 1:, 1:, :] == FLT_MAX).all()  # +inf saturates at FLT_MAX (NONE's range)
@@ -238,9 +241,9 @@ def test_matmul_bias_act_twin_matches_the_kernel(case, with_bias, storage):
         call=lambda launcher, a, b, bias: launcher(a, b, bias, adjoint_a=adjoint_a, adjoint_b=adjoint_b),
     )
     assert both.kernel_launches == 1
-    assert_twin_matches(both, **tolerance(storage))
+    assert_twin_matches(both)
     want = product_reference(a, b, bias, adjoint_a, adjoint_b, activation_range(Act.RELU))
-    np.testing.assert_allclose(both.kernel[0].astype(np.float64), want, **tolerance(storage))
+    assert_close_to_reference(both.kernel[0], want)
 
 
 @pytest.mark.parametrize("storage", [np.float32, np.float16])
@@ -253,12 +256,12 @@ def test_matmul_bias_act_clamps_to_each_activation_and_keeps_nan(activation, sto
     both = run_both_ways(
         lambda **where: MatmulBiasActivationCuda(activation, storage, **where), "matmul.cu", [a, b, bias]
     )
-    assert_twin_matches(both, **tolerance(storage))
+    assert_twin_matches(both)
     out = both.kernel[0]
     assert np.isnan(out[2]).all() and not np.isnan(np.delete(out, 2, axis=0)).any()
     bounds = (-np.inf, np.inf) if activation is None else activation_range(activation)
     want = product_reference(a, b, bias, False, False, bounds)
-    np.testing.assert_allclose(out.astype(np.float64), want, **tolerance(storage))
+    assert_close_to_reference(out, want)
 
 
 def test_matmul_bias_act_saturates_with_an_activation_and_passes_inf_without_one():
@@ -296,7 +299,7 @@ def test_the_kernels_match_their_twins_on_a_device(cuda_device, storage):
             want = np.empty(got.shape, storage)
             conv2d_twin(x, w, b, want, geometry=Conv2DGeometry.of(x.shape, w.shape, stride, dilation, padding),
                         bounds=launcher.bounds)
-            np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), err_msg=case, **tolerance(storage))
+            assert_equals_twin(got, want, err_msg=case)
         for case in ("fc-one-row", "batched", "adjoint-both-shared"):
             a_shape, b_shape, adjoint_a, adjoint_b = MATMUL_CASES[case]
             a = RNG.standard_normal(a_shape).astype(storage)
@@ -307,7 +310,7 @@ def test_the_kernels_match_their_twins_on_a_device(cuda_device, storage):
                                            adjoint_a=adjoint_a, adjoint_b=adjoint_b))
             want = np.empty(got.shape, storage)
             matmul_bias_act_twin(a, b, bias, want, adjoint_a=adjoint_a, adjoint_b=adjoint_b, bounds=launcher.bounds)
-            np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), err_msg=case, **tolerance(storage))
+            assert_equals_twin(got, want, err_msg=case)
 
 
 # -- one launch per node, through the delegate, on both devices -----------------------------------------
@@ -397,7 +400,7 @@ def test_one_launch_per_node(node, device, precision):
         rng = np.random.default_rng(k)
         inputs = [rng.uniform(-2, 2, tuple(d["shape"])).astype(np.float32) for d in cpu.get_input_details()]
         (got,), (want,) = invoke(interpreter, inputs), invoke(cpu, inputs)
-        np.testing.assert_allclose(got, want, **tolerance(np.float32 if precision == "float32" else np.float16))
+        np.testing.assert_allclose(got, want, **model_tolerance(precision))
         (stats,) = delegate.partition_stats()
         if k == 0:
             assert stats.last_invoke.kernel_launches == 1, stats.last_invoke
@@ -434,4 +437,4 @@ def test_transpose_conv_launches_the_same_kernels_on_host_and_device(precision):
         results.append(invoke(interpreter, [x])[0])
         launches.append(delegate.last_invoke().kernel_launches)
     assert launches[0] == launches[1], launches
-    np.testing.assert_allclose(results[0], results[1], **tolerance(np.float32 if precision == "float32" else np.float16))
+    np.testing.assert_allclose(results[0], results[1], **model_tolerance(precision))

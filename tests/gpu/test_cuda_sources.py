@@ -53,10 +53,9 @@ def test_compile_options_are_those_cupy_rawmodule_adds():
 
 def test_infinity_which_nvcc_accepts_is_rejected_with_its_line_number():
     source = read_source("depthwise_conv2d.cu")
-    line = "    float acc = sum.acc;"
     lines = source.splitlines()
-    number = lines.index(line) + 1
-    broken = "\n".join(lines[: number - 1] + ["    float acc = -INFINITY;"] + lines[number:])
+    number = lines.index("    DepthwiseSum<float> sum;") + 1  # the INFINITY line goes in before it
+    broken = "\n".join(lines[: number - 1] + ["    const float lowest = -INFINITY;"] + lines[number - 1 :])
     with pytest.raises(CudaCompileError) as raised:
         compile_source(broken, "depthwise_conv2d.cu", "sm_80")
     message = str(raised.value)

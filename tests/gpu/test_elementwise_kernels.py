@@ -3,9 +3,9 @@ twins (``cuda/elementwise.py``), and the GPU ops that use them: one launch per n
 
 Twin tests run each launcher both ways (``tests/kernel_twin.py``): the ``.cu`` kernel
 built for the CPU by the host shim, and the twin in host emulation, and compare outputs
-and launch counts. Everything is bit-exact except the ops that call a C library function
-(expf, tanhf, powf...): numpy's float32 versions and glibc's may round differently in the
-last ulps, hence ``TRANSCENDENTAL`` and its tolerance (a few float32 ulps).
+and launch counts, within kernel_twin.TWIN_TOLERANCE: on the host most ops are bit-exact, but
+the ones that call a C library function (expf, tanhf, powf...: numpy's float32 versions, glibc's
+and CUDA's may round differently in the last ulps), and on a device flush-to-zero, are not.
 
 The one-launch tests build one-node models, delegate them (host emulation and the
 emulated CUDA device) and read the partition's counters: one kernel launched eagerly at
@@ -35,7 +35,7 @@ from backends.gpu.cuda.elementwise import (
 from backends.gpu.cuda.sources import read_source
 from interpreter.testing import assert_matches_cpu
 from interpreter import Interpreter
-from kernel_twin import assert_twin_matches, run_both_ways
+from kernel_twin import assert_equals_twin, assert_twin_matches, run_both_ways
 from model_helpers import Const, In, Out, single_op_model
 from schema.builder import ModelBuilder
 from schema.enums import ActivationFunctionType as Act
@@ -47,18 +47,6 @@ F32, F16 = np.float32, np.float16
 FLT_MAX = float(np.finfo(np.float32).max)
 STORAGES = [F32, F16]
 RNG = np.random.default_rng(11)
-
-#: Ops that call a C library function: numpy and glibc may differ in the last float32 ulps.
-TRANSCENDENTAL = {"POW", "LOGISTIC", "TANH", "ELU", "GELU", "GELU_TANH", "EXP", "LOG", "SIN", "COS"}
-
-
-def tolerance(op: str, storage) -> dict:
-    """Exact, or (C library functions) a few float32 ulps; float16 storage may then round
-    to the neighbouring half."""
-    if op not in TRANSCENDENTAL:
-        return {}
-    return {"rtol": 2e-6, "atol": 1e-6} if storage == F32 else {"rtol": 1e-3, "atol": 1e-6}
-
 
 def binary(op, activation=Act.NONE, storage=F32):
     return lambda **where: ElementwiseBinaryCuda(op, activation, storage, **where)
@@ -170,7 +158,7 @@ def test_binary_twin_matches_the_kernel(op, pattern, storage):
     both = both_ways_binary(op, a, b, storage=storage)
     assert both.kernel_launches == 1
     assert both.kernel[0].shape == np.broadcast_shapes(a.shape, b.shape)
-    assert_twin_matches(both, **tolerance(op, storage))
+    assert_twin_matches(both)
 
 
 @pytest.mark.parametrize("storage", STORAGES, ids=["f32", "f16"])
@@ -194,7 +182,7 @@ B_SPECIAL = np.array([1, np.nan, 1, 1, 3e38, -3e38, 0, 0, 0, 0, -np.inf, 0.5, np
 @pytest.mark.parametrize("op", list(BINARY_OPS))
 def test_binary_nan_inf_and_overflow_match_the_kernel(op):
     both = both_ways_binary(op, A_SPECIAL, B_SPECIAL)
-    assert_twin_matches(both, **tolerance(op, F32))
+    assert_twin_matches(both)
 
 
 def test_add_sub_mul_div_saturate_at_flt_max_for_fused_none():
@@ -214,7 +202,7 @@ def test_add_sub_mul_div_saturate_at_flt_max_for_fused_none():
 def test_ops_without_a_clamp_keep_infinities_and_select_as_tflite():
     def out(op, a, b):
         both = both_ways_binary(op, np.array(a, F32), np.array(b, F32))
-        assert_twin_matches(both, **tolerance(op, F32))
+        assert_twin_matches(both)
         return both.kernel[0].tolist()
 
     assert out("SQUARED_DIFFERENCE", [3e38], [-3e38]) == [math.inf]
@@ -286,7 +274,7 @@ def test_unary_twin_matches_the_kernel(op, storage):
     both = run_both_ways(unary(op, storage, **unary_options(op)), SOURCE, [x])
     assert both.kernel_launches == 1
     assert both.kernel[0].shape == x.shape and both.kernel[0].dtype == storage
-    assert_twin_matches(both, **tolerance(op, storage))
+    assert_twin_matches(both)
 
 
 @pytest.mark.parametrize("bounds", [(0.0, math.inf), (0.0, 6.0), (-1.0, 1.0), (0.0, 1.0)], ids=["relu", "relu6", "n1-1", "0-1"])
@@ -333,8 +321,8 @@ def test_the_twins_run_on_plain_numpy_arrays():
 @pytest.mark.gpu
 @pytest.mark.parametrize("storage", STORAGES, ids=["f32", "f16"])
 def test_the_kernels_match_their_twins_on_a_device(cuda_device, storage):
-    """CUDA's expf/tanhf/powf... are within a few ulp of the twins' numpy (the tolerance);
-    CuPy's -ftz=true flushes float32 subnormal results (the atol covers them)."""
+    """CUDA's expf/tanhf/powf... are within a few ulp of the twins' numpy, and CuPy's
+    -ftz=true flushes float32 subnormal results: kernel_twin.TWIN_TOLERANCE covers both."""
     device = cuda_device()
     with device.active():
         where = device.launcher_arguments(SOURCE)
@@ -345,8 +333,7 @@ def test_the_kernels_match_their_twins_on_a_device(cuda_device, storage):
             want = np.empty(got.shape, storage)
             with np.errstate(all="ignore"):
                 binary_twin(a, b, want, op=op, bounds=launcher.bounds)
-            np.testing.assert_allclose(device.download(got).astype(F32), want.astype(F32), err_msg=op,
-                                       **(tolerance(op, storage) or {"rtol": 0, "atol": 0}))
+            assert_equals_twin(device.download(got), want, err_msg=op)
         for op in UNARY_OPS:
             x = unary_input(storage)
             options = unary_options(op)
@@ -355,8 +342,7 @@ def test_the_kernels_match_their_twins_on_a_device(cuda_device, storage):
             want = np.empty(x.shape, storage)
             with np.errstate(all="ignore"):
                 unary_twin(x, want, op=op, alpha=launcher.alpha, bounds=launcher.bounds)
-            np.testing.assert_allclose(device.download(got).astype(F32), want.astype(F32), err_msg=op,
-                                       **(tolerance(op, storage) or {"rtol": 0, "atol": 0}))
+            assert_equals_twin(device.download(got), want, err_msg=op)
 
 
 # -- the ops: one launch per node ----------------------------------------------------------------------------

@@ -18,14 +18,13 @@ import pytest
 from backends.gpu.cuda import host, sources
 from backends.gpu.cuda.host import HostModule, HostShimError, run_bias_activation_host, run_depthwise_conv2d_host
 from backends.gpu.cuda.sources import FLT_MAX, DepthwiseGeometry, activation_range, read_source
+from kernel_twin import assert_close_to_reference
 from oracle import run_litert, run_ours
 from schema.builder import ModelBuilder
 from schema.enums import ActivationFunctionType as Act
 from schema.enums import BuiltinOperator, Padding
 from schema.params import DepthwiseConv2DParams
 
-RTOL = 1e-5
-ATOL = 1e-6
 
 
 # -- the reference: the CPU kernel through the interpreter ----------------------------------------
@@ -102,7 +101,7 @@ def test_depthwise_cu_on_host_matches_cpu_kernel(case_index):
     got = run_depthwise_conv2d_host(x, w, b, stride, dilation, padding, activation, multiplier)
     want = cpu_depthwise(x, w, b, stride, dilation, padding, activation)
     assert got.shape == want.shape and got.dtype == np.float32
-    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(got, want)
 
 
 def test_grid_covers_every_stride_dilation_multiplier_and_padding():
@@ -117,7 +116,7 @@ def test_every_fused_activation_clamps_like_the_cpu_kernel(activation):
     x, w, b = random_case((1, 6, 7, 3), (3, 3), 2, seed=11, scale=8.0)
     got = run_depthwise_conv2d_host(x, w, b, 1, 2, Padding.SAME, activation, 2)
     want = cpu_depthwise(x, w, b, (1, 1), (2, 2), Padding.SAME, activation)
-    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(got, want)
     low, high = activation_range(activation)
     assert got.min() >= low and got.max() <= high
 
@@ -125,7 +124,7 @@ def test_every_fused_activation_clamps_like_the_cpu_kernel(activation):
 def test_without_bias_the_null_pointer_adds_nothing():
     x, w, _ = random_case((2, 5, 6, 2), (3, 3), 3, seed=3, bias=False)
     got = run_depthwise_conv2d_host(x, w, None, 2, 1, Padding.SAME, Act.RELU6, 3)
-    np.testing.assert_allclose(got, cpu_depthwise(x, w, None, (2, 2), (1, 1), Padding.SAME, Act.RELU6), rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(got, cpu_depthwise(x, w, None, (2, 2), (1, 1), Padding.SAME, Act.RELU6))
 
 
 def test_nan_propagates_through_the_clamp_like_the_cpu_kernel():
@@ -135,7 +134,7 @@ def test_nan_propagates_through_the_clamp_like_the_cpu_kernel():
     want = cpu_depthwise(x, w, b, (1, 1), (1, 1), Padding.SAME, Act.RELU6)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     assert np.isnan(got).sum() == 9  # the 3x3 outputs whose window holds the NaN
-    np.testing.assert_allclose(got[~np.isnan(got)], want[~np.isnan(want)], rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(got[~np.isnan(got)], want[~np.isnan(want)])
 
 
 @pytest.mark.parametrize("activation", [Act.NONE, Act.RELU], ids=lambda a: a.name)
@@ -339,6 +338,95 @@ def test_cooperative_syncthreads_does_not_wait_for_threads_that_returned():
 def test_syncthreads_without_cooperative_mode_fails_to_build_saying_why():
     with pytest.raises(HostShimError, match="needs the cooperative mode"):
         HostModule(BLOCK_SUM, "block_sum.cu", ["block_sum"])
+
+
+# -- warps: a block's warps take turns between barriers; __syncwarp is the warp's own barrier --------
+
+# Each step, every thread stages one value of a tile and reads its neighbour's, which another
+# warp staged (thread t reads t + 32, mod the block): a __syncthreads() after the staging and one
+# before the next step's staging are both needed.
+TILE_STEPS = r"""
+extern "C" __global__ void tile_steps(const int* x, int* out, int steps, int barrier_before_next) {
+    __shared__ int tile[128];
+    const int t = threadIdx.x, n = blockDim.x;
+    int acc = 0;
+    for (int step = 0; step < steps; ++step) {
+        tile[t] = x[step * n + t];
+        __syncthreads();
+        acc += tile[(t + 32) % n];
+        if (barrier_before_next) __syncthreads();  // the tile is overwritten by the next step
+    }
+    out[t] = acc;
+}
+"""
+
+
+def tile_steps(barrier_before_next: bool) -> tuple[np.ndarray, np.ndarray]:
+    kernel = HostModule(TILE_STEPS, "tile_steps.cu", ["tile_steps"], cooperative=True).get_function("tile_steps")
+    steps, n = 3, 128
+    x = np.arange(steps * n, dtype=np.int32).reshape(steps, n) * 7
+    out = np.zeros(n, np.int32)
+    kernel((1,), (n,), (x, out, np.int32(steps), np.int32(barrier_before_next)))
+    return out, np.roll(x, -32, axis=1).sum(axis=0)
+
+
+def test_a_block_whose_barriers_are_all_there_sums_every_step():
+    got, want = tile_steps(barrier_before_next=True)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_a_missing_barrier_between_a_tiles_last_read_and_the_next_staging_fails_every_time(monkeypatch):
+    # The warp that runs first stages the next step over the tile before the others read it:
+    # whatever the order of the warps, some thread reads a later step's value.
+    for seed in range(5):
+        monkeypatch.setenv("CUDA_HOST_SEED", str(seed))
+        got, want = tile_steps(barrier_before_next=False)
+        assert not np.array_equal(got, want), f"seed {seed}: the race went unseen"
+
+
+MISSING_FIRST_BARRIER = r"""
+extern "C" __global__ void missing_first_barrier(int* out) {
+    __shared__ int tile[64];
+    tile[threadIdx.x] = threadIdx.x;
+    out[threadIdx.x] = tile[63 - threadIdx.x];  // the other warp's value, read with no barrier
+}
+"""
+
+
+def test_a_warp_reading_what_another_warp_has_not_written_yet_reads_poison():
+    kernel = HostModule(MISSING_FIRST_BARRIER, "missing_first_barrier.cu", ["missing_first_barrier"], cooperative=True)
+    out = np.zeros(64, np.int32)
+    kernel.get_function("missing_first_barrier")((1,), (64,), (out,))
+    # The warp that ran first read the other warp's half before it was written: poison (-1);
+    # the warp that ran second found the first warp's values.
+    warp_0_first = bool((out[:32] == -1).all())
+    first, second = (out[:32], out[32:]) if warp_0_first else (out[32:], out[:32])
+    np.testing.assert_array_equal(first, -1)
+    np.testing.assert_array_equal(np.sort(second), np.arange(32) + (0 if warp_0_first else 32))
+
+
+WARP_EXCHANGE = r"""
+extern "C" __global__ void warp_exchange(int* out) {
+    __shared__ int lanes[64];
+    const int t = threadIdx.x, lane = t % 32, base = t - lane;
+    lanes[t] = 10 * t;
+    __syncwarp();  // the warp's own values: no block barrier needed
+    out[t] = lanes[base + 31 - lane];
+}
+"""
+
+
+def test_syncwarp_synchronises_the_threads_of_a_warp():
+    kernel = HostModule(WARP_EXCHANGE, "warp_exchange.cu", ["warp_exchange"], cooperative=True)
+    out = np.zeros(64, np.int32)
+    kernel.get_function("warp_exchange")((2,), (64,), (out,))
+    t = np.arange(64)
+    np.testing.assert_array_equal(out, 10 * (t - t % 32 + 31 - t % 32))
+
+
+def test_syncwarp_without_cooperative_mode_fails_to_build_saying_why():
+    with pytest.raises(HostShimError, match=r"__syncwarp\(\) needs the cooperative mode"):
+        HostModule(WARP_EXCHANGE.replace("__shared__ int lanes[64];", "int lanes[64];"), "warp_exchange.cu", ["warp_exchange"])
 
 
 # -- what a GPU punishes: races between blocks, block order, uninitialized shared memory -----------

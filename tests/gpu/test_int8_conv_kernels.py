@@ -163,7 +163,7 @@ def test_fully_connected_kernel_equals_its_twin(rows, depth, units, dtype):
     scales[0] = 3e5  # a product far outside int32: INT32_MIN as on x86
     for b in (bias, None):
         got, want = np.empty((rows, units), dtype), np.empty((rows, units), dtype)
-        grid, block = fully_connected_int8_launch_config(rows, units)
+        grid, block = fully_connected_int8_launch_config(rows, units, depth)
         args = fully_connected_int8_args(x, w, b, scales, got, stage, null=None)
         shipped_module("fully_connected_int8.cu").get_function(quantized_kernel_name("fully_connected", dtype))(
             grid, block, args
@@ -181,7 +181,7 @@ def test_fully_connected_kernel_wraps_its_int32_accumulator_as_the_twin():
     got, want = np.empty((1, 2), np.int8), np.empty((1, 2), np.int8)
     args = fully_connected_int8_args(x, w, None, scales, got, stage, null=None)
     shipped_module("fully_connected_int8.cu").get_function("fully_connected_int8")(
-        *fully_connected_int8_launch_config(1, 2), args
+        *fully_connected_int8_launch_config(1, 2, depth), args
     )
     fully_connected_int8_twin(x, w, None, scales, want, stage=stage)
     np.testing.assert_array_equal(got, want)
@@ -564,9 +564,9 @@ from backends.cpu.quantization import quantize_multiplier
 
 FLAGS = ("-fsanitize=address", "-fno-omit-frame-pointer", "-g")
 sources = dict(arg.split("=", 1) for arg in sys.argv[1:])  # name=path of a (possibly broken) source
-def module(name):
+def module(name, cooperative=False):
     text = open(sources[name]).read() if name in sources else read_source(name)
-    return HostModule(text, name, flags=FLAGS)
+    return HostModule(text, name, cooperative=cooperative, flags=FLAGS)
 rng = np.random.default_rng(0)
 def values(dtype, shape):
     info = np.iinfo(dtype)
@@ -612,13 +612,13 @@ for dtype, suffix in ((np.int8, "int8"), (np.uint8, "uint8")):
                    depthwise_int8_args(x, w, None, m, s, got, g, stage, None))
             depthwise_conv2d_int8_twin(x, w, None, m, s, want, geometry=g, stage=stage)
             assert (got == want).all(), ("depthwise", shape)
-    fc = module("fully_connected_int8.cu")
+    fc = module("fully_connected_int8.cu", cooperative=True)  # __shared__, __syncthreads
     for rows, depth, units, block in ((1, 1, 1, (1, 1)), (5, 7, 3, (2, 1)), (9, 3, 33, (32, 2)), (2, 64, 5, (4, 4))):
         x, w = values(dtype, (rows, depth)), values(dtype, (depth, units))
         stage, _, _ = stage_for(dtype, units)
         scales = rng.uniform(1e-4, 1e-2, units)
         got, want = np.empty((rows, units), dtype), np.empty((rows, units), dtype)
-        grid = (-(-units // block[0]), -(-(-(-rows // 4)) // block[1]), 1)
+        grid = (rows * -(-units // block[0]), 1, 1)  # a block per (row, tile of units)
         fc.get_function("fully_connected_" + suffix)(grid, (*block, 1), fully_connected_int8_args(x, w, None, scales, got, stage, None))
         fully_connected_int8_twin(x, w, None, scales, want, stage=stage)
         assert (got == want).all(), ("fully_connected", rows, depth, units)
@@ -671,9 +671,9 @@ ASAN_BREAKAGES = {
     # Padding columns read outside the input rows.
     "depthwise-no-column-check": ("depthwise_conv2d_int8.cu", "if (ix < 0 || ix >= in_w) continue;", ""),
     # The conv's pixels past the end (the last group of CONV2D_PIXELS) read past the input.
-    "conv-pixels-past-the-end": ("conv2d_int8.cu", "first_pixel + r < pixels ? first_pixel + r : pixels - 1", "first_pixel + r"),
-    # FULLY_CONNECTED's rows past the end read past the input.
-    "fully-connected-rows": ("fully_connected_int8.cu", "min(first_row + r, rows - 1)", "(first_row + r)"),
+    "conv-pixels-past-the-end": ("conv2d_int8.cu", "const long long pixel = p.valid ? m : 0;", "const long long pixel = m;"),
+    # FULLY_CONNECTED's units past the end (the last tile) read past the weights and write past the output.
+    "fully-connected-units": ("fully_connected_int8.cu", "const bool valid = unit < units && row < rows;", "const bool valid = row < rows;"),
 }
 
 

@@ -197,3 +197,60 @@ def test_quantized_sum_equals_the_cpu_path_and_builtin_ref_for_uint8(shape, axes
     if dtype == np.uint8:  # LiteRT 2.3's int8 SUM runs uint8 code (reduce.py's docstring)
         x = random_inputs(model, seed=2)
         np.testing.assert_array_equal(run_interpreter(interpreter, x)[0], run_litert(model, x)[0])
+
+
+# -- more than one block for more than one row (issue 31) --------------------------------------------
+
+
+def recorded_launches(make_launcher, source, *arrays, **call):
+    """The launches the launcher asks for (launch_configurations.RecordingModule), nothing run."""
+    from launch_configurations import RecordingModule
+
+    launches = []
+    make_launcher(xp=np, module=RecordingModule(launches, "test"))(*arrays, **call)
+    return launches
+
+
+def blocks(launch) -> int:
+    return launch.grid[0] * launch.grid[1] * launch.grid[2]
+
+
+@pytest.mark.parametrize("rows", [2, 3, 5, 64, 1000])
+@pytest.mark.parametrize("depth", [1, 10, 1000])
+def test_a_softmax_of_more_than_one_row_runs_on_more_than_one_block(rows, depth):
+    params = QuantizedSoftmaxParams(255, 0, -128, 127)
+    tables = np.zeros(511, np.int32)
+    (launch,) = recorded_launches(lambda **where: QuantizedSoftmaxCuda(params, np.int8, np.int8, **where), SOURCE,
+                                  np.zeros((rows, depth), np.int8), tables, tables)
+    assert blocks(launch) >= 2
+    assert launch.block[1] * blocks(launch) >= rows and launch.threads <= 256
+
+
+@pytest.mark.parametrize("outputs", [2, 3, 5, 64, 1000])
+@pytest.mark.parametrize("count", [1, 49, 3000])
+def test_a_mean_of_more_than_one_output_runs_on_more_than_one_block(outputs, count):
+    params = QuantizedMeanParams(0, 1 << 30, 0, 0, (-128, 127))
+    (launch,) = recorded_launches(lambda **where: QuantizedMeanCuda((1,), params, np.int8, **where), SOURCE,
+                                  np.zeros((1, count, outputs), np.int8), (1, outputs))
+    assert blocks(launch) >= 2
+    assert launch.block[0] * blocks(launch) >= outputs and launch.threads <= 256
+
+
+@pytest.mark.parametrize("rows", [2, 3, 64])
+@pytest.mark.parametrize("units", [1, 10, 1000])
+def test_a_fully_connected_of_more_than_one_row_runs_on_more_than_one_block(rows, units):
+    from backends.gpu.cuda.conv_int8 import FullyConnectedInt8Cuda, OutputStage
+
+    stage = OutputStage(0, 0, 0, -128, 127)
+    (launch,) = recorded_launches(lambda **where: FullyConnectedInt8Cuda(stage, **where), "fully_connected_int8.cu",
+                                  np.zeros((rows, 300), np.int8), np.zeros((300, units), np.int8), None, np.ones(units))
+    assert blocks(launch) >= rows >= 2
+    assert launch.threads <= 256
+
+
+def test_a_row_of_many_values_is_shared_by_many_threads():
+    params = QuantizedSoftmaxParams(255, 0, -128, 127)
+    tables = np.zeros(511, np.int32)
+    (launch,) = recorded_launches(lambda **where: QuantizedSoftmaxCuda(params, np.int8, np.int8, **where), SOURCE,
+                                  np.zeros((1, 5000), np.int8), tables, tables)
+    assert launch.block == (256, 1, 1)

@@ -21,7 +21,12 @@ LOW_LEVEL = (IndexError, KeyError, AttributeError, TypeError, OverflowError, Uni
 
 def rewrite(path: pathlib.Path, change) -> bytes:
     """Load a model with the object API, let ``change`` corrupt it, and write it again."""
-    model = fb.ModelT.InitFromPackedBuf(bytearray(path.read_bytes()), 0)
+    return rewrite_bytes(path.read_bytes(), change)
+
+
+def rewrite_bytes(data: bytes, change) -> bytes:
+    """``rewrite`` of a model held in memory."""
+    model = fb.ModelT.InitFromPackedBuf(bytearray(data), 0)
     change(model)
     builder = flatbuffers.Builder(1024)
     builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
@@ -171,3 +176,49 @@ def test_seeded_mutations_raise_only_model_errors(path):
         except LOW_LEVEL as error:  # pragma: no cover - the failure this test exists for
             pytest.fail(f"{type(error).__name__} escaped the reader: {error}")
     assert parsed + refused == 120 and refused > 0
+
+
+def stablehlo_pad_model() -> bytes:
+    """One STABLEHLO_PAD node (options in builtin_options_2)."""
+    from model_helpers import Const, In, Out, single_op_model
+    from schema.enums import BuiltinOperator
+    from schema.params import StablehloPadParams
+
+    params = StablehloPadParams(edge_padding_low=(1,), edge_padding_high=(1,), interior_padding=(1,))
+    return single_op_model(BuiltinOperator.STABLEHLO_PAD, [In([2]), Const(np.float32(0))], Out([5]), params)
+
+
+def test_a_mismatched_second_union_options_type_names_the_operator_and_both_tables():
+    def change(model):
+        model.subgraphs[0].operators[0].builtinOptions2Type = fb.BuiltinOptions2.StablehloGatherOptions
+        model.subgraphs[0].operators[0].builtinOptions2 = fb.StablehloGatherOptionsT()
+
+    message = model_error(rewrite_bytes(stablehlo_pad_model(), change))
+    assert "malformed model: subgraph 0 operator 0 (STABLEHLO_PAD v1)" in message
+    assert "builtin options 2 StablehloPadOptions" in message and "StablehloGatherOptions" in message
+
+
+def operator_field_slot(data: bytes, slot: int) -> int:
+    """The byte in ``data`` holding the vtable entry of field ``slot`` of subgraph 0's operator 0."""
+    operator = fb.Model.GetRootAs(data, 0).Subgraphs(0).Operators(0)
+    position = operator._tab.Pos
+    vtable = position - int.from_bytes(data[position : position + 4], "little", signed=True)
+    return vtable + 4 + 2 * slot
+
+
+def test_a_second_union_options_type_past_the_end_names_the_operator_and_the_field():
+    data = bytearray(stablehlo_pad_model())
+    at = operator_field_slot(bytes(data), 11)  # builtin_options_2_type (Offset(26) in schema_generated)
+    data[at : at + 2] = (0xFFFF).to_bytes(2, "little")
+    message = model_error(bytes(data))
+    assert "cannot read subgraph 0 operator 0 (STABLEHLO_PAD v1) builtin_options_2" in message
+
+
+def test_a_second_union_options_table_past_the_end_names_the_operator_table_and_field():
+    data = bytearray(stablehlo_pad_model())
+    operator = fb.Model.GetRootAs(bytes(data), 0).Subgraphs(0).Operators(0)
+    at = operator._tab.Pos + operator._tab.Offset(28)  # builtin_options_2: the table's offset
+    data[at : at + 4] = (len(data) * 4).to_bytes(4, "little")
+    message = model_error(bytes(data))
+    assert "subgraph 0 operator 0 (STABLEHLO_PAD v1)" in message
+    assert "StablehloPadOptions" in message and "edge_padding_low" in message

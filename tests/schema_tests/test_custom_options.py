@@ -49,3 +49,11 @@ def test_a_string_value_read_as_a_number_is_refused():
 def test_is_null_tells_a_missing_key_from_a_zero():
     options = FlexbufferMap(flexbuffer_bytes({"detections_per_class": 0}))
     assert (options.is_null("detections_per_class"), options.is_null("use_regular_nms")) == (False, True)
+
+
+def test_a_list_of_integers_is_written_as_a_typed_vector_as_converters_write_it():
+    # MediaPipe reads subset_idxs with AsTypedVector(), which finds nothing in an untyped vector.
+    data = flexbuffer_bytes({"subset_idxs": [61, 146, 291], "scale_x": 1.5})
+    subset = flexbuffers.GetRoot(data).AsMap["subset_idxs"]
+    assert subset.IsTypedVector and subset.AsTypedVector.Value == [61, 146, 291]
+    assert FlexbufferMap(data).as_float("scale_x") == 1.5

@@ -104,3 +104,33 @@ def test_dequantize_of_float16_weights_is_seen_in_the_real_model():
 def test_min_runtime_version_metadata_is_read():
     model = Model.from_path(pathlib.Path(__file__).parents[1] / "data/models/converter/dwconv_dil2_float32.tflite")
     assert model.min_runtime_version == "1.12.0"
+
+
+def test_every_recipe_s_params_equal_what_the_generated_accessors_read():
+    """The fast reader (flatbuffer_view) and the generated accessors read the same options from
+    every recipe model, from either union (StableHLO ops, REDUCE_WINDOW: builtin_options_2)."""
+    from delegate_sdk.testing import VERSION_RECIPES
+    from schema import schema_generated as fb
+    from schema.option_parsers import OPTIONS_2_TABLE_OF_OP, parse_builtin_options
+
+    second_union_params = 0
+    for entry in VERSION_RECIPES.values():
+        data = entry()
+        ours = Model.from_bytes(data)
+        raw = fb.Model.GetRootAs(data, 0)
+        for s, subgraph in enumerate(ours.subgraphs):
+            for i, op in enumerate(subgraph.operators):
+                expected = parse_builtin_options(op.builtin_code, raw.Subgraphs(s).Operators(i))
+                assert op.params == expected, f"{entry.label}: subgraph {s} operator {i}"
+                second_union_params += op.builtin_code in OPTIONS_2_TABLE_OF_OP and op.params != type(op.params)()
+    assert second_union_params >= 5  # (recipes whose builtin_options_2 are not all defaults)
+
+
+def test_the_options_of_a_second_union_op_are_read_from_builtin_options_2():
+    from model_helpers import Const, In, Out, single_op_model
+    from schema.enums import BuiltinOperator as B
+    from schema.params import StablehloPadParams
+
+    params = StablehloPadParams(edge_padding_low=(1,), edge_padding_high=(2,), interior_padding=(1,))
+    model = single_op_model(B.STABLEHLO_PAD, [In([2]), Const(np.float32(0))], Out([6]), params)
+    assert Model.from_bytes(model).subgraphs[0].operators[0].params == params

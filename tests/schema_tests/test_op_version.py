@@ -180,6 +180,7 @@ KNOWN_DIVERGENCES = {
     ("mp_face_detection_short_range.tflite", "DEQUANTIZE"): (2, 3),
     ("mp_face_landmark.tflite", "DEQUANTIZE"): (2, 3),
     ("mp_palm_detection_lite.tflite", "DEQUANTIZE"): (2, 3),
+    ("mediapipe_face_landmark_with_attention.tflite", "DEQUANTIZE"): (2, 3),
 }
 
 

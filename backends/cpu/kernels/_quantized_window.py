@@ -47,7 +47,8 @@ from backends.cpu.quantization import (
     exact_float_dtype,
     multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_int64,
-    quantize_multiplier,
+    requantization_multiplier,
+    requantization_multipliers,
     round_half_away,
 )
 from schema.enums import TensorType
@@ -86,6 +87,11 @@ TILE_LIMIT = 1 << 17
 INTEGER_CLAMP_MIN = 1024
 
 
+#: The ratio of scales a quantized convolution requantizes its accumulators by (named
+#: when the ratio is refused).
+RESCALE = "input scale x filter scale / output scale"
+
+
 class ConvQuantization:
     """What TFLite's Prepare computes for a quantized convolution's output stage, and
     that output stage."""
@@ -112,16 +118,13 @@ class ConvQuantization:
             # The legacy scalar multiplier (GetQuantizedConvolutionMultipler): the
             # product of the scales in float32, then a double division.
             real = float(np.float32(input_scale * filter_scales[0])) / float(output_scale)
-            multiplier, shift = quantize_multiplier(real)
+            multiplier, shift = requantization_multiplier(real, RESCALE)
             multipliers = np.full(channels, multiplier, np.int64)
             shifts = np.full(channels, shift, np.int64)
         else:
-            pairs = []
-            for c in range(channels):
-                filter_scale = filter_scales[c] if filter_scales.size > 1 else filter_scales[0]
-                pairs.append(quantize_multiplier(float(input_scale) * float(filter_scale) / float(output_scale)))
-            multipliers = np.array([p[0] for p in pairs], np.int64)
-            shifts = np.array([p[1] for p in pairs], np.int64)
+            # double(s_in) * s_w[c] / s_out per channel, each in double as TFLite computes it
+            reals = float(input_scale) * np.broadcast_to(filter_scales.astype(np.float64), (channels,)) / float(output_scale)
+            multipliers, shifts = requantization_multipliers(reals, RESCALE)
         low, high = activation_range_quantized(
             activation, float(output_scale), zero_point_of(output), output.dtype
         )

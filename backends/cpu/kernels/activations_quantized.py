@@ -45,7 +45,12 @@ import numpy as np
 from backends.cpu.common import broadcast_shape
 from backends.cpu.kernel import CpuKernel, register
 from backends.cpu.kernels import _fixed_point as fp
-from backends.cpu.quantization import INT32_MIN, is_quantized, multiply_by_quantized_multiplier, quantize_multiplier
+from backends.cpu.quantization import (
+    INT32_MIN,
+    is_quantized,
+    multiply_by_quantized_multiplier,
+    requantization_multiplier,
+)
 from schema.enums import BuiltinOperator, TensorType
 
 B = BuiltinOperator
@@ -195,7 +200,7 @@ class QuantizedRelu(QuantizedElementwise):
 
     def prepare_params(self) -> None:
         # double real_multiplier = input->params.scale / output->params.scale (a float ratio)
-        self.multiplier, self.shift = quantize_multiplier(float(f32(self.input_scale) / f32(self.output_scale)))
+        self.multiplier, self.shift = requantization_multiplier(float(f32(self.input_scale) / f32(self.output_scale)), "input scale / output scale")
         info = np.iinfo(self.outputs[0].dtype)
         lower, upper = RELU_BOUNDS[self.op]
         scale = f32(self.output_scale)
@@ -224,8 +229,8 @@ class QuantizedLeakyRelu(QuantizedElementwise):
         alpha = f32(self.params.alpha if self.params is not None else 0.0)
         s_in, s_out = f32(self.input_scale), f32(self.output_scale)
         # float32 products and ratios, as in LeakyReluPrepare, then QuantizeMultiplier(double)
-        self.alpha_multiplier, self.alpha_shift = quantize_multiplier(float(s_in * alpha / s_out))
-        self.identity_multiplier, self.identity_shift = quantize_multiplier(float(s_in / s_out))
+        self.alpha_multiplier, self.alpha_shift = requantization_multiplier(float(s_in * alpha / s_out), "input scale x alpha / output scale")
+        self.identity_multiplier, self.identity_shift = requantization_multiplier(float(s_in / s_out), "input scale / output scale")
 
     def compute(self, values: np.ndarray) -> np.ndarray:
         x = values - self.input_zero_point
@@ -286,14 +291,14 @@ class QuantizedHardSwish(QuantizedElementwise):
         hires_input_scale = f32(1.0 / 128.0) * f32(self.input_scale)
         reluish_scale = f32(3.0 / 32768.0)
         output_multiplier = hires_input_scale / f32(self.output_scale)
-        multiplier, self.output_exponent = quantize_multiplier(float(output_multiplier))
+        multiplier, self.output_exponent = requantization_multiplier(float(output_multiplier), "input scale / 128 / output scale")
         self.output_multiplier16 = _downscale_int32_to_int16_multiplier(multiplier)
         if self.output_exponent > 0:
             raise self.unsupported(
                 f"input scale / output scale / 128 is {float(output_multiplier)!r}; TFLite's kernel needs it below 1"
             )
         reluish_multiplier = hires_input_scale / reluish_scale
-        multiplier, self.reluish_exponent = quantize_multiplier(float(reluish_multiplier))
+        multiplier, self.reluish_exponent = requantization_multiplier(float(reluish_multiplier), "input scale / 128 / (3 / 32768)")
         self.reluish_multiplier16 = _downscale_int32_to_int16_multiplier(multiplier)
 
     def compute(self, values: np.ndarray) -> np.ndarray:
@@ -469,8 +474,8 @@ class QuantizedPrelu(CpuKernel):
         s_alpha, z_alpha = scale_zero_point(alpha)
         s_out, z_out = scale_zero_point(y)
         # float32 ratios (PreluPrepare), then QuantizeMultiplier(double)
-        multiplier_1, shift_1 = quantize_multiplier(float(f32(s_in) / f32(s_out)))
-        multiplier_2, shift_2 = quantize_multiplier(float(f32(s_in) * f32(s_alpha) / f32(s_out)))
+        multiplier_1, shift_1 = requantization_multiplier(float(f32(s_in) / f32(s_out)), "input scale / output scale")
+        multiplier_2, shift_2 = requantization_multiplier(float(f32(s_in) * f32(s_alpha) / f32(s_out)), "input scale x alpha scale / output scale")
         values = all_values(x.dtype)
         input_value = values[None, :] - z_in  # [1, input code]
         alpha_value = values[:, None] - z_alpha  # [alpha code, 1]

@@ -32,7 +32,7 @@ from backends.cpu.quantization import (
     legacy_params,
     multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_int64,
-    quantize_multiplier,
+    requantization_multiplier,
     wrap_int32,
 )
 from schema.enums import BuiltinOperator, TensorType
@@ -49,6 +49,15 @@ INT32_LIMIT = 2**31
 # v4: hybrid with asymmetric_quantize_inputs.
 # The arithmetic follows the tensor types, as in TFLite: an under-stamped node runs as
 # LiteRT runs it.
+
+def product_multiplier(x_scale: float, y_scale: float, out_scale: float) -> tuple[int, int]:
+    """(multiplier, shift) of an integer BATCH_MATMUL (``GetQuantizedConvolutionMultipler``:
+    the product of the scales in float32, then a double division), refused where
+    TFLite's requantization is undefined (``requantization_multiplier``). Shared with the
+    GPU delegate (``backends/gpu/ops/batch_matmul.py``)."""
+    product = float(np.float32(x_scale) * np.float32(y_scale))
+    return requantization_multiplier(product / float(np.float32(out_scale)), "lhs scale x rhs scale / output scale")
+
 @register(BuiltinOperator.BATCH_MATMUL, 1, 4)
 class BatchMatMulQuantized(CpuKernel):
     """BATCH_MATMUL v1 (hybrid), v2 (int8), v3 (int16), v4 (asymmetric hybrid)."""
@@ -118,9 +127,7 @@ class BatchMatMulQuantized(CpuKernel):
             out_scale, out_zp = legacy_params(out)
             if x.type == T.INT16 and (x_zp or y_zp or out_zp):
                 raise self.unsupported("int16 BATCH_MATMUL needs zero points 0")
-            # GetQuantizedConvolutionMultipler: the product of the scales in float32.
-            product = float(np.float32(x_scale) * np.float32(y_scale))
-            self.multiplier, self.shift = quantize_multiplier(product / float(np.float32(out_scale)))
+            self.multiplier, self.shift = product_multiplier(x_scale, y_scale, out_scale)
             self.out_zp = out_zp
             info = np.iinfo(out.dtype)
             self.low, self.high = int(info.min), int(info.max)

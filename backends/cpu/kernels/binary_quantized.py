@@ -60,6 +60,7 @@ from backends.cpu.quantization import (
     multiply_by_quantized_multiplier,
     namespace_of,
     quantize_multiplier,
+    requantization_multiplier,
     rounding_divide_by_pot,
 )
 from schema.enums import ActivationFunctionType, BuiltinOperator, TensorType
@@ -409,7 +410,7 @@ class QuantizedMul(QuantizedPairwise):
         # TFLite: double real_multiplier = input1_scale * input2_scale / output_scale, a
         # float32 expression converted to double afterwards.
         real = float(np.float32(np.float32(s1) * np.float32(s2)) / np.float32(so))
-        self.multiplier = quantize_multiplier(real)
+        self.multiplier = requantization_multiplier(real, "input 1 scale x input 2 scale / output scale")
 
     def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         off1, off2, off_out = self.offsets

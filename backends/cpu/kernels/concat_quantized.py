@@ -24,6 +24,7 @@ from typing import Callable
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
+from backends.cpu.kernels.quantize import quantize_quotient
 from backends.cpu.kernels.reshape import inputs_pending, normalize_axis
 from backends.cpu.quantization import is_quantized
 from schema.enums import ActivationFunctionType, BuiltinOperator, TensorType
@@ -40,15 +41,17 @@ def _params(tensor) -> tuple[float, int]:
 
 
 def rescale_table(input_params: tuple[float, int], output_params: tuple[float, int]) -> np.ndarray:
-    """uint8[256]: each uint8 input value rescaled to the output, in TFLite's float32 steps."""
+    """uint8[256]: each uint8 input value rescaled to the output, in TFLite's float32 steps
+    (``clamp(int32(round(q * scale + bias)) + z_out, 0, 255)``: a rounded value outside
+    int32, as extreme scales give, converts to INT32_MIN as on x86)."""
     (s_in, z_in), (s_out, z_out) = input_params, output_params
     f32 = np.float32
-    inverse_output_scale = f32(1.0) / f32(s_out)
-    scale = f32(s_in) * inverse_output_scale
-    bias = f32(-z_in) * scale
-    values = (np.arange(256, dtype=np.float32) * scale + bias).astype(np.float64)  # float32 steps
-    rounded = np.sign(values) * np.floor(np.abs(values) + 0.5)  # std::round: halves away from zero
-    return np.clip(rounded + z_out, 0, 255).astype(np.uint8)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        inverse_output_scale = f32(1.0) / f32(s_out)
+        scale = f32(s_in) * inverse_output_scale
+        bias = f32(-z_in) * scale
+        values = np.arange(256, dtype=np.float32) * scale + bias  # float32 steps
+    return quantize_quotient(values, z_out, 0, 255).astype(np.uint8)
 
 
 def rescale_tables(inputs, output) -> list[np.ndarray | None]:

@@ -1,4 +1,4 @@
-"""IF, WHILE, CALL_ONCE: run other subgraphs of the model.
+"""IF, WHILE, CALL_ONCE, STABLEHLO_CASE, STABLEHLO_COMPOSITE: run other subgraphs of the model.
 
 A subgraph is reached with ``self.context.get_subgraph(index)``, a handle whose
 ``run(arrays) -> arrays`` copies the values in, resizes and re-allocates the
@@ -12,6 +12,14 @@ called subgraph that holds a dynamic tensor.
 
 None of these kernels is folded: the called subgraphs may have side effects
 (resource variables), and CALL_ONCE runs once per interpreter.
+
+STABLEHLO_CASE (``kernels/stablehlo_case.cc``) is an IF of any number of branches: an int32
+index (one element) picks the branch, and an index out of range picks the last one.
+LiteRT also requires every subgraph of the model besides the main one to take the node's
+numbers of inputs and outputs, and all their outputs to be of one type; here only the
+branches are checked, each output against the node's. STABLEHLO_COMPOSITE
+(``stablehlo_composite.cc``) runs its decomposition subgraph on its inputs (its name,
+version and attributes say what the composite is; the decomposition is what it computes).
 """
 
 from __future__ import annotations
@@ -26,6 +34,8 @@ from schema.enums import BuiltinOperator, TensorType
 
 #: Key of the set of init subgraphs CALL_ONCE has run, in ``context.resources``.
 CALL_ONCE_DONE = "call_once.initialized_subgraphs"
+#: Key of the set of subgraphs (by ``id``) that a node is preparing, in ``context.resources``.
+PREPARING = "control_flow.subgraphs_being_prepared"
 
 
 class _CallsSubgraphs(CpuKernel):
@@ -67,7 +77,19 @@ class _CallsSubgraphs(CpuKernel):
             if target.shape != tuple(tensor.shape):
                 target.resize(tensor.shape)
                 subgraph.allocated = False  # (TFLite's ResizeInputTensor: plan the arena again)
-        allocate()
+        # A subgraph whose preparation is under way, reached again: subgraphs that call each
+        # other (a node of subgraph 1 calling subgraph 0, which calls subgraph 1...).
+        preparing = self.context.resources.setdefault(PREPARING, set())
+        if id(subgraph) in preparing:
+            raise self.unsupported(
+                f"the {role} subgraph {subgraph.index} is being prepared already: subgraphs that call each other "
+                "(recursion)"
+            )
+        preparing.add(id(subgraph))
+        try:
+            allocate()
+        finally:
+            preparing.discard(id(subgraph))
         return not any(t.is_dynamic for t in subgraph.tensors)
 
     def check_output_types(self, subgraph, role: str) -> None:
@@ -211,3 +233,59 @@ class CallOnce(_CallsSubgraphs):
             return
         self.context.get_subgraph(self.index).run([])
         self.done.add(self.index)
+
+
+# v1: the only version
+@register(BuiltinOperator.STABLEHLO_CASE, 1, 1)
+class StablehloCase(_CallsSubgraphs):
+    """STABLEHLO_CASE v1: run branch ``index`` (the last when out of range) on inputs[1:]."""
+
+    def prepare(self) -> None:
+        if not self.inputs:
+            raise self.unsupported("needs an index input")
+        index = self.inputs[0]
+        self.require_types(index, TensorType.INT32, role="index")
+        if index.num_elements != 1:
+            raise self.unsupported(f"the index {index.name!r} has shape {list(index.shape)}; it must hold one value")
+        args = self.inputs[1:]
+        if any(t is None for t in args):
+            raise self.unsupported("an omitted (-1) input cannot be passed to a branch subgraph")
+        indices = self.params.branch_subgraph_indices
+        if not indices:
+            raise self.unsupported("branch_subgraph_indices is empty: it needs at least one branch")
+        self.branches = [self.subgraph(index, f"branch {k}") for k, index in enumerate(indices)]
+        static = True
+        for k, branch in enumerate(self.branches):
+            role = f"branch {k}"
+            self.check_counts(branch, role, len(args), len(self.outputs))
+            self.check_output_types(branch, role)
+            static &= self.prepare_subgraph(branch, role, args)  # all of them, as TFLite
+        shapes = [self.output_shapes(branch) for branch in self.branches]
+        static = static and all(found == shapes[0] for found in shapes)
+        self.set_output_shapes(shapes[0] if static else None)
+
+    def invoke(self) -> None:
+        chosen = int(self.inputs[0].data.reshape(-1)[0])
+        if not 0 <= chosen < len(self.branches):
+            chosen = len(self.branches) - 1
+        self.write_outputs(self.branches[chosen].run([t.data for t in self.inputs[1:]]))
+
+
+# v1: the only version
+@register(BuiltinOperator.STABLEHLO_COMPOSITE, 1, 1)
+class StablehloComposite(_CallsSubgraphs):
+    """STABLEHLO_COMPOSITE v1: outputs = decomposition subgraph(inputs)."""
+
+    def prepare(self) -> None:
+        if not self.inputs:
+            raise self.unsupported("takes at least one input (LiteRT requires it)")
+        if any(t is None for t in self.inputs):
+            raise self.unsupported("an omitted (-1) input cannot be passed to the decomposition subgraph")
+        self.decomposition = self.subgraph(self.params.decomposition_subgraph_index, "decomposition")
+        self.check_counts(self.decomposition, "decomposition", len(self.inputs), len(self.outputs))
+        self.check_output_types(self.decomposition, "decomposition")
+        static = self.prepare_subgraph(self.decomposition, "decomposition", self.inputs)
+        self.set_output_shapes(self.output_shapes(self.decomposition) if static else None)
+
+    def invoke(self) -> None:
+        self.write_outputs(self.decomposition.run([t.data for t in self.inputs]))

@@ -268,15 +268,16 @@ class Conv2D(OverflowGuard, CpuKernel):
         check_shapes(self)
         x, out = self.inputs[0].data, self.outputs[0].data
         if (
-            self.groups != 1
-            or self.block_rows is not None
-            or self.weights is None
+            self.weights is None
+            or self.square_limit is None
             or (self.has_bias and self.tiled_bias is None)
             or not self.buffers_are_fixed()
             or not x.flags.c_contiguous
         ):
             return self.invoke
         self._bind(x, out)
+        if self.groups != 1 or self.block_rows is not None:
+            return self.bind_general(x, out)
         dot, add, rows, weights, bias, clamp = np.dot, np.add, self.out_rows, self.weights[0], self.tiled_bias, self.clamp
         if self.pointwise:
             columns, copies, target, source = self.column_matrices[0], (), None, None
@@ -316,6 +317,37 @@ class Conv2D(OverflowGuard, CpuKernel):
                 clamp()
 
         return convolution
+
+    def bind_general(self, x: np.ndarray, out: np.ndarray) -> Callable[[], None]:
+        """Grouped, or im2col a block of rows at a time (a large output), bound: the same
+        steps as ``invoke`` on this allocation's buffers, the weights and bias prepared."""
+        weights, rows, bias, clamp, add = self.weights, self.out_rows, self.tiled_bias, self.clamp, np.add
+        flat, limit, reference = x.reshape(-1), self.square_limit, self.reference
+        squares = flat.dot
+        if self.block_rows is not None:
+            convolve_blocks = self.convolve_blocks
+
+            def convolve() -> None:
+                convolve_blocks(x, weights, out)
+
+        else:
+            im2col, results, out_groups, matmul = self.im2col, self.group_results, self.out_groups, np.matmul
+
+            def convolve() -> None:
+                matmul(im2col(x), weights, out=results)
+                out_groups[...] = results
+
+        def convolution_general() -> None:
+            if not squares(flat) < limit:
+                reference()
+                return
+            convolve()
+            if bias is not None:
+                add(rows, bias, out=rows)
+            if clamp is not None:
+                clamp()
+
+        return convolution_general
 
     def invoke(self) -> None:
         x = self.inputs[0].data

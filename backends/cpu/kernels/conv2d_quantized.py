@@ -323,19 +323,30 @@ class QuantizedConv2D(CpuKernel):
         runs the float64 output stage (``FloatOutputStage``); else ``invoke``."""
         check_shapes(self)
         x, output = self.inputs[0], self.outputs[0]
-        if (
-            not self.quantized or self.acc_offset is None or self.groups != 1 or not self.buffers_are_fixed()
-            or self.block_rows is not None
-        ):
+        if not self.quantized or self.acc_offset is None or not self.buffers_are_fixed():
             return self.invoke
         out = output.data.reshape(self.rows, self.out_channels)
-        stage = FloatOutputStage.make(self.quantization, self.acc_offset, out)
+        stage = None
+        if self.groups == 1 and self.block_rows is None:
+            stage = FloatOutputStage.make(self.quantization, self.acc_offset, out)
         if stage is None:
-            return self.invoke
+            return self.bind_general(x.data, out)
         self.output_stage = stage  # (which path: tests and profiling read it)
         if self.float_type == np.float64 or self.folds():
             return self.bind_folded(x.data, stage)
         return self.bind_scaled(x.data, stage)
+
+    def bind_general(self, x: np.ndarray, out: np.ndarray) -> Callable[[], None]:
+        """Grouped, im2col by blocks of rows, or an output stage the float64 one refuses
+        (left shifts, int16's int64 accumulators, single rounding), bound: the sums
+        (``convolve``), then ``ConvQuantization.requantize`` in place, on this
+        allocation's buffers with the offset prepared."""
+        convolve, requantize, offset = self.convolve, self.quantization.requantize, self.acc_offset
+
+        def run_general() -> None:
+            requantize(convolve(x), offset, out)
+
+        return run_general
 
     def folds(self) -> bool:
         """Whether the output stage rides in a float64 matmul (see ``FOLD_LIMIT``)."""

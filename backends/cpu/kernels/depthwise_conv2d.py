@@ -284,15 +284,18 @@ class DepthwiseConv2D(OverflowGuard, CpuKernel):
         check_shapes(self)
         x, out = self.inputs[0].data, self.outputs[0].data
         if (
-            self.columns is not None
-            or self.row_columns is not None
-            or self.tiled_weights is None
+            self.square_limit is None  # (a filter or bias not constant)
+            or (self.columns is None and self.tiled_weights is None)
             or (self.has_bias and self.tiled_bias is None)
             or not self.buffers_are_fixed()
             or not x.flags.c_contiguous
         ):
             return self.invoke
         self._bind(x, out)
+        if self.columns is not None:
+            return self.bind_single_channel(x)
+        if self.row_columns is not None:
+            return self.bind_row_columns(x)
         copies, taps, weights, rows, bias, clamp = (
             self.pad.copies, self.taps, self.tiled_weights, self.rows_out, self.tiled_bias, self.clamp
         )
@@ -324,12 +327,28 @@ class DepthwiseConv2D(OverflowGuard, CpuKernel):
 
             return depthwise_flat
 
+        # (the padded input's interior, channels repeated M times)
+        return self.bind_taps(self._bound[0], tuple((interior, x) for interior in copies))
+
+    def bind_row_columns(self, x: np.ndarray) -> Callable[[], None]:
+        """Stride > 1 across, bound: the row im2col's copies (from the input, or from its
+        channels repeated M times), then as ``bind_taps``."""
+        repeated = [(copy, self.source_x) for copy in self.repeated_copies]
+        return self.bind_taps(x, tuple(repeated + list(self.column_sources)))
+
+    def bind_taps(self, x: np.ndarray, copies: tuple) -> Callable[[], None]:
+        """The overflow guard, ``copies`` (``(target, source)`` pairs that fill the taps'
+        source), the taps einsum over whole output rows, the bias and the clamp."""
+        taps, weights, rows, bias, clamp, add = self.taps, self.tiled_weights, self.rows_out, self.tiled_bias, self.clamp, np.add
+        flat, limit, reference = x.reshape(-1), self.square_limit, self.reference
+        squares = flat.dot
+
         def depthwise() -> None:
             if not squares(flat) < limit:
                 reference()
                 return
-            for interior in copies:  # (the padded input's interior, channels repeated M times)
-                interior[...] = x
+            for target, source in copies:
+                target[...] = source
             _einsum(_SUBSCRIPTS, taps, weights, out=rows)
             if bias is not None:
                 add(rows, bias, out=rows)
@@ -337,6 +356,29 @@ class DepthwiseConv2D(OverflowGuard, CpuKernel):
                 clamp()
 
         return depthwise
+
+    def bind_single_channel(self, x: np.ndarray) -> Callable[[], None]:
+        """One output channel, bound: the padded input, its windows as rows, numpy's
+        einsum over them, the bias and the clamp."""
+        copies = tuple((interior, self.source_x) for interior in self.pad.copies) + ((self.columns, self.windows),)
+        filters = self.geometry.filter_view(self.inputs[1].data)[0]
+        out, rows, bias, clamp, add = self.outputs[0].data, self.rows_out, self.tiled_bias, self.clamp, np.add
+        flat, limit, reference = x.reshape(-1), self.square_limit, self.reference
+        squares, columns = flat.dot, self.columns
+
+        def depthwise_one_channel() -> None:
+            if not squares(flat) < limit:
+                reference()
+                return
+            for target, source in copies:
+                target[...] = source
+            _einsum("nyxhwc,hwc->nyxc", columns, filters, out=out)
+            if bias is not None:
+                add(rows, bias, out=rows)
+            if clamp is not None:
+                clamp()
+
+        return depthwise_one_channel
 
     def invoke(self) -> None:
         x, out = self.inputs[0].data, self.outputs[0].data

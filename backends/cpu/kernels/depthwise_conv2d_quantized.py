@@ -320,7 +320,14 @@ class QuantizedDepthwiseConv2D(CpuKernel):
             return self.invoke
         stage = FloatOutputStage.make(self.quantization, self.acc_offset, output.data)
         if stage is None:
-            return self.invoke
+            # (left shifts, int16's int64 accumulators, single rounding): the sums, then
+            # ConvQuantization.requantize in place, bound to this allocation's buffers
+            sums_of, requantize, offset, xs, out = self.depthwise_sums, self.quantization.requantize, self.acc_offset, x.data, output.data
+
+            def run_general() -> None:
+                requantize(sums_of(xs), offset, out)
+
+            return run_general
         self.output_stage = stage  # (which path: tests and profiling read it)
         if self.single_channel is not None:
             copies, dot = self.single_channel.copies(x.data), np.dot
@@ -335,6 +342,8 @@ class QuantizedDepthwiseConv2D(CpuKernel):
                 requantize()
 
             return run_single_channel
+        if self.is_single_window():
+            return self.bind_single_window(x.data, output.data, stage)
         taps, requantize, einsum = self.taps, stage.from_sums(self.sums), _einsum
         runs, sum_rows, subscripts = self.tap_runs, self.sum_rows, self.subscripts
         copies = self.input_copies(x.data) + self.column_copies  # (then the row im2col, stride > 1)
@@ -346,6 +355,41 @@ class QuantizedDepthwiseConv2D(CpuKernel):
             requantize()
 
         return run
+
+    def is_single_window(self) -> bool:
+        """One window covering the whole unpadded input, one image, one channel per input
+        channel (a streaming model's depthwise layer over its buffered frames:
+        ``[1, K, 1, C]`` -> ``[1, 1, 1, C]``)."""
+        g = self.geometry
+        return (
+            g.batch == 1 and g.out_h == g.out_w == 1 and not g.is_padded and self.multiplier == 1
+            and (g.filter_h, g.filter_w) == (g.in_h, g.in_w) and (g.dilation_h, g.dilation_w) == (1, 1)
+            and (g.crop_top, g.crop_left) == (0, 0) and self.single_channel is None
+        )
+
+    def bind_single_window(self, x: np.ndarray, out: np.ndarray, stage: FloatOutputStage) -> Callable[[], None]:
+        """One window: the output stage rides in a float64 einsum, as in CONV_2D's
+        ``bind_folded``: the taps times ``scale`` (each product ``w * x * m * u`` an
+        integer multiple of u) and one more tap, of ones, weighted by the constant, so the
+        einsum gives ``t`` itself (every partial sum below 2**53 u in any order:
+        ``FloatOutputStage.make``'s bound); then the stage's last passes."""
+        g, channels = self.geometry, self.out_channels
+        taps = g.filter_h * g.filter_w
+        weights = np.empty((taps + 1, channels), np.float64)
+        weights[:taps] = self.centered_taps(g.filter_view(self.inputs[1].data)).reshape(taps, channels)
+        weights[:taps] *= stage.scale
+        weights[taps] = stage.constant
+        values = np.ones((taps + 1, channels), np.float64)  # the input, then the row of ones
+        target, source = values[:taps], x.reshape(taps, channels)
+        t, finish = stage.t.reshape(channels), stage.finish()
+        einsum = _einsum
+
+        def run_single_window() -> None:
+            target[...] = source
+            einsum("kc,kc->c", values, weights, out=t)
+            finish()
+
+        return run_single_window
 
     def input_copies(self, x: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         """``(target, source)`` pairs refreshing the float buffer from ``x``. With channels

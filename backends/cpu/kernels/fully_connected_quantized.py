@@ -70,8 +70,8 @@ from backends.cpu.quantization import (
     legacy_params,
     multiply_by_quantized_multiplier_int64,
     namespace_of,
-    quantize_multiplier,
-    quantize_multipliers,
+    requantization_multiplier,
+    requantization_multipliers,
     round_half_away,
     wrap_int32,
 )
@@ -322,11 +322,11 @@ class FullyConnectedQuantized(CpuKernel):
         if self.use_mbqm:
             if per_channel:
                 reals = float(np.float32(in_scale)) * channel_scales / float(np.float32(out_scale))
-                self.multiplier, self.shift = quantize_multipliers(reals)
+                self.multiplier, self.shift = requantization_multipliers(reals, "input scale x weights scale / output scale")
             else:
                 # GetQuantizedConvolutionMultipler: the product of the scales in float.
                 product = float(np.float32(in_scale) * np.float32(w_scale))
-                self.multiplier, self.shift = quantize_multiplier(product / float(np.float32(out_scale)))
+                self.multiplier, self.shift = requantization_multiplier(product / float(np.float32(out_scale)), "input scale x weights scale / output scale")
         else:
             self.effective_scale = double_rescale_scale(in_scale, channel_scales, out_scale)
 
@@ -409,8 +409,8 @@ class FullyConnectedQuantized(CpuKernel):
         if (
             self.mode == "integer"
             and self.fast_weights is not None
-            and x.allocation in (Allocation.ARENA, Allocation.CONSTANT, Allocation.PERSISTENT)
-            and out.allocation is Allocation.ARENA
+            and (x.allocation in (Allocation.ARENA, Allocation.CONSTANT, Allocation.PERSISTENT) or self.buffers_watched)
+            and (out.allocation is Allocation.ARENA or self.buffers_watched)
             and x.data.flags.c_contiguous
             and out.data.flags.c_contiguous
         ):

@@ -26,7 +26,7 @@ from backends.cpu.quantization import (
     activation_range_quantized,
     legacy_params,
     multiply_by_quantized_multiplier,
-    quantize_multiplier,
+    requantization_multiplier,
 )
 from schema.enums import ActivationFunctionType, BuiltinOperator, FullyConnectedOptionsWeightsFormat, TensorType
 
@@ -79,7 +79,9 @@ class ShuffledFullyConnected(CpuKernel):
             raise self.unsupported(f"fused activation {activation.name}; supported: NONE, RELU, RELU_N1_TO_1, RELU6")
         (in_scale, _), (w_scale, _), (out_scale, out_zp) = (legacy_params(t) for t in (x, weights, out))
         # GetQuantizedConvolutionMultipler: the input and weights scales' product in float32
-        self.multiplier, self.shift = quantize_multiplier(float(np.float32(in_scale) * np.float32(w_scale)) / out_scale)
+        self.multiplier, self.shift = requantization_multiplier(
+            float(np.float32(in_scale) * np.float32(w_scale)) / out_scale, "input scale x weights scale / output scale"
+        )
         self.low, self.high = activation_range_quantized(activation, out_scale, out_zp, np.dtype(np.int16))
         self.weights = unshuffled(weights.data, units, depth)
         self.depth = depth

@@ -35,7 +35,7 @@ from backends.cpu.quantization import (
     legacy_params,
     multiply_by_quantized_multiplier,
     namespace_of,
-    quantize_multiplier,
+    requantization_multiplier,
     round_half_away,
     wrap_int32,
 )
@@ -178,7 +178,7 @@ class Quantize(CpuKernel):
         out_scale, out_zp = legacy_params(out)
         if x.type == T.INT16 and out.type == T.INT16 and (in_zp != 0 or out_zp != 0):
             raise self.unsupported("int16 -> int16 requantization needs zero points 0")
-        multiplier, shift = quantize_multiplier(float(in_scale) / float(out_scale))
+        multiplier, shift = requantization_multiplier(float(in_scale) / float(out_scale), "input scale / output scale")
         self.in_zp, self.out_zp, self.multiplier, self.shift = in_zp, out_zp, multiplier, shift
         self.table = None
         if x.type != T.INT32:

@@ -55,7 +55,7 @@ from backends.cpu.quantization import (
     is_quantized,
     multiply_by_quantized_multiplier,
     namespace_of,
-    quantize_multiplier,
+    requantization_multiplier,
 )
 from schema.enums import BuiltinOperator, TensorType
 
@@ -76,7 +76,7 @@ def _params(tensor) -> tuple[float, int]:
 def mean_sum_multiplier(input_tensor, output_tensor) -> tuple[int, int]:
     """``QuantizeMultiplier(double(s_in) / double(s_out))`` of a quantized MEAN/SUM."""
     (s_in, _), (s_out, _) = _params(input_tensor), _params(output_tensor)
-    return quantize_multiplier(s_in / s_out)
+    return requantization_multiplier(s_in / s_out, "input scale / output scale")
 
 
 def folded_multiplier(multiplier: int, shift: int, count: int, is_mean: bool) -> tuple[int, int]:
@@ -441,7 +441,9 @@ class QuantizedReduceProd(_QuantizedReduce):
     def reduce(self, x: np.ndarray, plan: _Plan, out: np.ndarray) -> None:
         if plan.count == 0 or plan.empty:
             raise self.unsupported("an empty reduction: TFLite's quantized product of no values is not defined")
-        multiplier, shift = quantize_multiplier(self.s_in / self.s_out ** (1.0 / plan.count))
+        multiplier, shift = requantization_multiplier(
+            self.s_in / self.s_out ** (1.0 / plan.count), "input scale / output scale ** (1 / count)"
+        )
         axes = sorted(plan.axes)
         rows = np.moveaxis(x, axes, range(x.ndim - len(axes), x.ndim)).reshape(-1, plan.count).astype(np.int64)
         rows -= self.z_in

@@ -28,33 +28,83 @@ from backends.cpu.kernels._window import activation_bounds, check_shapes, clamp,
 from schema.enums import BuiltinOperator, TensorType
 
 
+class OutputShapeFromInput(CpuKernel):
+    """A kernel whose output shape is its input 0 (TRANSPOSE_CONV, CONV_3D_TRANSPOSE): int32
+    ``[rank]`` values, positive, input 2's batch first and the filter's (input 1) output
+    channels, along its axis ``filter_out_channels``, last. The subclass plans its buffers
+    for one output shape in ``plan(shape)`` (which sets ``plan_shape``): at prepare when
+    input 0 is constant, else at invoke (the output dynamic), again when the shape changes."""
+
+    filter_out_channels: int  # the filter's axis of output channels
+
+    def require_output_shape_input(self, rank: int) -> None:
+        shape_tensor = self.inputs[0]
+        self.require_types(shape_tensor, TensorType.INT32, role="output_shape")
+        if len(shape_tensor.shape) != 1 or shape_tensor.num_elements != rank:
+            raise self.unsupported(
+                f"output_shape must be a 1-D tensor of {rank} values, got shape {list(shape_tensor.shape)}"
+            )
+
+    def plan_output(self) -> None:
+        """The end of ``prepare``: plan for a constant output shape and size the output,
+        or make the output dynamic; then remember the shapes planned for (``bind``)."""
+        self.plan_shape = None
+        if self.inputs[0].is_constant:
+            self.plan(self.read_output_shape())
+            self.outputs[0].resize(self.plan_shape)
+        else:
+            self.outputs[0].set_dynamic()  # the shape is only known at invoke
+        remember_shapes(self)
+
+    def bind(self):
+        """``invoke``, once the node's tensors still have the shapes it was prepared for
+        (``_window.check_shapes``: the buffers are planned for them)."""
+        check_shapes(self)
+        return super().bind()
+
+    def read_output_shape(self) -> tuple[int, ...]:
+        shape = tuple(int(d) for d in self.inputs[0].data)
+        batch, channels = self.inputs[2].shape[0], self.inputs[1].shape[self.filter_out_channels]
+        if any(d <= 0 for d in shape) or shape[0] != batch or shape[-1] != channels:
+            raise self.unsupported(
+                f"output_shape {list(shape)} must be positive, with batch {batch} and the filter's {channels} output channels"
+            )
+        return shape
+
+    def output_at_invoke(self) -> None:
+        """The start of ``invoke``: a dynamic output (or one never planned) gets the shape
+        input 0 holds now, planned again when it changed."""
+        if self.plan_shape is None or self.outputs[0].is_dynamic:
+            shape = self.read_output_shape()
+            if shape != self.plan_shape:
+                self.plan(shape)
+            self.outputs[0].set_data(np.empty(shape, self.outputs[0].dtype))
+
+
 # v1: float32 (output_shape, weights, input).
 # v3: an optional bias as 4th input.
 # v4: fused activation function (TransposeConvOptions.fused_activation_function).
 # v2 (int8 weights) and v5 (int16 activations with quantized_bias_type) are quantized: not here.
 @register(BuiltinOperator.TRANSPOSE_CONV, 1, 1)
 @register(BuiltinOperator.TRANSPOSE_CONV, 3, 4)
-class TransposeConv(CpuKernel):
+class TransposeConv(OutputShapeFromInput):
     """TRANSPOSE_CONV versions 1, 3 and 4 (float32; bias from v3, fused activation from v4)."""
 
     #: dtype of the canvas and patch buffers (the quantized kernel, which reuses
     #: ``plan``, picks float32 or float64 by its exactness bound)
     float_type = np.float32
+    filter_out_channels = 0  # (weights [O, KH, KW, I])
 
     def prepare(self) -> None:
         self.require_num_inputs(3, 4)
-        shape_tensor, weights, x = self.inputs[0], self.inputs[1], self.inputs[2]
+        weights, x = self.inputs[1], self.inputs[2]
         bias = self.inputs[3] if len(self.inputs) == 4 else None
-        self.require_types(shape_tensor, TensorType.INT32, role="output_shape")
+        self.require_output_shape_input(4)
         self.require_types(weights, TensorType.FLOAT32, role="weights")
         self.require_types(x, TensorType.FLOAT32, role="input")
         if bias is not None:
             self.require_types(bias, TensorType.FLOAT32, role="bias")
         self.require_types(self.outputs[0], TensorType.FLOAT32, role="output")
-        if len(shape_tensor.shape) != 1 or shape_tensor.num_elements != 4:
-            raise self.unsupported(
-                f"output_shape must be a 1-D tensor of 4 values, got shape {list(shape_tensor.shape)}"
-            )
         if len(x.shape) != 4 or len(weights.shape) != 4:
             raise self.unsupported(
                 f"input and weights must be 4-D (NHWC, OHWI), got {list(x.shape)} and {list(weights.shape)}"
@@ -71,28 +121,7 @@ class TransposeConv(CpuKernel):
             raise self.unsupported(f"strides must be positive, got {[params.stride_h, params.stride_w]}")
 
         self.weight_matrix = self.patches_matrix(weights.data) if weights.is_constant else None
-        self.plan_shape = None
-        if shape_tensor.is_constant:
-            self.plan(self.read_output_shape())
-            self.outputs[0].resize(self.plan_shape)
-        else:
-            self.outputs[0].set_dynamic()  # the shape is only known at invoke
-        remember_shapes(self)
-
-    def bind(self):
-        """``invoke``, once the node's tensors still have the shapes it was prepared for
-        (``_window.check_shapes``: the canvas and patches are planned for them)."""
-        check_shapes(self)
-        return super().bind()
-
-    def read_output_shape(self) -> tuple[int, ...]:
-        shape = tuple(int(d) for d in self.inputs[0].data)
-        x, weights = self.inputs[2], self.inputs[1]
-        if any(d <= 0 for d in shape) or shape[0] != x.shape[0] or shape[3] != weights.shape[0]:
-            raise self.unsupported(
-                f"output_shape {list(shape)} must be positive, with batch {x.shape[0]} and {weights.shape[0]} channels"
-            )
-        return shape
+        self.plan_output()
 
     @staticmethod
     def patches_matrix(weights: np.ndarray) -> np.ndarray:
@@ -124,11 +153,7 @@ class TransposeConv(CpuKernel):
         self.plan_shape = tuple(output_shape)
 
     def invoke(self) -> None:
-        if self.plan_shape is None or self.outputs[0].is_dynamic:
-            shape = self.read_output_shape()
-            if shape != self.plan_shape:
-                self.plan(shape)
-            self.outputs[0].set_data(np.empty(shape, np.float32))
+        self.output_at_invoke()
         x, out = self.inputs[2].data, self.outputs[0].data
         weight_matrix = self.weight_matrix
         if weight_matrix is None:

@@ -40,7 +40,7 @@ from typing import Callable
 
 import numpy as np
 
-from backends.cpu.kernel import CpuKernel, register
+from backends.cpu.kernel import register
 from backends.cpu.kernels._quantized_window import (
     ConvQuantization,
     FloatOutputStage,
@@ -49,8 +49,8 @@ from backends.cpu.kernels._quantized_window import (
     select_conv_arithmetic,
     zero_point_of,
 )
-from backends.cpu.kernels._window import activation_bounds, check_shapes, clamp, remember_shapes
-from backends.cpu.kernels.transpose_conv import TransposeConv
+from backends.cpu.kernels._window import activation_bounds, check_shapes, clamp
+from backends.cpu.kernels.transpose_conv import OutputShapeFromInput, TransposeConv
 from backends.cpu.quantization import is_quantized
 from schema.enums import BuiltinOperator, TensorType
 
@@ -76,8 +76,10 @@ def required_version(x, weights) -> int | None:
 #     TFLite's rule tests input 0 (the output shape) for int16, so files written by
 #     its rules never carry v5; the kernel runs it all the same.
 @register(BuiltinOperator.TRANSPOSE_CONV, 1, 5)
-class QuantizedTransposeConv(CpuKernel):
+class QuantizedTransposeConv(OutputShapeFromInput):
     """TRANSPOSE_CONV v1-v5 on uint8, int8, int16x8 and hybrid (float x int8) tensors."""
+
+    filter_out_channels = 0  # (weights [O, KH, KW, I])
 
     @classmethod
     def accepts(cls, context, node) -> bool:
@@ -90,15 +92,11 @@ class QuantizedTransposeConv(CpuKernel):
 
     def prepare(self) -> None:
         self.require_num_inputs(3, 4)
-        shape_tensor, weights, x = self.inputs[0], self.inputs[1], self.inputs[2]
+        weights, x = self.inputs[1], self.inputs[2]
         bias = self.inputs[3] if len(self.inputs) == 4 else None
         output = self.outputs[0]
-        self.require_types(shape_tensor, T.INT32, role="output_shape")
+        self.require_output_shape_input(4)
         self.check_types(x, weights, bias, output)
-        if len(shape_tensor.shape) != 1 or shape_tensor.num_elements != 4:
-            raise self.unsupported(
-                f"output_shape must be a 1-D tensor of 4 values, got shape {list(shape_tensor.shape)}"
-            )
         if len(x.shape) != 4 or len(weights.shape) != 4:
             raise self.unsupported(
                 f"input and weights must be 4-D (NHWC, OHWI), got {list(x.shape)} and {list(weights.shape)}"
@@ -157,13 +155,7 @@ class QuantizedTransposeConv(CpuKernel):
                     np.max(abs_sums * input_abs_max + np.abs(self.bias_values))
                 )
 
-        self.plan_shape = None
-        if shape_tensor.is_constant:
-            self.plan(self.read_output_shape())
-            output.resize(self.plan_shape)
-        else:
-            output.set_dynamic()  # the shape is only known at invoke
-        remember_shapes(self)
+        self.plan_output()
 
     def check_types(self, x, weights, bias, output) -> None:
         """Pick the arithmetic from the types (as TFLite does) and check the rest."""
@@ -187,15 +179,6 @@ class QuantizedTransposeConv(CpuKernel):
         if bias is None:
             return np.zeros(self.out_channels, dtype)
         return bias.data.reshape(-1).astype(dtype)
-
-    def read_output_shape(self) -> tuple[int, ...]:
-        shape = tuple(int(d) for d in self.inputs[0].data)
-        x, weights = self.inputs[2], self.inputs[1]
-        if any(d <= 0 for d in shape) or shape[0] != x.shape[0] or shape[3] != weights.shape[0]:
-            raise self.unsupported(
-                f"output_shape {list(shape)} must be positive, with batch {x.shape[0]} and {weights.shape[0]} channels"
-            )
-        return shape
 
     plan = TransposeConv.plan  # padding, canvas and patch buffers: the float kernel's, in float_type
 
@@ -262,11 +245,7 @@ class QuantizedTransposeConv(CpuKernel):
         return run
 
     def invoke(self) -> None:
-        if self.plan_shape is None or self.outputs[0].is_dynamic:
-            shape = self.read_output_shape()
-            if shape != self.plan_shape:
-                self.plan(shape)
-            self.outputs[0].set_data(np.empty(shape, self.outputs[0].dtype))
+        self.output_at_invoke()
         x, out = self.inputs[2].data, self.outputs[0].data
         values = self.inputs_float
         bias = self.bias_values if self.bias_values is not None else self.read_bias()

@@ -33,7 +33,7 @@ import numpy as np
 from backends.cpu.kernel import register
 from backends.cpu.kernels import _fixed_point as fp
 from backends.cpu.kernels.activations_quantized import QuantizedElementwise
-from backends.cpu.quantization import multiply_by_quantized_multiplier, quantize_multiplier
+from backends.cpu.quantization import multiply_by_quantized_multiplier, requantization_multiplier
 from schema.enums import BuiltinOperator, TensorType
 
 B = BuiltinOperator
@@ -68,7 +68,9 @@ class QuantizedAbs(QuantizedElementwise):
     def prepare_params(self) -> None:
         self.rescale = self.input_scale != self.output_scale
         if self.rescale:  # QuantizeMultiplier(input_scale / output_scale), the ratio in float32
-            self.multiplier, self.shift = quantize_multiplier(float(f32(self.input_scale) / f32(self.output_scale)))
+            self.multiplier, self.shift = requantization_multiplier(
+                float(f32(self.input_scale) / f32(self.output_scale)), "input scale / output scale"
+            )
 
     def compute(self, values: np.ndarray) -> np.ndarray:
         magnitude = np.abs(values - self.input_zero_point)
@@ -135,8 +137,8 @@ class QuantizedRsqrt(_DefinedFromTheZeroPoint):
     def prepare_params(self) -> None:
         if self.inputs[0].type == T.INT8:
             # 1. / (std::sqrt(input_scale) * output_scale): the product in float32, the quotient in double
-            self.multiplier, self.shift = quantize_multiplier(
-                1.0 / float(np.sqrt(f32(self.input_scale)) * f32(self.output_scale))
+            self.multiplier, self.shift = requantization_multiplier(
+                1.0 / float(np.sqrt(f32(self.input_scale)) * f32(self.output_scale)), "1 / (sqrt(input scale) x output scale)"
             )
 
     def transform(self, x: np.ndarray) -> np.ndarray:

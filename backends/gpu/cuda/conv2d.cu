@@ -20,7 +20,7 @@
 // Launch (conv2d.py: conv2d_launch_config): 1-D, one thread per (group of CONV2D_PIXELS
 // consecutive output pixels, output channel), the channel fastest; conv2d_window.cuh walks each
 // thread's windows (shared with conv2d_int8.cu) and says why the threads are laid out so. Pixels
-// past the end compute on the last pixel (valid memory) and are not stored.
+// past the end compute on pixel 0 (valid memory) and are not stored.
 //
 // Trade-off: no shared memory, no tiling over channels, no split of the sum. Each
 // multiply-add still loads its input value (from L1, shared by the warp), so a large layer
@@ -50,8 +50,8 @@
 
 // ---- storage types ---------------------------------------------------------------------------
 #include "storage.cuh"  // load_as_float / store_from_float for float and float16 bit patterns
-#include "epilogue.cuh"  // the fused residual ADD / PRELU / RELU after the bias and clamp
-#include "conv2d_window.cuh"  // the threads' pixels and the walk over the taps (CONV2D_PIXELS)
+#include "epilogue.cuh"  // store_conv_output: bias, clamp, the fused residual ADD / PRELU / RELU
+#include "conv2d_window.cuh"  // direct_convolution: the threads' pixels, the walk over the taps (CONV2D_PIXELS)
 
 // ---- the kernel body ----------------------------------------------------------------------
 
@@ -76,23 +76,11 @@ __device__ __forceinline__ void conv2d_nhwc(
     float act_min, float act_max,
     const Epilogue epilogue)
 {
-    ConvolutionSums<float> sums;
-    if (!convolution_sums(input, filter, CONV2D_WINDOW_ARGS, FloatMultiplyAdd(), sums)) {
-        return;  // the last block is partial
-    }
-
-    // Fused epilogue: bias, then the activation's clamp, written as TFLite's
-    // ActivationFunctionWithMinMax (std::min(std::max(x, lo), hi)) so that NaN propagates;
-    // fmaxf/fminf would turn NaN into a bound.
-    const int oc = sums.oc;
-    const float b = bias != nullptr ? load_as_float(bias + oc) : 0.0f;
-    for (int r = 0; r < sums.count; ++r) {
-        float value = bias != nullptr ? sums.acc[r] + b : sums.acc[r];
-        value = value < act_min ? act_min : value;
-        value = value > act_max ? act_max : value;
-        const long long pixel = sums.first_pixel + r;
-        store_from_float(output + pixel * out_channels + oc, apply_epilogue<Storage>(epilogue, value, pixel, oc));
-    }
+    // The output stage: bias, clamp, fused nodes (epilogue.cuh, every float convolution's).
+    const auto store = [&](float sum, long long pixel, int oc) {
+        store_conv_output(output, bias, sum, pixel, oc, out_channels, act_min, act_max, epilogue);
+    };
+    direct_convolution<float>(input, filter, CONV2D_WINDOW_ARGS, FloatMultiplyAdd(), store);
 }
 
 // ---- entry points ---------------------------------------------------------------------------

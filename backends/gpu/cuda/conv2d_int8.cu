@@ -23,7 +23,7 @@
 // CONV2D_PIXELS consecutive output pixels, output channel), the channel fastest, so that a warp
 // reads consecutive filter values and shares its input values. The walk over each thread's
 // windows is conv2d.cu's (conv2d_window.cuh), with the quantized multiply-add of conv_int8.cuh
-// (depthwise_conv2d_int8.cu's too). Pixels past the end compute on the last pixel (valid memory)
+// (depthwise_conv2d_int8.cu's too). Pixels past the end compute on pixel 0 (valid memory)
 // and are not stored.
 //
 // This file must compile with NVRTC (no system headers; the .cuh headers are spliced in) and with
@@ -35,25 +35,19 @@
 
 #include "fixed_point.cuh"  // multiply_by_quantized_multiplier, wrapping int32 arithmetic, clamp_int
 #include "conv_int8.cuh"  // the tensors and output stage as the kernels take them, QuantizedMultiplyAdd
-#include "conv2d_window.cuh"  // the threads' pixels and the walk over the taps (CONV2D_PIXELS), as conv2d.cu
+#include "conv2d_window.cuh"  // direct_convolution: conv2d.cu's kernel, with an int32 accumulator
 
 template <typename T>
 __device__ __forceinline__ void conv2d_quantized(
     QUANTIZED_CONV_TENSORS(T), CONV2D_WINDOW_PARAMS, QUANTIZED_OUTPUT_STAGE_PARAMS)
 {
-    ConvolutionSums<int> sums;
-    if (!convolution_sums(input, filter, CONV2D_WINDOW_ARGS, QuantizedMultiplyAdd{input_offset, filter_offset}, sums)) {
-        return;  // the last block is partial
-    }
-
-    const int oc = sums.oc;
-    const int b = bias != nullptr ? bias[oc] : 0;
-    const int multiplier = multipliers[oc];
-    const int shift = shifts[oc];
-    for (int r = 0; r < sums.count; ++r) {
-        output[(sums.first_pixel + r) * out_channels + oc] =
-            (T)quantized_output(wrapping_add(sums.acc[r], b), multiplier, shift, output_offset, act_min, act_max);
-    }
+    // The output stage: the bias, TFLite's requantization, the offset and the clamp (conv_int8.cuh).
+    const auto store = [&](int sum, long long pixel, int oc) {
+        const int b = bias != nullptr ? bias[oc] : 0;
+        output[pixel * out_channels + oc] =
+            (T)quantized_output(wrapping_add(sum, b), multipliers[oc], shifts[oc], output_offset, act_min, act_max);
+    };
+    direct_convolution<int>(input, filter, CONV2D_WINDOW_ARGS, QuantizedMultiplyAdd{input_offset, filter_offset}, store);
 }
 
 // ---- entry points ---------------------------------------------------------------------------

@@ -23,9 +23,11 @@
 // float16 path's 1e-2 bound. A tap outside the input is a staged 0 (a finite filter only: 0 * inf
 // would be NaN where conv2d.cu skips the tap).
 //
-// The host shim has no warps and no tensor cores: under CUDA_HOST_SHIM, mma_m16n32k16 is emulated
-// by the block's threads (all 256 call it together): each writes its fragments where the PTX ISA
-// says they belong, synchronises, and computes its own accumulators, k in order, with fmaf. So the
+// The host shim has no tensor cores: under CUDA_HOST_SHIM, mma_m16n32k16 is emulated by each
+// warp's 32 threads: each writes its fragments where the PTX ISA says they belong, synchronises
+// with its warp (__syncwarp: the instruction synchronises no more), and computes its own
+// accumulators, k in order, with fmaf. The shim runs a block's warps one after the other between
+// barriers, so the loop's two __syncthreads() are checked there too. So the
 // shim checks the fragment layout of the loads below; a GPU checks the instruction itself (the
 // device check). This file must compile with NVRTC (no system headers; storage.cuh, epilogue.cuh,
 // mma.cuh and conv2d_gemm.cuh are spliced in; sm_80 or newer for mma.sync m16n8k16) and with g++
@@ -36,9 +38,10 @@
 #endif
 
 #include "storage.cuh"      // load_as_float / store_from_float for float and float16 bit patterns
-#include "epilogue.cuh"     // the fused residual ADD / PRELU / RELU after the bias and clamp
+#include "epilogue.cuh"     // store_conv_output: bias, clamp, the fused residual ADD / PRELU / RELU
 #include "mma.cuh"          // MMA_TILE..., mma_lane, load_mma_fragments, mma_m16n32k16 (mma.sync m16n8k16 x 4; emulated by the host shim)
-#include "conv2d_gemm.cuh"  // the implicit GEMM's gather (pixels, taps) and output stage, shared with conv2d_tiled.cu
+#include "conv2d_window.cuh"  // locate_pixel, tap_input: where a pixel's windows sit, as in the direct kernels
+#include "conv2d_gemm.cuh"  // the implicit GEMM's gather (taps), shared with conv2d_tiled.cu
 
 // Two consecutive halves read as one 32-bit (half2) load from a 4-byte aligned address; the
 // lower-indexed element lands in the low 16 bits (little-endian), as in an mma register.

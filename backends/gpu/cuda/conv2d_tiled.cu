@@ -42,8 +42,10 @@
 #define CONV2D_TILE_THREADS 256
 
 #include "storage.cuh"         // load_as_float / store_from_float for float and float16 bit patterns
-#include "epilogue.cuh"        // the fused residual ADD / PRELU / RELU after the bias and clamp
-#include "conv2d_gemm.cuh"     // the implicit GEMM's gather (pixels, taps) and output stage, shared with conv2d_mma.cu
+#include "epilogue.cuh"        // store_conv_output: bias, clamp, the fused residual ADD / PRELU / RELU
+#include "conv2d_window.cuh"   // locate_pixel, tap_input: where a pixel's windows sit, as in the direct kernels
+#include "conv2d_gemm.cuh"     // the implicit GEMM's gather (taps), shared with conv2d_mma.cu
+#include "matmul.cuh"          // stage_tile: the filter tile, as matmul_tiled.cu's b tiles
 #include "tiled_products.cuh"  // add_tile_products: the register-blocked step, shared with matmul_tiled.cu
 
 template <typename Storage, int TILE_M, int TILE_N>
@@ -53,8 +55,6 @@ __device__ __forceinline__ void conv2d_tiled_nhwc(CONV2D_GEMM_BODY_PARAMS(Storag
     constexpr int THREAD_N = TILE_N / 16;                                     //   x channels
     constexpr int A_ROWS = CONV2D_TILE_THREADS / CONV2D_TILE_K;               // pixels staged per pass
     constexpr int A_LOADS = TILE_M / A_ROWS;                                  // A values a thread stages
-    constexpr int B_ROWS = CONV2D_TILE_THREADS / TILE_N;                      // k rows of B staged per pass
-    constexpr int B_LOADS = CONV2D_TILE_K / B_ROWS;                           // B values a thread stages
     __shared__ float a_tile[CONV2D_TILE_K][TILE_M + 1];  // A transposed: [k][pixel] (+1: fewer bank conflicts on store)
     __shared__ float b_tile[CONV2D_TILE_K][TILE_N];
 
@@ -75,7 +75,6 @@ __device__ __forceinline__ void conv2d_tiled_nhwc(CONV2D_GEMM_BODY_PARAMS(Storag
     GatherPixel a_pixels[A_LOADS];
     locate_pixels<A_LOADS, A_ROWS>(
         a_pixels, m0 + t / CONV2D_TILE_K, pixels, in_h, in_w, in_channels, out_h, out_w, stride_h, stride_w, pad_top, pad_left);
-    const int b_n = t % TILE_N;
 
     const int tx = t % 16, ty = t / 16;
     float acc[THREAD_M][THREAD_N];
@@ -90,24 +89,23 @@ __device__ __forceinline__ void conv2d_tiled_nhwc(CONV2D_GEMM_BODY_PARAMS(Storag
             const bool inside = gather_at(group_input, a_pixels[j], tap, in_h, in_w, in_channels, dilation_h, dilation_w, at);
             a_tile[a_k][t / CONV2D_TILE_K + j * A_ROWS] = inside ? load_as_float(at) : 0.0f;
         }
-        // Stage B: rows k0 .. k0 + TILE_K of the group's [K, O] filter, columns n0 .. n0 + TILE_N.
-        for (int j = 0; j < B_LOADS; ++j) {
-            const int row = t / TILE_N + j * B_ROWS;
-            const int k = k0 + row;
-            const int n = n0 + b_n;
-            b_tile[row][b_n] = (k < depth && n < group_out)
-                ? load_as_float(group_filter + (long long)k * group_out + n) : 0.0f;
-        }
+        // Stage B: rows k0 .. k0 + TILE_K of the group's [K, O] filter, columns n0 .. n0 + TILE_N
+        // (matmul.cuh's loader of matmul_tiled.cu's b tiles).
+        stage_tile<CONV2D_TILE_K, TILE_N, CONV2D_TILE_THREADS>(group_filter, k0, n0, depth, group_out, group_out, 1, t,
+            [&](int row, int n, const Storage* p) { b_tile[row][n] = p != nullptr ? load_as_float(p) : 0.0f; });
         __syncthreads();
         const int steps = min(CONV2D_TILE_K, depth - k0);  // no products past K: the sum is the direct one
         add_tile_products(acc, a_tile, b_tile, steps, tx, ty);
         __syncthreads();  // the tiles are overwritten by the next step
     }
 
-    // Epilogue: bias, clamp, fused nodes.
+    // Epilogue: bias, clamp, fused nodes. Unrolled, so that acc[r][c] stays in registers (a loop
+    // left rolled would index the accumulators at run time: through local memory).
+#pragma unroll
     for (int r = 0; r < THREAD_M; ++r) {
         const long long pixel = m0 + ty + 16 * r;
         if (pixel >= pixels) continue;
+#pragma unroll
         for (int c = 0; c < THREAD_N; ++c) {
             const int n = n0 + tx + 16 * c;
             if (n >= group_out) continue;

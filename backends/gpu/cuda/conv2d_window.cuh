@@ -1,7 +1,9 @@
-// The window walk of the direct convolution kernels, float (conv2d.cu) and quantized
-// (conv2d_int8.cu): which outputs a thread computes, where their windows sit in the input, and
-// the sums over the taps. The kernels differ only in the multiply-add (a functor) and in what
-// they do with the sums (their own epilogue).
+// The direct convolution kernels, float (conv2d.cu) and quantized (conv2d_int8.cu), as one
+// template over the accumulator (direct_convolution): which outputs a thread computes, where
+// their windows sit in the input, and the sums over the taps. The kernels differ only in the
+// multiply-add (a functor) and in their output stage (another). Where a pixel's windows sit and
+// where a tap reads (locate_pixel, tap_input) are the tiled and tensor-core kernels' too
+// (conv2d_gemm.cuh's gathers).
 //
 // Shapes (NHWC, grouped: in_channels = groups * I, out_channels = groups * O):
 //   input  [batches, in_h, in_w, in_channels]
@@ -18,7 +20,7 @@
 // so a warp's threads take consecutive output channels: they read consecutive filter values
 // (the [.., I, O] layout: coalesced) and, while they share a pixel group, the same input values
 // (one broadcast load). Each filter value a thread reads feeds CONV2D_PIXELS sums. Pixels past
-// the end compute on the last pixel (valid memory) and are not counted.
+// the end compute on pixel 0 (valid memory; locate_pixel) and are not counted.
 //
 // The multiply-add is a functor with two members (see conv2d.cu and conv_int8.cuh):
 //   W   weight(const T* w)                   a filter value, read once per tap and i
@@ -31,6 +33,47 @@
 #define LITEDELEGATE_CONV2D_WINDOW_CUH
 
 #define CONV2D_PIXELS 4
+
+// ---- where a pixel's windows sit (every convolution kernel's: conv2d.cu, conv2d_int8.cu, and the
+// ---- tiled and tensor-core kernels' gathers, conv2d_gemm.cuh) --------------------------------------
+
+// An output pixel: its image's offset in the input, the input position of its tap (0, 0), and
+// whether it exists (one past the end is placed at pixel 0 and reads nothing).
+struct GatherPixel {
+    long long image;
+    int y, x;
+    bool valid;
+};
+
+__device__ __forceinline__ GatherPixel locate_pixel(
+    long long m, long long pixels, int in_h, int in_w, int in_channels, int out_h, int out_w,
+    int stride_h, int stride_w, int pad_top, int pad_left)
+{
+    GatherPixel p;
+    p.valid = m < pixels;
+    const long long pixel = p.valid ? m : 0;
+    const int ox = (int)(pixel % out_w);
+    const long long rest = pixel / out_w;
+    const int oy = (int)(rest % out_h);
+    p.image = (rest / out_h) * in_h * in_w * in_channels;
+    p.y = oy * stride_h - pad_top;
+    p.x = ox * stride_w - pad_left;
+    return p;
+}
+
+// Whether tap (ky, kx) of pixel p falls inside the input; if so, `at` is its first channel in the
+// group's input (`group_input`: the input plus the group's first channel).
+template <typename T>
+__device__ __forceinline__ bool tap_input(
+    const T* group_input, const GatherPixel& p, int ky, int kx, int in_h, int in_w, int in_channels,
+    int dilation_h, int dilation_w, const T*& at)
+{
+    const int iy = p.y + ky * dilation_h;
+    const int ix = p.x + kx * dilation_w;
+    if (!(iy >= 0 && iy < in_h && ix >= 0 && ix < in_w)) return false;
+    at = group_input + p.image + ((long long)iy * in_w + ix) * in_channels;
+    return true;
+}
 
 // The convolution's geometry as every layer of these kernels takes it, int32 scalars in this
 // order (the entry points' too: conv2d.py's and conv_int8.py's argument lists), and the
@@ -76,18 +119,10 @@ __device__ __forceinline__ bool convolution_sums(
     const T* filter_column = filter + (long long)g * filter_h * filter_w * group_in * group_out + (oc - g * group_out);
     const T* group_input = input + g * group_in;
 
-    // Where each of the thread's pixels sits: its image and the input position of tap (0, 0).
-    long long image[CONV2D_PIXELS];
-    int origin_y[CONV2D_PIXELS], origin_x[CONV2D_PIXELS];
+    // Where each of the thread's pixels sits (a pixel past the end: at pixel 0, valid memory).
+    GatherPixel pixel[CONV2D_PIXELS];
     for (int r = 0; r < CONV2D_PIXELS; ++r) {
-        const long long pixel = first_pixel + r < pixels ? first_pixel + r : pixels - 1;
-        const int ox = (int)(pixel % out_w);
-        const long long rest = pixel / out_w;
-        const int oy = (int)(rest % out_h);
-        const long long b = rest / out_h;
-        image[r] = b * in_h * in_w * in_channels;
-        origin_y[r] = oy * stride_h - pad_top;
-        origin_x[r] = ox * stride_w - pad_left;
+        pixel[r] = locate_pixel(first_pixel + r, pixels, in_h, in_w, in_channels, out_h, out_w, stride_h, stride_w, pad_top, pad_left);
     }
 
     for (int r = 0; r < CONV2D_PIXELS; ++r) sums.acc[r] = Acc(0);
@@ -99,10 +134,8 @@ __device__ __forceinline__ bool convolution_sums(
             bool inside[CONV2D_PIXELS];
             bool any = false;
             for (int r = 0; r < CONV2D_PIXELS; ++r) {
-                const int iy = origin_y[r] + ky * dilation_h;
-                const int ix = origin_x[r] + kx * dilation_w;
-                inside[r] = iy >= 0 && iy < in_h && ix >= 0 && ix < in_w;
-                tap[r] = group_input + image[r] + ((long long)(inside[r] ? iy : 0) * in_w + (inside[r] ? ix : 0)) * in_channels;
+                tap[r] = group_input;
+                inside[r] = tap_input(group_input, pixel[r], ky, kx, in_h, in_w, in_channels, dilation_h, dilation_w, tap[r]);
                 any = any || inside[r];
             }
             if (!any) continue;
@@ -120,6 +153,24 @@ __device__ __forceinline__ bool convolution_sums(
     sums.first_pixel = first_pixel;
     sums.count = pixels - first_pixel < CONV2D_PIXELS ? (int)(pixels - first_pixel) : CONV2D_PIXELS;
     return true;
+}
+
+// The direct convolution of this thread, whatever its accumulator (float for conv2d.cu, int32
+// for conv2d_int8.cu): its sums (convolution_sums, with the kernel's multiply-add), then each of
+// its pixels through the kernel's output stage, store(acc, pixel, oc).
+template <typename Acc, typename T, typename MultiplyAdd, typename Store>
+__device__ __forceinline__ void direct_convolution(
+    const T* __restrict__ input, const T* __restrict__ filter, CONV2D_WINDOW_PARAMS,
+    const MultiplyAdd multiply_add, const Store store)
+{
+    ConvolutionSums<Acc> sums;
+    if (!convolution_sums(input, filter, CONV2D_WINDOW_ARGS, multiply_add, sums)) {
+        return;  // the last block is partial
+    }
+    for (int r = 0; r < CONV2D_PIXELS; ++r) {  // a constant count: the sums stay in registers
+        if (r >= sums.count) break;
+        store(sums.acc[r], sums.first_pixel + r, sums.oc);
+    }
 }
 
 #endif  // LITEDELEGATE_CONV2D_WINDOW_CUH

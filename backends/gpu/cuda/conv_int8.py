@@ -39,6 +39,7 @@ from backends.gpu.cuda.conv2d import (
     conv2d_launch_config,
     matmul_bias_act_launch_config,
 )
+from backends.gpu.cuda.int8_windows import column_reduction_launch_config
 from backends.gpu.cuda.sources import DepthwiseGeometry, _Launcher, depthwise_launch_config, depthwise_tap_sums
 
 _NULL = np.uint64(0)  # an absent pointer argument, passed by value: 8 zero bytes
@@ -224,9 +225,11 @@ def depthwise_conv2d_int8_twin(x: np.ndarray, w: np.ndarray, bias: np.ndarray | 
 # -- FULLY_CONNECTED -------------------------------------------------------------------------------
 
 
-def fully_connected_int8_launch_config(rows: int, units: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """``(grid, block)`` of ``fully_connected_int8/_uint8``: matmul_bias_act's threads."""
-    return matmul_bias_act_launch_config(1, rows, units)
+def fully_connected_int8_launch_config(rows: int, units: int, depth: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """``(grid, block)`` of ``fully_connected_int8/_uint8``: a block per (row, tile of units),
+    the depth split over the block's threads (``int8_windows.column_reduction_launch_config``):
+    more than one block for more than one row."""
+    return column_reduction_launch_config(units, depth, rows)
 
 
 def fully_connected_int8_args(x: Any, w: Any, bias: Any, scales: Any, out: Any, stage: OutputStage, null: Any) -> tuple:
@@ -260,7 +263,7 @@ class FullyConnectedInt8Cuda(_Launcher):
         out = _check_out(xp, out, (int(x.shape[0]), int(w.shape[1])), np.dtype(x.dtype))
         if out.size == 0:
             return out
-        grid, block = fully_connected_int8_launch_config(*out.shape)
+        grid, block = fully_connected_int8_launch_config(*out.shape, int(x.shape[1]))
         args = fully_connected_int8_args(x, w, bias, scales, out, self.stage, null=_NULL)
         twin = functools.partial(fully_connected_int8_twin, stage=self.stage)
         self.launch(name, grid, block, args, twin, (x, w, bias, scales), (out,))

@@ -52,16 +52,9 @@ __device__ __forceinline__ void depthwise_conv2d_nhwc(
     DepthwiseSum<float> sum;
     if (!depthwise_sum(input, filter, DEPTHWISE_WINDOW_ARGS, FloatMultiplyAdd{}, sum)) return;  // the last block is partial
 
-    // Fused epilogue: bias, then the activation's clamp. Written as TFLite's
-    // ActivationFunctionWithMinMax (std::min(std::max(x, lo), hi)) so that NaN propagates;
-    // fmaxf/fminf would turn NaN into a bound.
-    const int oc = sum.oc;
-    float acc = sum.acc;
-    if (bias != nullptr) acc += load_as_float(bias + oc);
-    acc = acc < act_min ? act_min : acc;
-    acc = acc > act_max ? act_max : acc;
+    // The output stage: bias, clamp, fused nodes (epilogue.cuh, every float convolution's).
     const int out_channels = in_channels * multiplier;
-    store_from_float(output + sum.index, apply_epilogue<Storage>(epilogue, acc, sum.index / out_channels, oc));
+    store_conv_output(output, bias, sum.acc, sum.index / out_channels, sum.oc, out_channels, act_min, act_max, epilogue);
 }
 
 // ---- entry points ---------------------------------------------------------------------------

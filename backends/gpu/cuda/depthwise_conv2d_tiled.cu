@@ -100,11 +100,8 @@ __device__ __forceinline__ void depthwise_conv2d_tiled_nhwc(
         float acc = depthwise_taps<float>(
             origin_y + py * stride_h, origin_x + px * stride_w, in_h, in_w, filter_h, filter_w,
             dilation_h, dilation_w, tap);
-        if (bias != nullptr) acc += load_as_float(bias + oc);
-        acc = acc < act_min ? act_min : acc;
-        acc = acc > act_max ? act_max : acc;
         const long long pixel = (b * out_h + oy) * out_w + ox;
-        store_from_float(output + pixel * out_channels + oc, apply_epilogue<Storage>(epilogue, acc, pixel, oc));
+        store_conv_output(output, bias, acc, pixel, oc, out_channels, act_min, act_max, epilogue);  // epilogue.cuh
     }
 }
 

@@ -1,6 +1,7 @@
-// The fused epilogue of the convolution kernels (conv2d.cu, depthwise_conv2d.cu): the nodes
-// that MediaPipe's blocks put after a convolution, folded into its store (backends/gpu/fusion.py
-// decides when that is exact):
+// The output stage of the float convolution kernels (conv2d.cu, conv2d_tiled.cu, conv2d_mma.cu,
+// depthwise_conv2d.cu, depthwise_conv2d_tiled.cu: store_conv_output), with the fused epilogue:
+// the nodes that MediaPipe's blocks put after a convolution, folded into its store
+// (backends/gpu/fusion.py decides when that is exact):
 //
 //   v = clamp(acc + bias, act_min, act_max)          the convolution's own bias and fused activation
 //   v = clamp(v + r, add_min, add_max)               ADD of a residual r (when residual != null),
@@ -72,4 +73,18 @@ __device__ __forceinline__ Epilogue make_epilogue(
     e.post_min = post_min;
     e.post_max = post_max;
     return e;
+}
+
+// The output stage of every float convolution, for output channel oc of a pixel: the bias, the
+// clamp (TFLite's ActivationFunctionWithMinMax: NaN propagates; fmaxf/fminf would turn NaN into
+// a bound), the fused nodes, stored at output[pixel * out_channels + oc].
+template <typename Storage>
+__device__ __forceinline__ void store_conv_output(
+    Storage* output, const Storage* bias, float sum, long long pixel, int oc, int out_channels,
+    float act_min, float act_max, const Epilogue& epilogue)
+{
+    float value = bias != nullptr ? sum + load_as_float(bias + oc) : sum;
+    value = value < act_min ? act_min : value;
+    value = value > act_max ? act_max : value;
+    store_from_float(output + pixel * out_channels + oc, apply_epilogue<Storage>(epilogue, value, pixel, oc));
 }

@@ -14,21 +14,24 @@
 // host (the CPU kernel's own helpers). The accumulator is int32 and wraps as TFLite's; a rounded
 // value outside int32 becomes INT32_MIN as on x86 (fixed_point.cuh: rescale_double).
 //
-// Launch (conv_int8.py: fully_connected_int8_launch_config): as matmul.cu's matmul_bias_act,
-// columns (units) along x, groups of MATMUL_ROWS rows along y: a warp's threads read consecutive
-// weights (coalesced) and share the row values (one broadcast load). Rows past the end read the
-// last row (valid memory) and are not stored.
+// Launch (conv_int8.py: fully_connected_int8_launch_config; int8_windows.py:
+// column_reduction_launch_config): 1-D grid over (row, tile of blockDim.x units), the tiles of a
+// row consecutive; a block's threads are blockDim.x units (x, so that a warp reads consecutive
+// weights: coalesced, and shares its row's values: broadcast) by blockDim.y slices of the depth
+// (y, a power of two): slice s adds d = s, s + blockDim.y, ...; the slices' int32 sums are then
+// added through shared memory (block_reduce.cuh). int32 addition wraps, so the split sum is the
+// sequential one bit for bit. So a product of several rows, or of one row and several tiles of
+// units, runs on several blocks, and a deep row on several threads.
 //
-// This file must compile with NVRTC (no system headers; fixed_point.cuh is spliced in) and with
-// g++ through host_shim/cuda_host.h.
+// This file must compile with NVRTC (no system headers; the .cuh headers are spliced in) and
+// with g++ through host_shim/cuda_host.h in its cooperative mode (__shared__, __syncthreads).
 
 #if !defined(__CUDACC__) && !defined(CUDA_HOST_SHIM)
 #error "compile this file with NVRTC (or nvcc), or with g++ after including host_shim/cuda_host.h"
 #endif
 
-#define MATMUL_ROWS 4
-
-#include "fixed_point.cuh"  // rescale_double, wrapping int32 arithmetic
+#include "fixed_point.cuh"   // rescale_double, wrapping int32 arithmetic
+#include "block_reduce.cuh"  // block_combine: the slices' sums added through shared memory
 
 template <typename T>
 __device__ __forceinline__ void fully_connected_quantized(
@@ -40,28 +43,24 @@ __device__ __forceinline__ void fully_connected_quantized(
     int rows, int units, int depth,
     int input_offset, int filter_offset, int output_offset, int act_min, int act_max)
 {
-    const int unit = blockIdx.x * blockDim.x + threadIdx.x;
-    const int first_row = (blockIdx.y * blockDim.y + threadIdx.y) * MATMUL_ROWS;
-    if (unit >= units || first_row >= rows) return;
+    __shared__ int partial[REDUCTION_THREADS];
+    const int tiles = (units + blockDim.x - 1) / blockDim.x;
+    const long long row = blockIdx.x / tiles;
+    const int unit = (int)(blockIdx.x % tiles) * blockDim.x + threadIdx.x;
+    const bool valid = unit < units && row < rows;
 
-    const T* row[MATMUL_ROWS];
-    for (int r = 0; r < MATMUL_ROWS; ++r) {
-        row[r] = x + (long long)min(first_row + r, rows - 1) * depth;
-    }
-    int acc[MATMUL_ROWS];
-    for (int r = 0; r < MATMUL_ROWS; ++r) acc[r] = 0;
-    for (int d = 0; d < depth; ++d) {
-        const int w = (int)weights[(long long)d * units + unit] + filter_offset;
-        for (int r = 0; r < MATMUL_ROWS; ++r) {
-            acc[r] = wrapping_add(acc[r], wrapping_mul(w, (int)row[r][d] + input_offset));
+    int acc = 0;
+    if (valid) {
+        const T* values = x + row * depth;
+        for (int d = threadIdx.y; d < depth; d += blockDim.y) {
+            const int w = (int)weights[(long long)d * units + unit] + filter_offset;
+            acc = wrapping_add(acc, wrapping_mul(w, (int)values[d] + input_offset));
         }
     }
+    acc = block_combine<false>(partial, acc, WrappingSum());  // every thread: it holds barriers
+    if (!valid || threadIdx.y != 0) return;
     const int b = bias != nullptr ? bias[unit] : 0;
-    const double scale = scales[unit];
-    for (int r = 0; r < MATMUL_ROWS && first_row + r < rows; ++r) {
-        const int value = rescale_double(wrapping_add(acc[r], b), scale, output_offset, act_min, act_max);
-        out[(long long)(first_row + r) * units + unit] = (T)value;
-    }
+    out[row * units + unit] = (T)rescale_double(wrapping_add(acc, b), scales[unit], output_offset, act_min, act_max);
 }
 
 // ---- entry points ---------------------------------------------------------------------------

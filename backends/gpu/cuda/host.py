@@ -25,6 +25,17 @@ Every source goes through :func:`host_source` before g++ sees it: it rewrites ea
 Builds are cached in ``$LITEDELEGATE_HOST_SHIM_CACHE``, else
 ``$XDG_CACHE_HOME/litedelegate/host_shim`` (``~/.cache/...``), else a temp directory, in
 a directory named by a hash of the compiler, the flags, the header and the sources.
+
+Sanitized mode: ``LITEDELEGATE_SHIM_SANITIZE=1`` builds every host library with
+AddressSanitizer and UBSan, float-cast-overflow included (:data:`SANITIZE_FLAGS`, so a
+cache entry of its own), each report fatal; the emulated device then gives every device
+buffer exactly the bytes asked for, with no rounding slack (``emulation.py``), so that a
+kernel reading one byte past a buffer reads ASan's redzone. A library built with ASan
+loads only into a process whose first library is ASan's runtime: run Python under
+``LD_PRELOAD`` of it, with leak detection off (Python keeps its objects to the end);
+:func:`sanitized_environment` is that environment (``tests/gpu/test_sanitized_shim.py``
+runs kernel tests in it, in a subprocess). Loading a sanitized library without it raises
+:class:`HostShimError`, saying so.
 """
 
 from __future__ import annotations
@@ -58,11 +69,32 @@ from schema.enums import ActivationFunctionType, Padding
 SHIM_DIR = pathlib.Path(__file__).parent / "host_shim"
 HEADER = SHIM_DIR / "cuda_host.h"
 #: Flags of every host build (shared libraries add ``-fPIC -shared``). ``-pthread``: every
-#: launch runs on worker threads.
-BASE_FLAGS: tuple[str, ...] = ("-O2", "-std=c++20", "-Wall", "-Wno-unused-function", "-pthread")
+#: launch runs on worker threads. ``-Wno-unknown-pragmas``: the kernels' ``#pragma unroll``
+#: is NVRTC's (g++ before 13 cannot silence it in the header).
+BASE_FLAGS: tuple[str, ...] = ("-O2", "-std=c++20", "-Wall", "-Wno-unused-function", "-Wno-unknown-pragmas", "-pthread")
 SHARED_FLAGS: tuple[str, ...] = ("-fPIC", "-shared")
 COOPERATIVE_FLAGS: tuple[str, ...] = ("-DCUDA_HOST_COOPERATIVE",)
 _MAX_PARAMS = 64
+
+#: The environment variable of sanitized mode (any value but empty or ``0`` turns it on).
+SANITIZE_ENVIRONMENT = "LITEDELEGATE_SHIM_SANITIZE"
+#: What sanitized mode adds to every build: ASan and UBSan (float-to-int conversions out of
+#: range included, which ``-fsanitize=undefined`` leaves out), every report fatal, frames
+#: and line numbers for the reports (``-g1``: line tables only), at ``-O1`` (ASan's advice;
+#: it also halves the build time of ``-O2 -g``).
+SANITIZE_FLAGS: tuple[str, ...] = (
+    "-fsanitize=address,undefined,float-cast-overflow",
+    "-fno-sanitize-recover=all",
+    "-fno-omit-frame-pointer",
+    "-O1",
+    "-g1",
+)
+#: The sanitizers' settings in a sanitized process: Python keeps objects alive to its end
+#: (no leak report); a report ends the process with its stack.
+SANITIZER_OPTIONS = {
+    "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0:halt_on_error=1:exitcode=86:print_summary=1",
+    "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1:exitcode=87",
+}
 # The launcher's error for a malformed CUDA_HOST_SEED or CUDA_HOST_WORKERS
 # (cudaErrorInvalidValue; a launch configuration a GPU would refuse is 9).
 _INVALID_VALUE = 1
@@ -86,6 +118,48 @@ def compiler() -> str:
 def _compiler_identity(path: str) -> str:
     result = subprocess.run([path, "--version"], capture_output=True, text=True, check=False)
     return f"{path}\n{result.stdout}"
+
+
+def sanitizing() -> bool:
+    """Whether host builds are sanitized now (``LITEDELEGATE_SHIM_SANITIZE``, read at each call)."""
+    return os.environ.get(SANITIZE_ENVIRONMENT, "") not in ("", "0")
+
+
+def sanitizer_preload() -> list[str]:
+    """What a process must load first to load sanitized libraries: the compiler's
+    AddressSanitizer runtime, then its C++ runtime (ASan intercepts ``__cxa_throw``, and
+    finds nothing to forward to when libstdc++ comes later, with a C++ extension such as
+    LiteRT's: the first exception thrown then aborts the process)."""
+    cxx = compiler()
+    paths = []
+    for library in ("libasan.so", "libstdc++.so"):
+        result = subprocess.run([cxx, f"-print-file-name={library}"], capture_output=True, text=True, check=False)
+        path = result.stdout.strip()
+        if result.returncode != 0 or not os.path.isabs(path) or not os.path.exists(path):
+            raise HostShimError(f"{cxx} has no {library}; sanitized mode needs gcc's AddressSanitizer runtime (libasan)")
+        paths.append(os.path.realpath(path))
+    return paths
+
+
+def sanitized_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``base`` (default: this process's environment) for a process in sanitized mode: the
+    switch on, :func:`sanitizer_preload` first in ``LD_PRELOAD``, :data:`SANITIZER_OPTIONS`."""
+    environment = dict(os.environ if base is None else base)
+    preload = [*sanitizer_preload(), *filter(None, environment.get("LD_PRELOAD", "").split(":"))]
+    environment.update(SANITIZER_OPTIONS)
+    environment.update({SANITIZE_ENVIRONMENT: "1", "LD_PRELOAD": ":".join(dict.fromkeys(preload))})
+    return environment
+
+
+def _require_sanitizer_runtime() -> None:
+    """Sanitized libraries need ASan's runtime loaded first (else dlopen aborts the process
+    with "ASan runtime does not come first"): refuse clearly instead."""
+    if not hasattr(ctypes.CDLL(None), "__asan_init"):
+        raise HostShimError(
+            f"{SANITIZE_ENVIRONMENT}=1 builds the host shim with AddressSanitizer, whose runtime this process did "
+            f"not load first: run it with LD_PRELOAD={':'.join(sanitizer_preload())} and ASAN_OPTIONS=detect_leaks=0 "
+            "(backends.gpu.cuda.host.sanitized_environment() is that environment), or unset the variable"
+        )
 
 
 def cache_dir() -> pathlib.Path:
@@ -276,7 +350,7 @@ def build(
     if not HEADER.is_file():
         raise HostShimError(f"the host shim header {HEADER} is missing (not installed as package data?)")
     cxx = compiler()
-    all_flags = (*BASE_FLAGS, *(() if executable else SHARED_FLAGS), *flags)
+    all_flags = (*BASE_FLAGS, *(() if executable else SHARED_FLAGS), *flags, *(SANITIZE_FLAGS if sanitizing() else ()))
     digest = hashlib.sha256()
     for part in (_compiler_identity(cxx), "\0".join(all_flags), HEADER.read_text(), unit, *sorted(files.items())):
         digest.update(str(part).encode() + b"\0\1")
@@ -399,6 +473,8 @@ class HostModule:
         stem = pathlib.Path(filename).stem
         all_flags = (*(COOPERATIVE_FLAGS if cooperative else ()), *flags)
         self.path = build(kernel_unit(filename, self.kernel_names), stem, {filename: source}, all_flags)
+        if sanitizing():
+            _require_sanitizer_runtime()
         self.library = ctypes.CDLL(str(self.path))
         self._kernels: dict[str, HostKernel] = {}
 
@@ -412,8 +488,10 @@ class HostModule:
 
 @functools.lru_cache(maxsize=None)
 def shipped_module(source: str) -> HostModule:
-    """The host build of a shipped ``.cu`` file (built once per process, cached on disk)."""
-    return HostModule(read_source(source), source)
+    """The host build of a shipped ``.cu`` file (built once per process, cached on disk), in
+    the cooperative mode when it uses ``__syncthreads`` or ``__shared__``."""
+    text = read_source(source)
+    return HostModule(text, source, cooperative="__syncthreads" in text or "__shared__" in text)
 
 
 def run_depthwise_conv2d_host(

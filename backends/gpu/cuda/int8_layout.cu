@@ -43,8 +43,8 @@ extern "C" __global__ void concatenation_b8(
     const unsigned char* __restrict__ tables, int outer, int inner, int axis_total, int axis_start)
 {
     CONCAT_INPUTS_ARRAYS(unsigned char)
-    ConcatElement element;
-    if (!concat_element(extents, outer, inner, axis_total, axis_start, element)) return;
-    const unsigned char value = inputs[element.k][element.source];
+    ConcatElement<unsigned char> element;
+    if (!concat_element(inputs, extents, outer, inner, axis_total, axis_start, element)) return;
+    const unsigned char value = *element.source;
     output[element.target] = tables ? tables[element.k * 256 + value] : value;
 }

@@ -13,15 +13,15 @@
 // clamp: the fused activation's quantized range [act_min, act_max].
 //
 // MEAN over constant axes (quantized_mean_*): the input seen as [d0, d1, d2, d3] (the host
-// left-pads the shape with 1s), reduce_k 1 for a reduced axis; one thread per output (the
-// kept coordinates in row-major order, keep_dims or not; pooling.cuh), TFLite's QuantizedMeanOrSum:
+// left-pads the shape with 1s), reduce_k 1 for a reduced axis; the outputs are the kept
+// coordinates in row-major order (keep_dims or not; pooling.cuh), TFLite's QuantizedMeanOrSum:
 //   sum = the int32 sum of the reduced elements (wrapping as TFLite's temp_sum)
 //   out = clamp(M(int32(sum - zero_sum), multiplier, shift) + out_zero_point, low, high)
 // with zero_sum = z_in * count and (multiplier, shift) with 1/count folded in, from the host
 // (reduce_quantized.folded_multiplier).
 //
-// SOFTMAX (quantized_softmax_<in>_<out>), one thread per row of the last axis, gemmlowp's fixed
-// point as TFLite's reference (with the CPU kernel's tables, computed at prepare):
+// SOFTMAX (quantized_softmax_<in>_<out>), a row of the last axis per blockDim.x threads, gemmlowp's
+// fixed point as TFLite's reference (with the CPU kernel's tables, computed at prepare):
 //   d = q - max(row) in [-in_range, 0]; exp[d + in_range] (Q0.31), accumulated[...] (Q12.19)
 //   sum = the int32 (wrapping) sum over the row of accumulated[d + in_range]
 //   (r, n) = GetReciprocal(sum, 12); exponent = clamp(n + exponent_offset, 0, 31)
@@ -30,9 +30,19 @@
 // (TFLite aborts where the exponent leaves [0, 31]: 512 or more values near the row's max;
 // the clamp keeps such rows defined, as the GPU op's docstring says.)
 //
-// Launch: 1-D, blockDim.x * gridDim.x >= the outputs (the rows for SOFTMAX).
+// Launch (int8_windows.py):
+// - the pools: 1-D, one thread per output, blockDim.x * gridDim.x >= the outputs;
+// - MEAN (column_reduction_launch_config): output blockIdx.x * blockDim.x + threadIdx.x, its
+//   reduced elements split over the blockDim.y threads of its column (a power of two), whose
+//   int32 sums are added through shared memory (block_reduce.cuh);
+// - SOFTMAX (row_reduction_launch_config): row blockIdx.x * blockDim.y + threadIdx.y, its values
+//   split over the blockDim.x threads of its row (a power of two), which combine the row's max
+//   and sum through shared memory, then each writes its own values.
+// The maxima and the wrapping int32 sums do not depend on how they are split: the results are
+// the sequential loops', bit for bit. So a MEAN of more than one output, or a SOFTMAX of more
+// than one row, runs on more than one block.
 // This file must compile with NVRTC (no system headers; the .cuh headers are spliced in) and
-// with g++ through host_shim/cuda_host.h.
+// with g++ through host_shim/cuda_host.h in its cooperative mode (__shared__, __syncthreads).
 
 #if !defined(__CUDACC__) && !defined(CUDA_HOST_SHIM)
 #error "compile this file with NVRTC (or nvcc), or with g++ after including host_shim/cuda_host.h"
@@ -40,6 +50,7 @@
 
 #include "fixed_point.cuh"  // TFLite's integer requantization arithmetic
 #include "pooling.cuh"  // the windows' walks, shared with pool2d.cu
+#include "block_reduce.cuh"  // block_combine: a MEAN's or SOFTMAX row's threads' sums and maxima
 
 // ---- AVERAGE_POOL_2D / MAX_POOL_2D --------------------------------------------------------
 
@@ -47,17 +58,16 @@ template <typename Q, bool IsMax>
 __device__ __forceinline__ void quantized_pool2d(
     const Q* __restrict__ input, Q* __restrict__ output, POOL2D_WINDOW_PARAMS, int act_min, int act_max)
 {
-    Pooled<int> pooled;
     const auto load = [](const Q* p) { return (int)*p; };
-    if (!pool2d_window<IsMax>(input, POOL2D_WINDOW_ARGS, -2147483647, load, pooled)) {
-        return;  // the last block is partial
-    }
-    int acc = pooled.value;
-    if (!IsMax) {
-        const int count = (int)pooled.count;
-        acc = acc > 0 ? (acc + count / 2) / count : (acc - count / 2) / count;
-    }
-    output[pooled.index] = (Q)clamp_int(acc, act_min, act_max);
+    const auto finish = [&](int value, long long count, Q* out) {
+        int acc = value;
+        if (!IsMax) {
+            const int n = (int)count;
+            acc = acc > 0 ? (acc + n / 2) / n : (acc - n / 2) / n;
+        }
+        *out = (Q)clamp_int(acc, act_min, act_max);
+    };
+    pool2d<IsMax>(input, output, POOL2D_WINDOW_ARGS, -2147483647, load, finish);
 }
 
 #define QUANTIZED_POOL2D_PARAMS POOL2D_WINDOW_PARAMS, int act_min, int act_max
@@ -94,14 +104,19 @@ __device__ __forceinline__ void quantized_mean_4d(
     const Q* __restrict__ input, Q* __restrict__ output, MEAN_AXES_PARAMS,
     long long zero_sum, int multiplier, int shift, int out_zero_point, int low, int high)
 {
-    Pooled<int> pooled;  // the sum wraps as TFLite's int32 temp_sum
-    const auto add = [](int sum, const Q* p) { return wrapping_add(sum, (int)*p); };
-    if (!mean_sum(input, MEAN_AXES_ARGS, add, pooled)) {
-        return;  // the last block is partial
+    __shared__ int partial[REDUCTION_THREADS];
+    const long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x;  // the output
+    const bool valid = index < mean_outputs(MEAN_AXES_ARGS);
+    int sum = 0;  // wraps as TFLite's int32 temp_sum
+    if (valid) {
+        const auto add = [](int acc, const Q* p) { return wrapping_add(acc, (int)*p); };
+        sum = mean_slice_sum(input, d1, d2, d3, mean_output(index, MEAN_AXES_ARGS), threadIdx.y, blockDim.y, 0, add);
     }
-    const int centered = wrap_int32((long long)pooled.value - zero_sum);
+    sum = block_combine<false>(partial, sum, WrappingSum());  // every thread: it holds barriers
+    if (!valid || threadIdx.y != 0) return;
+    const int centered = wrap_int32((long long)sum - zero_sum);
     const int raw = multiply_by_quantized_multiplier(centered, multiplier, shift);
-    output[pooled.index] = (Q)clamp_int(wrapping_add(raw, out_zero_point), low, high);
+    output[index] = (Q)clamp_int(wrapping_add(raw, out_zero_point), low, high);
 }
 
 #define QUANTIZED_MEAN_PARAMS                                                                  \
@@ -156,17 +171,25 @@ __device__ __forceinline__ void quantized_softmax_rows(
     const QIn* __restrict__ input, const int* __restrict__ exp_table, const int* __restrict__ accumulated,
     QOut* __restrict__ output, long long rows, int depth, int in_range, int exponent_offset, int out_min, int out_max)
 {
-    const long long row = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (row >= rows) return;
-    const QIn* x = input + row * depth;
-    QOut* y = output + row * depth;
+    __shared__ int partial[REDUCTION_THREADS];
+    const long long row = (long long)blockIdx.x * blockDim.y + threadIdx.y;
+    const bool valid = row < rows;
+    const QIn* x = input + (valid ? row : 0) * depth;
+    QOut* y = output + (valid ? row : 0) * depth;
 
-    int row_max = (int)x[0];
-    for (int i = 1; i < depth; ++i) row_max = (int)x[i] > row_max ? (int)x[i] : row_max;
-    const int offset = in_range - row_max;  // the tables' index: d + in_range
+    int row_max = -2147483647 - 1;
+    if (valid) {
+        for (int i = threadIdx.x; i < depth; i += blockDim.x) row_max = (int)x[i] > row_max ? (int)x[i] : row_max;
+    }
+    row_max = block_combine<true>(partial, row_max, Maximum());  // every thread: it holds barriers
+    const int offset = valid ? in_range - row_max : 0;  // the tables' index: d + in_range
 
     int sum = 0;  // Q12.19, wrapping as TFLite's int32 accumulator
-    for (int i = 0; i < depth; ++i) sum = wrapping_add(sum, accumulated[(int)x[i] + offset]);
+    if (valid) {
+        for (int i = threadIdx.x; i < depth; i += blockDim.x) sum = wrapping_add(sum, accumulated[(int)x[i] + offset]);
+    }
+    sum = block_combine<true>(partial, sum, WrappingSum());
+    if (!valid) return;
 
     // GetReciprocal(sum, 12): sum's leading bit moved to bit 31, then 1 / (1 + fraction).
     const int headroom_plus_one = count_leading_zeros_u32((unsigned)sum);
@@ -176,7 +199,7 @@ __device__ __forceinline__ void quantized_softmax_rows(
     const int reciprocal = one_over_one_plus_x_for_x_in_0_1(shifted_sum_minus_one);
     const int exponent = clamp_int(num_bits_over_unit + exponent_offset, 0, 31);
 
-    for (int i = 0; i < depth; ++i) {
+    for (int i = threadIdx.x; i < depth; i += blockDim.x) {
         const int scaled = saturating_rounding_doubling_high_mul(reciprocal, exp_table[(int)x[i] + offset]);
         const int value = rounding_divide_by_pot(scaled, exponent) + out_min;
         y[i] = (QOut)(value < out_max ? value : out_max);

@@ -32,6 +32,53 @@ from backends.gpu.cuda.windows import PoolGeometry
 
 OUTPUT_CODES = {**EIGHT_BIT, np.dtype(np.int16): "i16"}
 
+#: Threads per block of the reductions (block_reduce.cuh's REDUCTION_THREADS).
+REDUCTION_THREADS = 256
+_MAX_GRID_X = 2**31 - 1
+
+
+def _power_of_two_at_least(n: int) -> int:
+    return 1 << max(int(n) - 1, 0).bit_length()
+
+
+def _power_of_two_at_most(n: int) -> int:
+    return 1 << (max(int(n), 1).bit_length() - 1)
+
+
+def _grid(blocks: int, what: str) -> tuple[int, int, int]:
+    if blocks <= 0:
+        raise ValueError(f"nothing to launch for {what}")
+    if blocks > _MAX_GRID_X:
+        raise ValueError(f"{what} needs {blocks} blocks, more than a grid holds")
+    return (blocks, 1, 1)
+
+
+def row_reduction_launch_config(rows: int, length: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """``(grid, block)`` of a kernel that combines each of ``rows`` rows of ``length``
+    contiguous values (quantized SOFTMAX): block.x threads per row (a power of two, as many as
+    the row has values, up to 256), block.y rows per block (the rest of 256 threads, but at
+    most half the rows: two rows or more take two blocks or more); grid.x over the rows."""
+    per_row = min(REDUCTION_THREADS, _power_of_two_at_least(length))
+    rows_per_block = REDUCTION_THREADS // per_row
+    if rows >= 2:
+        rows_per_block = min(rows_per_block, _power_of_two_at_most(rows // 2))
+    return _grid(-(-int(rows) // rows_per_block), f"{rows} rows"), (per_row, rows_per_block, 1)
+
+
+def column_reduction_launch_config(outputs: int, length: int, rows: int = 1) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """``(grid, block)`` of a kernel that sums ``length`` values into each of ``outputs``
+    outputs whose values sit side by side (the quantized MEAN over outer axes,
+    FULLY_CONNECTED's units), for each of ``rows`` rows: block.x outputs per block (adjacent
+    outputs read adjacent memory; up to 32, and at most half the outputs: two outputs or more
+    take two blocks or more), block.y threads per output (a power of two, no more than the
+    values, up to the rest of 256 threads); grid.x over (row, tile of block.x outputs)."""
+    width = min(32, _power_of_two_at_least(outputs))
+    if outputs >= 2:
+        width = min(width, _power_of_two_at_most(outputs // 2))
+    slices = min(REDUCTION_THREADS // width, _power_of_two_at_least(length))
+    tiles = -(-int(outputs) // width)
+    return _grid(int(rows) * tiles, f"{rows} x {outputs} outputs"), (width, slices, 1)
+
 
 # -- AVERAGE_POOL_2D / MAX_POOL_2D ----------------------------------------------------------------
 
@@ -117,7 +164,8 @@ def _mean_shape_and_flags(shape: Sequence[int], axes: Sequence[int]) -> tuple[tu
 class QuantizedMeanCuda(_Launcher):
     """MEAN of int8/uint8 over resolved ``axes`` (in range, no repeats): the output (any
     shape holding the kept elements in row-major order) requantized with ``params``. One
-    launch; the input must not be empty (the op fills zeros instead)."""
+    launch, threads sharing each output's sum (``column_reduction_launch_config``); the input
+    must not be empty (the op fills zeros instead)."""
 
     source = "int8_windows.cu"
 
@@ -141,7 +189,8 @@ class QuantizedMeanCuda(_Launcher):
             x, out, *(np.int32(v) for v in (*shape4, *flags)), np.int64(p.zero_sum),
             *(np.int32(v) for v in (p.multiplier, p.shift, p.out_zero_point, *p.bounds)),
         )
-        grid, block = elementwise_launch_config(out.size)
+        count = int(np.prod([x.shape[a] for a in self.axes], dtype=np.int64))
+        grid, block = column_reduction_launch_config(out.size, count)
         twin = functools.partial(quantized_mean_twin, axes=self.axes, params=p)
         self.launch(self.kernel_name, grid, block, args, twin, (x,), (out,))
         return out
@@ -172,7 +221,8 @@ class QuantizedSoftmaxParams:
 class QuantizedSoftmaxCuda(_Launcher):
     """SOFTMAX of an int8/uint8 tensor along its last axis into ``out_dtype`` (the input's
     type, or int16), from the CPU kernel's tables (device int32 arrays: ``exp_table`` Q0.31
-    and ``accumulated`` Q12.19, indexed by ``d + in_range``). One launch, a thread per row."""
+    and ``accumulated`` Q12.19, indexed by ``d + in_range``). One launch, threads sharing each
+    row (``row_reduction_launch_config``)."""
 
     source = "int8_windows.cu"
 
@@ -194,7 +244,7 @@ class QuantizedSoftmaxCuda(_Launcher):
         rows = out.size // depth
         p = self.params
         args = (x, exp_table, accumulated, out, np.int64(rows), *(np.int32(v) for v in (depth, p.in_range, p.exponent_offset, p.out_min, p.out_max)))
-        grid, block = elementwise_launch_config(rows)
+        grid, block = row_reduction_launch_config(rows, depth)
         twin = functools.partial(quantized_softmax_twin, params=p)
         self.launch(self.kernel_name, grid, block, args, twin, (x, exp_table, accumulated), (out,))
         return out

@@ -70,9 +70,9 @@ __device__ __forceinline__ void concatenation(
     const int (&extents)[CONCAT_MAX_INPUTS], int outer, int inner, int axis_total, int axis_start,
     int clamp, float act_min, float act_max)
 {
-    ConcatElement element;
-    if (!concat_element(extents, outer, inner, axis_total, axis_start, element)) return;
-    const Storage* source = inputs[element.k] + element.source;
+    ConcatElement<Storage> element;
+    if (!concat_element(inputs, extents, outer, inner, axis_total, axis_start, element)) return;
+    const Storage* source = element.source;
     Storage* target = output + element.target;
     if (clamp) {
         float v = load_as_float(source);

@@ -66,19 +66,23 @@ __device__ __forceinline__ bool pad_element(PAD_4D_PARAMS, PadElement& element)
     const int extents[CONCAT_MAX_INPUTS] = {e0, e1, e2, e3, e4, e5, e6, e7};
 
 // This thread's output element of a CONCATENATION.
+template <typename T>
 struct ConcatElement {
     int k;             // the input it reads
-    long long source;  // the element of input k it reads
+    const T* source;   // the element of input k it reads
     long long target;  // the output element
 };
 
 // The output element of this thread (blockIdx, threadIdx) and where it comes from; false for a
-// thread past the end (the last block is partial).
+// thread past the end (the last block is partial). The slots are walked with constant indices
+// (unrolled): an index computed at run time would put the inputs and extents in local memory.
+template <typename T>
 __device__ __forceinline__ bool concat_element(
-    const int (&extents)[CONCAT_MAX_INPUTS], int outer, int inner, int axis_total, int axis_start,
-    ConcatElement& element)
+    const T* const (&inputs)[CONCAT_MAX_INPUTS], const int (&extents)[CONCAT_MAX_INPUTS], int outer, int inner,
+    int axis_total, int axis_start, ConcatElement<T>& element)
 {
     int count = 0;  // this launch's rows of the axis
+#pragma unroll
     for (int k = 0; k < CONCAT_MAX_INPUTS; ++k) count += extents[k];
     const long long total = (long long)outer * count * inner;
     const long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -90,13 +94,24 @@ __device__ __forceinline__ bool concat_element(
     const int p = (int)(rest % count);
     const int o = (int)(rest / count);
 
-    int k = 0, row = p;  // input k, its row
-    while (row >= extents[k]) {
-        row -= extents[k];
-        ++k;
+    // The input row p falls in (the first k whose rows reach past it), its extent and p's row in it.
+    const T* input = inputs[0];
+    int input_k = 0, extent = extents[0], row = p;
+    bool found = false;
+#pragma unroll
+    for (int k = 0; k < CONCAT_MAX_INPUTS; ++k) {
+        if (found) continue;
+        if (row < extents[k]) {
+            found = true;
+            input_k = k;
+            input = inputs[k];
+            extent = extents[k];
+        } else {
+            row -= extents[k];
+        }
     }
-    element.k = k;
-    element.source = ((long long)o * extents[k] + row) * inner + i;
+    element.k = input_k;
+    element.source = input + ((long long)o * extent + row) * inner + i;
     element.target = ((long long)o * axis_total + axis_start + p) * inner + i;
     return true;
 }

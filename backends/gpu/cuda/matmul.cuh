@@ -1,5 +1,5 @@
 // What the float matrix products (matmul.cu, matmul_tiled.cu, matmul_mma.cu) share: their
-// arguments and their output stage. Each computes
+// arguments, their output stage and the tiled ones' tile loaders. Each computes
 //
 //   c[z, r, j] = clamp(bias[j] + sum_{i < k} a(z, r, i) * b(z, i, j), act_min, act_max)
 //   a(z, r, i) = a[z * a_batch_stride + r * a_row_stride + i * a_col_stride]   (b likewise)
@@ -32,6 +32,30 @@ __device__ __forceinline__ void store_matmul_output(
     result = result < act_min ? act_min : result;
     result = result > act_max ? act_max : result;
     store_from_float(c + (long long)row * n + column, result);
+}
+
+// ---- the tile loader of the tiled products (matmul_tiled.cu, matmul_mma.cu, and conv2d_tiled.cu's
+// ---- filter tiles) -----------------------------------------------------------------------------------
+// A block of THREADS threads stages a tile of a matrix x (x(r, c) = x[r * row_stride + c * col_stride])
+// into shared memory; each thread stages TILE_ROWS * TILE_COLUMNS / THREADS values, and put(r, c, p)
+// stores the value at p (or 0 where p is null: past the matrix's end) at row r, column c of the
+// tile, in the tile's own layout and type (float32 values, or binary16 bits).
+
+// Rows row0 .. row0 + TILE_ROWS of x (of `rows`), columns column0 .. column0 + TILE_COLUMNS (of
+// `columns`): thread t stages column t % TILE_COLUMNS of rows t / TILE_COLUMNS + j * (THREADS /
+// TILE_COLUMNS), so consecutive threads read consecutive columns. A's tiles are TILE x TILE_K (a row's
+// values of k), B's TILE_K x TILE (a row of k's columns).
+template <int TILE_ROWS, int TILE_COLUMNS, int THREADS, typename Storage, typename Put>
+__device__ __forceinline__ void stage_tile(
+    const Storage* x, int row0, int column0, int rows, int columns, long long row_stride, long long col_stride, int t,
+    const Put put)
+{
+    constexpr int ROWS = THREADS / TILE_COLUMNS;  // rows staged per pass
+    for (int j = 0; j < TILE_ROWS / ROWS; ++j) {
+        const int r = t / TILE_COLUMNS + j * ROWS, c = t % TILE_COLUMNS;
+        const int row = row0 + r, column = column0 + c;
+        put(r, c, (column < columns && row < rows) ? x + row * row_stride + column * col_stride : nullptr);
+    }
 }
 
 #endif  // LITEDELEGATE_MATMUL_CUH

@@ -18,15 +18,11 @@
 #endif
 
 #include "storage.cuh"  // load_as_float / store_from_float for float and float16 bit patterns
-#include "matmul.cuh"   // MATMUL_PARAMS / MATMUL_ARGS, store_matmul_output
+#include "matmul.cuh"   // MATMUL_PARAMS / MATMUL_ARGS, store_matmul_output, the tile loaders (matmul_tiled.cu's)
 #include "mma.cuh"      // MMA_TILE..., mma_lane, load_mma_fragments, mma_m16n32k16 (mma.sync m16n8k16 x 4; emulated by the host shim)
 
 extern "C" __global__ void matmul_bias_act_mma_f16(MATMUL_PARAMS(unsigned short))
 {
-    constexpr int A_ROWS = MMA_THREADS / MMA_TILE_K;  // 16 rows staged per pass
-    constexpr int A_LOADS = MMA_TILE / A_ROWS;        // 4
-    constexpr int B_ROWS = MMA_THREADS / MMA_TILE;    // 4 k rows staged per pass
-    constexpr int B_LOADS = MMA_TILE_K / B_ROWS;      // 4
     __shared__ unsigned short a_tile[MMA_TILE][MMA_TILE_K + 8];  // [row][i]
     __shared__ unsigned short b_tile[MMA_TILE_K][MMA_TILE + 8];  // [i][column]
 
@@ -40,19 +36,10 @@ extern "C" __global__ void matmul_bias_act_mma_f16(MATMUL_PARAMS(unsigned short)
     mma_clear(acc);
 
     for (int k0 = 0; k0 < k; k0 += MMA_TILE_K) {
-        for (int j = 0; j < A_LOADS; ++j) {
-            const int i = k0 + t % MMA_TILE_K;
-            const int row = row0 + t / MMA_TILE_K + j * A_ROWS;
-            a_tile[t / MMA_TILE_K + j * A_ROWS][t % MMA_TILE_K] =
-                (i < k && row < m) ? a[row * a_row_stride + i * a_col_stride] : (unsigned short)0;
-        }
-        for (int j = 0; j < B_LOADS; ++j) {
-            const int i_local = t / MMA_TILE + j * B_ROWS;
-            const int i = k0 + i_local;
-            const int column = column0 + t % MMA_TILE;
-            b_tile[i_local][t % MMA_TILE] =
-                (i < k && column < n) ? b[i * b_row_stride + column * b_col_stride] : (unsigned short)0;
-        }
+        stage_tile<MMA_TILE, MMA_TILE_K, MMA_THREADS>(a, row0, k0, m, k, a_row_stride, a_col_stride, t,
+            [&](int r, int i, const unsigned short* p) { a_tile[r][i] = p != nullptr ? *p : (unsigned short)0; });
+        stage_tile<MMA_TILE_K, MMA_TILE, MMA_THREADS>(b, k0, column0, k, n, b_row_stride, b_col_stride, t,
+            [&](int i, int c, const unsigned short* p) { b_tile[i][c] = p != nullptr ? *p : (unsigned short)0; });
         __syncthreads();
         unsigned int a_fragment[4], b_fragment[4][2];
         load_mma_fragments(a_tile, b_tile, lane, a_fragment, b_fragment);

@@ -24,17 +24,13 @@
 #define MM_THREADS 256
 
 #include "storage.cuh"         // load_as_float / store_from_float for float and float16 bit patterns
-#include "matmul.cuh"          // MATMUL_PARAMS / MATMUL_ARGS, store_matmul_output
+#include "matmul.cuh"          // MATMUL_PARAMS / MATMUL_ARGS, store_matmul_output, the tile loaders
 #include "tiled_products.cuh"  // add_tile_products: the register-blocked step, shared with conv2d_tiled.cu
 
 template <typename Storage>
 __device__ __forceinline__ void matmul_bias_activation_tiled(MATMUL_PARAMS(Storage))
 {
     constexpr int PER_THREAD = MM_TILE / 16;                  // 4 x 4 outputs per thread
-    constexpr int A_ROWS = MM_THREADS / MM_TILE_K;            // 16 rows staged per pass
-    constexpr int A_LOADS = MM_TILE / A_ROWS;                 // 4
-    constexpr int B_ROWS = MM_THREADS / MM_TILE;              // 4 k rows staged per pass
-    constexpr int B_LOADS = MM_TILE_K / B_ROWS;               // 4
     __shared__ float a_tile[MM_TILE_K][MM_TILE + 1];  // a transposed: [i][row]
     __shared__ float b_tile[MM_TILE_K][MM_TILE];
 
@@ -49,19 +45,10 @@ __device__ __forceinline__ void matmul_bias_activation_tiled(MATMUL_PARAMS(Stora
         for (int q = 0; q < PER_THREAD; ++q) acc[r][q] = 0.0f;
 
     for (int k0 = 0; k0 < k; k0 += MM_TILE_K) {
-        for (int j = 0; j < A_LOADS; ++j) {
-            const int i = k0 + t % MM_TILE_K;
-            const int row = row0 + t / MM_TILE_K + j * A_ROWS;
-            a_tile[t % MM_TILE_K][t / MM_TILE_K + j * A_ROWS] =
-                (i < k && row < m) ? load_as_float(a + row * a_row_stride + i * a_col_stride) : 0.0f;
-        }
-        for (int j = 0; j < B_LOADS; ++j) {
-            const int i_local = t / MM_TILE + j * B_ROWS;
-            const int i = k0 + i_local;
-            const int column = column0 + t % MM_TILE;
-            b_tile[i_local][t % MM_TILE] =
-                (i < k && column < n) ? load_as_float(b + i * b_row_stride + column * b_col_stride) : 0.0f;
-        }
+        stage_tile<MM_TILE, MM_TILE_K, MM_THREADS>(a, row0, k0, m, k, a_row_stride, a_col_stride, t,
+            [&](int r, int i, const Storage* p) { a_tile[i][r] = p != nullptr ? load_as_float(p) : 0.0f; });
+        stage_tile<MM_TILE_K, MM_TILE, MM_THREADS>(b, k0, column0, k, n, b_row_stride, b_col_stride, t,
+            [&](int i, int c, const Storage* p) { b_tile[i][c] = p != nullptr ? load_as_float(p) : 0.0f; });
         __syncthreads();
         const int steps = min(MM_TILE_K, k - k0);  // no products past k: the sum is matmul.cu's
         add_tile_products(acc, a_tile, b_tile, steps, tx, ty);

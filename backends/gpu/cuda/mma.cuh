@@ -1,6 +1,7 @@
 // Tensor-core helpers shared by the float16 kernels (conv2d_mma.cu, matmul_mma.cu), spliced
 // into each by sources.read_source: their block's tiles, the instruction (mma.sync m16n8k16,
-// emulated by the host shim, which stages each warp's fragments in shared memory), where a lane's
+// emulated by the host shim, which stages each warp's fragments in shared memory and synchronises
+// only the warp), where a lane's
 // accumulators sit, and the fragments of one warp's step of k read from the staged tiles.
 //
 // The helpers keep each kernel's code generation: NVRTC's PTX of conv2d_mma.cu (compute_80/90)
@@ -47,8 +48,10 @@ __device__ __forceinline__ void mma_m16n32k16(float d[4][4], const unsigned int 
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[j][0]), "r"(b[j][1]));
     }
 #else
-    // The shim: the warp's matrices assembled in shared memory from every lane's fragments (all
-    // the block's threads call this together), then each lane computes its accumulators.
+    // The shim: the warp's matrices assembled in shared memory from every lane's fragments (the
+    // warp's 32 threads call this together, as mma.sync.aligned requires), then each lane
+    // computes its accumulators. Only the warp synchronises, as the instruction does: a block
+    // barrier here would hide a __syncthreads() missing around the tiles in the kernel.
     __shared__ float shim_a[MMA_WARPS][16][16];
     __shared__ float shim_b[MMA_WARPS][4][16][8];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -63,14 +66,14 @@ __device__ __forceinline__ void mma_m16n32k16(float d[4][4], const unsigned int 
             shim_b[warp][j][2 * t + 8 + half][group] = cuda_host::half_bits_to_float((unsigned short)(b[j][1] >> (16 * half)));
         }
     }
-    __syncthreads();
+    __syncwarp();
     for (int j = 0; j < 4; ++j) {
         for (int i = 0; i < 4; ++i) {
             const int row = group + (i >= 2 ? 8 : 0), column = 2 * t + (i & 1);
             for (int k = 0; k < 16; ++k) d[j][i] = fmaf(shim_a[warp][row][k], shim_b[warp][j][k][column], d[j][i]);
         }
     }
-    __syncthreads();  // the next product overwrites the matrices
+    __syncwarp();  // the warp's next product overwrites its matrices
 #endif
 }
 

@@ -39,15 +39,14 @@ __device__ __forceinline__ void pool2d_nhwc(
     const Storage* __restrict__ input, Storage* __restrict__ output, POOL2D_WINDOW_PARAMS, float act_min, float act_max)
 {
     const float minus_infinity = -__int_as_float(0x7f800000);
-    Pooled<float> pooled;
     const auto load = [](const Storage* p) { return load_as_float(p); };
-    if (!pool2d_window<IsMax>(input, POOL2D_WINDOW_ARGS, minus_infinity, load, pooled)) {
-        return;  // the last block is partial
-    }
-    float acc = IsMax ? pooled.value : pooled.value / (float)pooled.count;
-    acc = acc < act_min ? act_min : acc;
-    acc = acc > act_max ? act_max : acc;
-    store_from_float(output + pooled.index, acc);
+    const auto finish = [&](float value, long long count, Storage* out) {
+        float acc = IsMax ? value : value / (float)count;
+        acc = acc < act_min ? act_min : acc;
+        acc = acc > act_max ? act_max : acc;
+        store_from_float(out, acc);
+    };
+    pool2d<IsMax>(input, output, POOL2D_WINDOW_ARGS, minus_infinity, load, finish);
 }
 
 // ---- entry points ---------------------------------------------------------------------------

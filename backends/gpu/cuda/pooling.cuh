@@ -1,7 +1,8 @@
-// The window walks of the pooling kernels, float (pool2d.cu) and quantized (int8_windows.cu):
-// which output a thread computes and the reduction of the input elements it reads. The kernels
-// differ only in how a stored value is read (a functor: load_as_float, or the raw integer) and
-// in what they do with the result (their own division or requantization, and the store).
+// The pooling kernels, float (pool2d.cu) and quantized (int8_windows.cu), as one template over
+// the accumulator (pool2d), and the window walks of the pools and MEANs: which output a thread
+// computes and the reduction of the input elements it reads. The kernels differ only in how a
+// stored value is read (a functor: load_as_float, or the raw integer) and in what they do with
+// the result (their own division or requantization, and the store: another functor).
 //
 // AVERAGE_POOL_2D / MAX_POOL_2D, NHWC, one thread per output element (batch, y, x, channel):
 //   input  [batches, in_h, in_w, channels]
@@ -13,13 +14,15 @@
 // order ky, then kx, starting from 0), and how many they are (never 0).
 //
 // MEAN over constant axes (a pool over whole axes): the input seen as [d0, d1, d2, d3] (the host
-// left-pads the shape with 1s), reduce_k 1 for a reduced axis. One thread per output element:
-// the output's elements are the kept coordinates in row-major order (keep_dims or not, the
-// order is the same). mean_sum gives the sum of the reduced elements, in row-major order of the
-// reduced axes, starting from 0, with an `add` functor (float, or wrapping int32), and their
-// count.
+// left-pads the shape with 1s), reduce_k 1 for a reduced axis. The output's elements are the kept
+// coordinates in row-major order (keep_dims or not, the order is the same). mean_sum gives one
+// thread's output the sum of its reduced elements, in row-major order of the reduced axes,
+// starting from 0, with an `add` functor (float, or wrapping int32), and their count;
+// mean_slice_sum a slice of them, for an output that several threads sum (mean_output says
+// where an output's elements are).
 //
-// Launch: 1-D, blockDim.x * gridDim.x >= the outputs; a thread past the end gets false.
+// Launch (pool2d_window, mean_sum): 1-D, blockDim.x * gridDim.x >= the outputs; a thread past
+// the end gets false.
 // Each .cu that needs this says `#include "pooling.cuh"`; sources.read_source splices this text
 // in there.
 
@@ -92,19 +95,38 @@ __device__ __forceinline__ bool pool2d_window(
     return true;
 }
 
-// The reduced elements of this thread's output element (the kept coordinates, row-major):
-// sum = add(sum, p) for each reduced element p, from 0.
-template <typename T, typename Acc, typename Add>
-__device__ __forceinline__ bool mean_sum(
-    const T* __restrict__ input, MEAN_AXES_PARAMS, const Add add, Pooled<Acc>& pooled)
+// The pool of this thread's output, whatever its accumulator (float for pool2d.cu, int32 for
+// int8_windows.cu): its window's max (IsMax, from `lowest`) or sum of load(p) (pool2d_window),
+// then the kernel's own finish(value, count, output + index): the average's division, the clamp,
+// the store.
+template <bool IsMax, typename T, typename Acc, typename Load, typename Finish>
+__device__ __forceinline__ void pool2d(
+    const T* __restrict__ input, T* __restrict__ output, POOL2D_WINDOW_PARAMS, Acc lowest, const Load load,
+    const Finish finish)
 {
-    // Extents of the kept axes (1 where reduced) and of the reduced ones (1 where kept).
-    const int k0 = reduce0 ? 1 : d0, k1 = reduce1 ? 1 : d1, k2 = reduce2 ? 1 : d2, k3 = reduce3 ? 1 : d3;
-    const int r0 = reduce0 ? d0 : 1, r1 = reduce1 ? d1 : 1, r2 = reduce2 ? d2 : 1, r3 = reduce3 ? d3 : 1;
-    const long long total = (long long)k0 * k1 * k2 * k3;
-    const long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (index >= total) return false;
+    Pooled<Acc> pooled;
+    if (!pool2d_window<IsMax>(input, POOL2D_WINDOW_ARGS, lowest, load, pooled)) {
+        return;  // the last block is partial
+    }
+    finish(pooled.value, pooled.count, output + pooled.index);
+}
 
+// Output `index` of a MEAN (its kept coordinates, row-major): where its first reduced element
+// sits in the input, and the extents of the reduced axes (1 where kept).
+struct MeanOutput {
+    long long origin;
+    int r0, r1, r2, r3;
+    __device__ __forceinline__ long long count() const { return (long long)r0 * r1 * r2 * r3; }
+};
+
+// The outputs of a MEAN (the kept elements), and output `index`'s MeanOutput.
+__device__ __forceinline__ long long mean_outputs(MEAN_AXES_PARAMS) {
+    return (long long)(reduce0 ? 1 : d0) * (reduce1 ? 1 : d1) * (reduce2 ? 1 : d2) * (reduce3 ? 1 : d3);
+}
+
+__device__ __forceinline__ MeanOutput mean_output(long long index, MEAN_AXES_PARAMS) {
+    // Extents of the kept axes (1 where reduced) and of the reduced ones (1 where kept).
+    const int k1 = reduce1 ? 1 : d1, k2 = reduce2 ? 1 : d2, k3 = reduce3 ? 1 : d3;
     long long rest = index;
     const int c3 = (int)(rest % k3);
     rest /= k3;
@@ -112,20 +134,59 @@ __device__ __forceinline__ bool mean_sum(
     rest /= k2;
     const int c1 = (int)(rest % k1);
     const int c0 = (int)(rest / k1);
+    MeanOutput out;
+    out.origin = (((long long)c0 * d1 + c1) * d2 + c2) * d3 + c3;
+    out.r0 = reduce0 ? d0 : 1;
+    out.r1 = reduce1 ? d1 : 1;
+    out.r2 = reduce2 ? d2 : 1;
+    out.r3 = reduce3 ? d3 : 1;
+    return out;
+}
+
+// The reduced elements of this thread's output element (the kept coordinates, row-major):
+// sum = add(sum, p) for each reduced element p, from 0.
+template <typename T, typename Acc, typename Add>
+__device__ __forceinline__ bool mean_sum(
+    const T* __restrict__ input, MEAN_AXES_PARAMS, const Add add, Pooled<Acc>& pooled)
+{
+    const long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (index >= mean_outputs(MEAN_AXES_ARGS)) return false;
+    const MeanOutput out = mean_output(index, MEAN_AXES_ARGS);
 
     Acc sum = Acc(0);
-    for (int a0 = 0; a0 < r0; ++a0) {
-        for (int a1 = 0; a1 < r1; ++a1) {
-            for (int a2 = 0; a2 < r2; ++a2) {
-                const long long row = (((long long)(c0 + a0) * d1 + (c1 + a1)) * d2 + (c2 + a2)) * d3 + c3;
-                for (int a3 = 0; a3 < r3; ++a3) sum = add(sum, input + row + a3);
+    for (int a0 = 0; a0 < out.r0; ++a0) {
+        for (int a1 = 0; a1 < out.r1; ++a1) {
+            for (int a2 = 0; a2 < out.r2; ++a2) {
+                const long long row = out.origin + (((long long)a0 * d1 + a1) * d2 + a2) * d3;
+                for (int a3 = 0; a3 < out.r3; ++a3) sum = add(sum, input + row + a3);
             }
         }
     }
     pooled.index = index;
     pooled.value = sum;
-    pooled.count = (long long)r0 * r1 * r2 * r3;
+    pooled.count = out.count();
     return true;
+}
+
+// Every step-th reduced element of `out` from the first-th (row-major over the reduced axes):
+// sum = add(sum, p) for each, from `sum`. A slice of mean_sum's elements, for a sum that several
+// threads share (the quantized MEAN: int8_windows.cu).
+template <typename T, typename Acc, typename Add>
+__device__ __forceinline__ Acc mean_slice_sum(
+    const T* __restrict__ input, int d1, int d2, int d3, const MeanOutput& out, long long first, long long step,
+    Acc sum, const Add add)
+{
+    for (long long e = first; e < out.count(); e += step) {
+        long long rest = e;
+        const int a3 = (int)(rest % out.r3);
+        rest /= out.r3;
+        const int a2 = (int)(rest % out.r2);
+        rest /= out.r2;
+        const int a1 = (int)(rest % out.r1);
+        const int a0 = (int)(rest / out.r1);
+        sum = add(sum, input + out.origin + (((long long)a0 * d1 + a1) * d2 + a2) * d3 + a3);
+    }
+    return sum;
 }
 
 #endif  // LITEDELEGATE_POOLING_CUH

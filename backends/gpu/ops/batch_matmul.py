@@ -32,9 +32,10 @@ from typing import Any
 import numpy as np
 
 from backends.cpu.common import broadcast_shape
-from backends.cpu.quantization import legacy_params, quantize_multiplier
+from backends.cpu.kernels.batch_matmul_quantized import product_multiplier
+from backends.cpu.quantization import legacy_params
 from backends.gpu.ops.base import FloatOp
-from backends.gpu.ops.quantized_base import QuantizedOp, per_tensor
+from backends.gpu.ops.quantized_base import QuantizedOp, parameter_reason, per_tensor
 from schema.enums import BuiltinOperator, TensorType
 
 B = BuiltinOperator
@@ -167,7 +168,8 @@ class QuantizedBatchMatMul(_Operands, QuantizedOp):
                 return f"the {role} is {tensor.type_name}; the GPU delegate's quantized BATCH_MATMUL takes int8 only"
             if not per_tensor(tensor):
                 return f"the {role} must be quantized per tensor"
-        return None
+        scales = (legacy_params(tensors[i])[0] for i in (node.inputs[0], node.inputs[1], node.outputs[0]))
+        return parameter_reason(lambda: product_multiplier(*scales))
 
     def prepare(self) -> None:
         from backends.gpu.cuda.conv_int8 import BatchMatmulInt8Cuda, OutputStage
@@ -176,9 +178,7 @@ class QuantizedBatchMatMul(_Operands, QuantizedOp):
         out = self.outputs[0]
         self.prepare_operands(np.int8, np.int8)
         (x_scale, x_zp), (y_scale, y_zp), (out_scale, out_zp) = (legacy_params(t) for t in (x, y, out))
-        # GetQuantizedConvolutionMultipler, as the CPU kernel: the product of the scales in float32.
-        product = float(np.float32(x_scale) * np.float32(y_scale))
-        multiplier, shift = quantize_multiplier(product / float(np.float32(out_scale)))
+        multiplier, shift = product_multiplier(x_scale, y_scale, out_scale)  # the CPU kernel's
         stage = OutputStage(-x_zp, -y_zp, out_zp, -128, 127)
         self.product = BatchMatmulInt8Cuda(stage, multiplier, shift, **self.device.launcher_arguments("batch_matmul_int8.cu"))
 

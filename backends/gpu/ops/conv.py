@@ -69,7 +69,7 @@ from backends.cpu.kernels._quantized_window import ConvQuantization, uint8_bias_
 from backends.cpu.kernels._window import WindowGeometry
 from backends.cpu.quantization import INT32_MAX
 from backends.gpu.ops.base import FloatOp, fused_activation, fused_activation_reason, input_tensor
-from backends.gpu.ops.quantized_base import QuantizedOp, per_tensor
+from backends.gpu.ops.quantized_base import QuantizedOp, parameter_reason, per_tensor
 from schema.enums import BuiltinOperator, TensorType
 
 B = BuiltinOperator
@@ -351,6 +351,14 @@ class QuantizedConvOp(QuantizedOp):
 
 
     @staticmethod
+    def output_stage_reason(node, tensors, channels: int) -> str | None:
+        """Why the CPU kernel's ``ConvQuantization.of`` refuses the node's scales (a
+        requantization ratio TFLite cannot compute, a fused activation bound outside
+        int32), or None."""
+        x, w, out = tensors[node.inputs[0]], tensors[node.inputs[1]], tensors[node.outputs[0]]
+        return parameter_reason(lambda: ConvQuantization.of(x, w, out, channels, fused_activation(node.params)))
+
+    @staticmethod
     def filter_quantization_reason(x, w, out_channels: int, channel_axis: int) -> str | None:
         """uint8: the filter per tensor; int8: zero points 0 and one scale, or one per output
         channel along ``channel_axis`` (0 for CONV_2D, 3 for DEPTHWISE_CONV_2D)."""
@@ -415,7 +423,11 @@ class QuantizedConv2D(QuantizedConvOp):
         bias, params = conv_bias(node, tensors), node.params
         z_w = zero_point_of(w) if x.type == T.UINT8 else 0
         abs_sums = np.abs(np.asarray(w.data, np.int64) - z_w).reshape(out_channels, -1).sum(axis=1)
-        return accumulator_reason(abs_sums, x, bias) or fused_activation_reason(params)
+        return (
+            accumulator_reason(abs_sums, x, bias)
+            or fused_activation_reason(params)
+            or cls.output_stage_reason(node, tensors, out_channels)
+        )
 
     def prepare(self) -> None:
         from backends.gpu.cuda.conv2d import conv2d_filter_layout

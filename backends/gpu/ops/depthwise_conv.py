@@ -176,7 +176,11 @@ class QuantizedDepthwiseConv2D(QuantizedConvOp):
             return reason
         bias, params = conv_bias(node, tensors), node.params
         abs_sums = np.abs(_centered_filter(w)).reshape(-1, out_channels).sum(axis=0)
-        return accumulator_reason(abs_sums, x, bias) or fused_activation_reason(params)
+        return (
+            accumulator_reason(abs_sums, x, bias)
+            or fused_activation_reason(params)
+            or cls.output_stage_reason(node, tensors, out_channels)
+        )
 
     def prepare(self) -> None:
         from backends.gpu.cuda.conv_int8 import DepthwiseConv2DInt8Cuda

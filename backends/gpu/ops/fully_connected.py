@@ -56,7 +56,7 @@ from backends.cpu.kernels.fully_connected_quantized import (
 from backends.cpu.quantization import activation_range_quantized, exact_float_dtype, legacy_params
 from backends.gpu.ops.base import Act, FloatOp, fused_activation, fused_activation_reason, input_tensor
 from backends.gpu.ops.conv import WeightsOp, bias_count_reason
-from backends.gpu.ops.quantized_base import QuantizedOp, per_tensor
+from backends.gpu.ops.quantized_base import QuantizedOp, parameter_reason, per_tensor
 from schema.enums import BuiltinOperator, FullyConnectedOptionsWeightsFormat, TensorType
 
 B = BuiltinOperator
@@ -216,8 +216,11 @@ class QuantizedFullyConnected(QuantizedOp):
         from backends.gpu.cuda.conv2d import matmul_launch_reason
 
         # TFLite's integer FULLY_CONNECTED has no TANH / SIGN_BIT (its Prepare fails).
-        return fused_activation_reason(params, CLAMPING_ACTIVATIONS) or matmul_launch_reason(
-            1, x.num_elements // depth, units
+        out_scale, out_zp = legacy_params(out)
+        return (
+            fused_activation_reason(params, CLAMPING_ACTIVATIONS)
+            or parameter_reason(lambda: activation_range_quantized(fused_activation(params), out_scale, out_zp, out.dtype))
+            or matmul_launch_reason(1, x.num_elements // depth, units)
         )
 
     @staticmethod

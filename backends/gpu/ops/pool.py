@@ -34,7 +34,7 @@ from backends.gpu.cuda.int8_windows import QuantizedPool2DCuda
 from backends.gpu.cuda.windows import Pool2DCuda
 from backends.gpu.ops.base import FloatOp, fused_activation, fused_activation_reason
 from backends.gpu.ops.conv import window_reason
-from backends.gpu.ops.quantized_base import QuantizedOp, per_tensor
+from backends.gpu.ops.quantized_base import QuantizedOp, parameter_reason, per_tensor
 from schema.enums import BuiltinOperator
 
 B = BuiltinOperator
@@ -94,7 +94,10 @@ class QuantizedPool2D(QuantizedOp):
             return reason
         if op == B.AVERAGE_POOL_2D and np.any(geometry.valid_counts() == 0):
             return "a pooling window lies entirely in the padding"
-        return fused_activation_reason(params)
+        scale, zero_point = legacy_params(out)
+        return fused_activation_reason(params) or parameter_reason(
+            lambda: activation_range_quantized(fused_activation(params), scale, zero_point, out.dtype)
+        )
 
     def prepare(self) -> None:
         params, out = self.params, self.outputs[0]

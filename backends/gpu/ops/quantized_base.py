@@ -16,12 +16,12 @@ model's float inputs and outputs (``GpuOp.exact_float32_inputs``).
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Any, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel
-from backends.cpu.quantization import Requantizer, is_quantized
+from backends.cpu.quantization import QuantizationParameterError, Requantizer, is_quantized
 from backends.gpu.ops.base import GpuOp, TypeReason, shape_reason
 from delegate_sdk.node import Node
 from delegate_sdk.tensor import RuntimeTensor
@@ -110,5 +110,19 @@ def cpu_kernel_reason(kernel_class: type[CpuKernel], node: Node, op: int, versio
     try:
         configured_cpu_kernel(kernel_class, node, op, version, tensors)
     except ValueError as error:
+        return str(error)
+    return None
+
+
+def parameter_reason(derive: Callable[[], Any]) -> str | None:
+    """Why the node's quantization parameters are refused, or None: ``derive`` runs a
+    Prepare-time derivation that the CPU kernels share (multipliers and shifts through
+    ``quantization.requantization_multiplier``, the fused activation's clamp through
+    ``activation_range_quantized``), and its :class:`QuantizationParameterError` (which
+    names the parameter) becomes the GPU's refusal, so that the node is left to the CPU
+    at delegation rather than failing in the partition."""
+    try:
+        derive()
+    except QuantizationParameterError as error:
         return str(error)
     return None

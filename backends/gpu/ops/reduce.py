@@ -64,7 +64,7 @@ from backends.gpu.cuda.int8_windows import QuantizedMeanCuda, QuantizedMeanParam
 from backends.gpu.cuda.windows import MeanCuda
 from backends.gpu.ops.base import FloatOp
 from backends.gpu.ops.moving_base import INT8_TYPES, MovingOp, quantization_differs
-from backends.gpu.ops.quantized_base import QuantizedOp, per_tensor
+from backends.gpu.ops.quantized_base import QuantizedOp, parameter_reason, per_tensor
 from schema.enums import BuiltinOperator, TensorType
 
 B = BuiltinOperator
@@ -247,7 +247,7 @@ class QuantizedMean(QuantizedOp):
             return "the input and the output must be quantized per tensor"
         if legacy_params(out)[0] == 0.0:
             return f"output {out.name!r} has scale 0"
-        return None
+        return parameter_reason(lambda: mean_sum_multiplier(x, out))
 
     def prepare(self) -> None:
         x, axes = self.inputs

@@ -53,12 +53,24 @@
 //   says so).
 //
 // * cooperative (-DCUDA_HOST_COOPERATIVE): each launch starts one std::thread per thread of
-//   a block, so threads of a block race with each other as on a GPU. They run the blocks of
-//   the grid one block at a time, in the shuffled order, in lock-step at block boundaries.
-//   __syncthreads() is a std::barrier (C++20) of the block's threads (a thread that returns
-//   from the kernel drops out of it, as an exited GPU thread does). Blocks never overlap
-//   here (their __shared__ memory is one static copy), so races *between* blocks show only
-//   in the sequential mode. CUDA_HOST_WORKERS is checked but not used.
+//   a block. They run the blocks of the grid one block at a time, in the shuffled order.
+//   Within a block, the threads are grouped in warps of 32 (by linear thread index, x fastest,
+//   as on a GPU), and the warps take turns: one warp runs, its 32 threads concurrently (they
+//   race with each other as on a GPU), until each of its threads waits at __syncthreads() or
+//   has returned; then the next warp runs. Once every warp has had its turn, the barrier opens
+//   and the warps run again, one after the other. The warps' order is shuffled per block (from
+//   the launch's seed). So a warp always runs as far as it can before any other warp of its
+//   block sees its writes or writes over what it reads: whatever needs a __syncthreads() that
+//   is missing (a warp reading a tile another warp has not staged yet, or a warp staging the
+//   next tile over one that the others have not read yet) reads the wrong values, every time,
+//   not only under an unlucky interleaving. A GPU may also interleave warps, which hides
+//   nothing more. __syncthreads() is a barrier of the block's threads that have not returned
+//   (a thread that returns from the kernel drops out of it, as an exited GPU thread does);
+//   __syncwarp() a barrier of the warp's threads that have not returned (full mask only).
+//   A __syncwarp() that some of its warp's threads never reach (they wait at __syncthreads())
+//   deadlocks, as it may on a GPU. Blocks never overlap here (their __shared__ memory is one
+//   static copy), so races *between* blocks show only in the sequential mode.
+//   CUDA_HOST_WORKERS is checked but not used.
 //
 // Shared memory (cooperative mode) is poisoned at the start of every block: all its bytes
 // are 0xFF (a float reads NaN, an int -1). On a GPU a block's shared memory starts with
@@ -81,8 +93,8 @@
 //
 // Atomics are real atomics (std::atomic_ref) in both modes; __threadfence() is a full fence.
 //
-// Not emulated at all (a kernel using them does not compile): warp intrinsics
-// (__shfl_*, __ballot_sync, ...), textures, cooperative groups, dynamic parallelism.
+// Not emulated at all (a kernel using them does not compile): warp intrinsics other than
+// __syncwarp() (__shfl_*, __ballot_sync, ...), textures, cooperative groups, dynamic parallelism.
 // Numerics differ from a GPU in two known ways: no flush-to-zero of subnormals (CuPy
 // compiles with -ftz=true) and no fused multiply-add contraction (NVRTC's --fmad=true).
 
@@ -103,6 +115,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <semaphore>
 #include <numeric>
 #include <thread>
 #include <type_traits>
@@ -343,6 +356,9 @@ inline int launch(void (*kernel)(Params...), dim3 grid, dim3 block, void** args)
 #define __syncthreads()                                                                        \
     static_assert(false, "cuda_host.h: __syncthreads() needs the cooperative mode; build with " \
                          "-DCUDA_HOST_COOPERATIVE (host.py: cooperative=True)")
+#define __syncwarp(...)                                                                      \
+    static_assert(false, "cuda_host.h: __syncwarp() needs the cooperative mode; build with " \
+                         "-DCUDA_HOST_COOPERATIVE (host.py: cooperative=True)")
 #define CUDA_HOST_SHARED                                                                             \
     static_assert(false, "cuda_host.h: __shared__ memory needs the cooperative mode; build with " \
                          "-DCUDA_HOST_COOPERATIVE (host.py: cooperative=True)");                    \
@@ -353,7 +369,6 @@ inline int launch(void (*kernel)(Params...), dim3 grid, dim3 block, void** args)
 #else  // CUDA_HOST_COOPERATIVE
 
 namespace detail {
-inline thread_local std::barrier<>* block_barrier = nullptr;
 
 // The __shared__ variables met so far (address, size), poisoned before each block: of every
 // host library of the process (see the top of this file), which is harmless, as launches
@@ -391,6 +406,134 @@ inline void poison_shared_memory() {
 }
 }  // namespace detail
 
+namespace detail {
+
+constexpr unsigned kWarpSize = 32;
+
+// The turns of one launch's warps (see the top of this file). Every field is guarded by
+// `mutex_`; a thread waits for its turn on its own semaphore, outside the mutex (one semaphore
+// per thread, so that a thread that runs ahead to the next barrier cannot take a sibling's turn).
+class WarpSchedule {
+public:
+    WarpSchedule(unsigned long long blocks, unsigned threads, unsigned long long seed)
+        : blocks_(blocks), threads_(threads), seed_(seed), warps_((threads + kWarpSize - 1) / kWarpSize),
+          block_order_(block_order(blocks, seed)), size_(warps_), exited_(warps_), parked_(warps_),
+          thread_parked_(threads) {
+        for (unsigned w = 0; w < warps_; ++w) size_[w] = std::min(kWarpSize, threads - w * kWarpSize);
+        for (unsigned t = 0; t < threads; ++t) go_.push_back(std::make_unique<std::binary_semaphore>(0));
+        std::lock_guard<std::mutex> lock(mutex_);
+        begin_block();
+    }
+
+    // Thread t, before each block: false when the launch is over.
+    bool wait_for_block(unsigned t) {
+        go_[t]->acquire();
+        std::lock_guard<std::mutex> lock(mutex_);
+        return current_ < blocks_;
+    }
+    unsigned long long block() {  // the flat index of the block being run
+        std::lock_guard<std::mutex> lock(mutex_);
+        return block_order_[current_];
+    }
+    std::barrier<>& warp_barrier(unsigned t) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return *warp_barriers_[t / kWarpSize];
+    }
+
+    // __syncthreads() by thread t.
+    void syncthreads(unsigned t) {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            const unsigned w = t / kWarpSize;
+            thread_parked_[t] = true;
+            ++parked_[w];
+            if (parked_[w] + exited_[w] == size_[w]) end_turn();
+        }
+        go_[t]->acquire();
+    }
+
+    // Thread t returned from the kernel.
+    void thread_exited(unsigned t) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        const unsigned w = t / kWarpSize;
+        ++exited_[w];
+        warp_barriers_[w]->arrive_and_drop();  // __syncwarp() no longer waits for it
+        if (parked_[w] + exited_[w] == size_[w]) end_turn();
+    }
+
+private:
+    // Under the mutex, with no thread running the kernel: every thread waits on its semaphore.
+    void begin_block() {
+        if (current_ >= blocks_) {  // the launch is over: let every thread out
+            for (unsigned t = 0; t < threads_; ++t) go_[t]->release();
+            return;
+        }
+        std::fill(exited_.begin(), exited_.end(), 0u);
+        std::fill(parked_.begin(), parked_.end(), 0u);
+        warp_barriers_.clear();
+        for (unsigned w = 0; w < warps_; ++w) warp_barriers_.push_back(std::make_unique<std::barrier<>>(size_[w]));
+        // The warps' turns in a shuffled order of their own for each block.
+        warp_order_ = block_order(warps_, seed_ ^ (0x5851f42d4c957f2dull * (current_ + 1)));
+        poison_shared_memory();
+        first_phase_ = true;
+        position_ = 0;
+        start_warp(static_cast<unsigned>(warp_order_[0]));
+    }
+
+    // Under the mutex: warp w's turn, for its threads that wait (all of them, before the first
+    // barrier; afterwards those parked at the barrier).
+    void start_warp(unsigned w) {
+        for (unsigned t = w * kWarpSize; t < w * kWarpSize + size_[w]; ++t) {
+            if (first_phase_ || thread_parked_[t]) {
+                thread_parked_[t] = false;
+                go_[t]->release();
+            }
+        }
+        parked_[w] = 0;
+    }
+
+    // Under the mutex: the warp whose turn it was has each thread parked or exited.
+    void end_turn() {
+        for (++position_; position_ < warps_; ++position_) {
+            const unsigned w = static_cast<unsigned>(warp_order_[position_]);
+            if (first_phase_ || parked_[w] > 0) {  // a warp with threads left
+                start_warp(w);
+                return;
+            }
+        }
+        // Every warp had its turn: the barrier opens, or the block is done.
+        first_phase_ = false;
+        for (position_ = 0; position_ < warps_; ++position_) {
+            const unsigned w = static_cast<unsigned>(warp_order_[position_]);
+            if (parked_[w] > 0) {
+                start_warp(w);
+                return;
+            }
+        }
+        ++current_;
+        begin_block();
+    }
+
+    std::mutex mutex_;
+    const unsigned long long blocks_;
+    const unsigned threads_;
+    const unsigned long long seed_;
+    const unsigned warps_;
+    const std::vector<unsigned long long> block_order_;
+    std::vector<unsigned> size_, exited_, parked_;  // per warp
+    std::vector<bool> thread_parked_;              // per thread: waiting at __syncthreads()
+    std::vector<std::unique_ptr<std::binary_semaphore>> go_;  // per thread: its turn
+    std::vector<std::unique_ptr<std::barrier<>>> warp_barriers_;
+    std::vector<unsigned long long> warp_order_;
+    unsigned long long current_ = 0;  // position in block_order_
+    unsigned position_ = 0;           // position in warp_order_ of the warp whose turn it is
+    bool first_phase_ = true;         // before the block's first __syncthreads() opened
+};
+
+inline thread_local WarpSchedule* schedule = nullptr;  // of the calling thread's launch
+inline thread_local unsigned thread_index = 0;          // the calling thread's linear index in its block
+}  // namespace detail
+
 template <typename... Params>
 inline int launch(void (*kernel)(Params...), dim3 grid, dim3 block, void** args) {
     if (!valid_configuration(grid, block)) return kErrorInvalidConfiguration;
@@ -398,38 +541,26 @@ inline int launch(void (*kernel)(Params...), dim3 grid, dim3 block, void** args)
     if (const int status = detail::read_settings(settings); status != kSuccess) return status;
     std::lock_guard<std::mutex> serialize(detail::launch_mutex());  // statics are the shared memory
     const unsigned long long blocks = 1ull * grid.x * grid.y * grid.z;
-    const std::ptrdiff_t threads = static_cast<std::ptrdiff_t>(block.x) * block.y * block.z;
-    const std::vector<unsigned long long> order = detail::block_order(blocks, settings.seed);
+    const unsigned threads = block.x * block.y * block.z;
+    detail::WarpSchedule schedule(blocks, threads, settings.seed);  // poisons shared memory, first warp's turn
 
-    // State of the block being run, replaced between blocks by the completion step of
-    // `block_done` (which runs after every thread arrived and before any is released).
-    unsigned long long current = 0;  // position in `order`
-    auto syncthreads = std::make_unique<std::barrier<>>(threads);
-    auto next_block = [&]() noexcept {
-        ++current;
-        syncthreads = std::make_unique<std::barrier<>>(threads);
-        detail::poison_shared_memory();
-    };
-    std::barrier<decltype(next_block)> block_done(threads, next_block);
-    detail::poison_shared_memory();  // what an earlier launch left is garbage to this one
-
-    auto worker = [&](std::ptrdiff_t t) {
+    auto worker = [&](unsigned t) {
         gridDim = grid;
         blockDim = block;
-        threadIdx = unflatten(static_cast<unsigned long long>(t), block);
-        while (current < blocks) {
-            blockIdx = unflatten(order[current], grid);
-            detail::block_barrier = syncthreads.get();
+        threadIdx = unflatten(t, block);
+        detail::schedule = &schedule;
+        detail::thread_index = t;
+        while (schedule.wait_for_block(t)) {
+            blockIdx = unflatten(schedule.block(), grid);
             call_with_args(kernel, args, std::index_sequence_for<Params...>{});
-            detail::block_barrier->arrive_and_drop();  // this thread has exited the kernel
-            block_done.arrive_and_wait();
+            schedule.thread_exited(t);
         }
-        detail::block_barrier = nullptr;
+        detail::schedule = nullptr;
     };
     {
         std::vector<std::jthread> workers;
-        workers.reserve(static_cast<std::size_t>(threads));
-        for (std::ptrdiff_t t = 0; t < threads; ++t) workers.emplace_back(worker, t);
+        workers.reserve(threads);
+        for (unsigned t = 0; t < threads; ++t) workers.emplace_back(worker, t);
     }  // jthreads join here
     return kSuccess;
 }
@@ -437,11 +568,20 @@ inline int launch(void (*kernel)(Params...), dim3 grid, dim3 block, void** args)
 }  // namespace cuda_host
 
 inline void __syncthreads() {
-    if (cuda_host::detail::block_barrier == nullptr) {
+    if (cuda_host::detail::schedule == nullptr) {
         std::fprintf(stderr, "cuda_host.h: __syncthreads() called outside a cooperative launch\n");
         std::abort();
     }
-    cuda_host::detail::block_barrier->arrive_and_wait();
+    cuda_host::detail::schedule->syncthreads(cuda_host::detail::thread_index);
+}
+
+// The full-mask __syncwarp() only: a barrier of the calling warp's threads that have not returned.
+inline void __syncwarp(unsigned mask = 0xffffffffu) {
+    if (cuda_host::detail::schedule == nullptr || mask != 0xffffffffu) {
+        std::fprintf(stderr, "cuda_host.h: __syncwarp() outside a cooperative launch, or with a partial mask\n");
+        std::abort();
+    }
+    cuda_host::detail::schedule->warp_barrier(cuda_host::detail::thread_index).arrive_and_wait();
 }
 #define CUDA_HOST_SHARED static
 #define CUDA_HOST_SHARED_REGISTER(name) \

@@ -1,0 +1,315 @@
+"""Every launch configuration the CUDA launchers produce: which kernel, with which grid, block
+and dynamic shared memory (and its opt-in attribute), for problems chosen to reach each branch
+of their launch-config functions. ``test_ptxas_limits.py`` checks each against what ptxas
+reports for the kernel (registers x threads, shared memory), so that a kernel edit or a launch
+shape that a GPU would refuse fails without a GPU.
+
+Nothing here copies a launch shape: each probe calls a launcher (``backends/gpu/cuda``) with
+``xp=numpy`` and a :class:`RecordingModule` for its ``module``, so the launcher runs its own
+checks and its own launch-config function, and the module records the launch instead of
+running a kernel. A probe that walks a candidate table (``CONV2D_VARIANTS``,
+``MATMUL_VARIANTS``, ...) covers a candidate added to it without an edit here.
+
+To extend: write a function ``probe_<family>(where)`` that calls launchers built with
+``**where(launcher_source)`` and decorate it with :func:`probe`. ``launch_configurations()``
+runs every probe. A kernel that no probe launches fails ``test_ptxas_limits.py`` by name.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+#: The probes, in the order they run (see :func:`probe`).
+PROBES: list[Callable[[Callable[..., dict]], None]] = []
+
+
+@dataclass(frozen=True)
+class LaunchConfiguration:
+    """One launch as a launcher asked for it."""
+
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    dynamic_shared_bytes: int  # cupy's ``shared_mem=`` of the launch
+    max_dynamic_shared_bytes: int  # the kernel's opt-in attribute (``max_dynamic_shared_size_bytes``), 0: none
+    probe: str  # the probe that produced it
+
+    @property
+    def threads(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+
+def _dim3(value: Any) -> tuple[int, int, int]:
+    dims = (int(value),) if np.ndim(value) == 0 else tuple(int(v) for v in value)
+    return (*dims, *(1,) * (3 - len(dims)))  # type: ignore[return-value]
+
+
+class _RecordedKernel:
+    """``cupy.RawKernel``'s call and its dynamic-shared-memory attribute, recording."""
+
+    def __init__(self, name: str, module: "RecordingModule") -> None:
+        self.name = name
+        self.module = module
+        self.max_dynamic_shared_size_bytes = 0
+
+    def __call__(self, grid: Any, block: Any, args: Any, shared_mem: int = 0, **_: Any) -> None:
+        self.module.launches.append(
+            LaunchConfiguration(self.name, _dim3(grid), _dim3(block), int(shared_mem), int(self.max_dynamic_shared_size_bytes),
+                                self.module.probe)
+        )
+
+
+class RecordingModule:
+    """Stands in for ``cupy.RawModule`` (a launcher's ``module=``): ``get_function(name)``
+    gives a kernel that records each launch in ``launches``."""
+
+    def __init__(self, launches: list[LaunchConfiguration], probe: str) -> None:
+        self.launches = launches
+        self.probe = probe
+        self._kernels: dict[str, _RecordedKernel] = {}
+
+    def get_function(self, name: str) -> _RecordedKernel:
+        return self._kernels.setdefault(name, _RecordedKernel(name, self))
+
+
+def probe(function: Callable[[Callable[..., dict]], None]) -> Callable[[Callable[..., dict]], None]:
+    """Register ``function(where)`` as a probe: it launches through launchers made with
+    ``**where(source)`` (``xp=numpy`` and a recording module)."""
+    PROBES.append(function)
+    return function
+
+
+def launch_configurations(probes: list[Callable[[Callable[..., dict]], None]] | None = None) -> list[LaunchConfiguration]:
+    """Every launch the probes' launchers ask for (``probes``: default :data:`PROBES`)."""
+    launches: list[LaunchConfiguration] = []
+    for function in PROBES if probes is None else probes:
+        modules: dict[str, RecordingModule] = {}
+
+        def where(source: str, _modules=modules, _name=function.__name__) -> dict:
+            module = _modules.setdefault(source, RecordingModule(launches, _name))
+            return {"xp": np, "module": module}
+
+        function(where)
+    return launches
+
+
+# -- the probes ---------------------------------------------------------------------------------------
+
+F32, F16 = np.float32, np.float16
+#: Extents that reach the launch-config functions' branches: 1, a few, around a warp and a
+#: block, and many (the configs that size blocks from the problem switch at powers of two).
+EXTENTS = (1, 2, 3, 5, 9, 17, 33, 100, 257, 1000)
+
+
+def _zeros(shape, dtype=F32) -> np.ndarray:
+    return np.zeros(shape, dtype)
+
+
+@probe
+def probe_conv2d(where):
+    from backends.gpu.cuda.conv2d import (
+        CONV2D_VARIANTS, Epilogue, conv2d_filter_layout, conv2d_launcher, variant_source,
+    )
+
+    for variant, storage in itertools.product(CONV2D_VARIANTS, (F32, F16)):
+        if variant.startswith("mma") and storage != F16:
+            continue
+        for shape, out_channels, groups in (((1, 9, 9, 8), 16, 1), ((2, 40, 40, 12), 96, 3), ((1, 3, 3, 4), 1, 1)):
+            w = conv2d_filter_layout(_zeros((out_channels, 3, 3, shape[3] // groups)), groups).astype(storage)
+            x, b = _zeros(shape, storage), _zeros(out_channels, storage)
+            for epilogue in (None, Epilogue()):
+                launcher = conv2d_launcher(variant)(variant=variant, storage=storage, epilogue=epilogue, **where(variant_source(variant)))
+                launcher(x, w, b)
+
+
+@probe
+def probe_matmul(where):
+    from backends.gpu.cuda.conv2d import MATMUL_VARIANTS, matmul_launcher
+
+    for variant, storage in itertools.product(MATMUL_VARIANTS, (F32, F16)):
+        if variant.startswith("mma") and storage != F16:
+            continue
+        cls = matmul_launcher(variant)
+        for m, n in itertools.product(EXTENTS, (1, 70, 300)):
+            launcher = cls(None, storage, **where(cls.source))
+            launcher(_zeros((m, 8), storage), _zeros((8, n), storage))
+        cls(None, storage, **where(cls.source))(_zeros((3, 20, 8), storage), _zeros((3, 8, 30), storage))
+
+
+@probe
+def probe_depthwise(where):
+    from backends.gpu.cuda.sources import DepthwiseConv2DCuda
+    from backends.gpu.cuda.conv2d import Epilogue
+    from backends.gpu.cuda.windows import DepthwiseConv2DFusedCuda, DepthwiseConv2DTiledCuda
+
+    for storage in (F32, F16):
+        for shape in ((1, 9, 9, 8), (2, 33, 31, 40)):
+            x, w, b = _zeros(shape, storage), _zeros((1, 3, 3, shape[3]), storage), _zeros(shape[3], storage)
+            DepthwiseConv2DCuda(storage=storage, **where(DepthwiseConv2DCuda.source))(x, w, b)
+            DepthwiseConv2DFusedCuda(storage=storage, epilogue=Epilogue(), **where(DepthwiseConv2DFusedCuda.source))(x, w, b)
+            DepthwiseConv2DTiledCuda(storage=storage, **where(DepthwiseConv2DTiledCuda.source))(x, w, b)
+            DepthwiseConv2DTiledCuda(storage=storage, epilogue=Epilogue(), **where(DepthwiseConv2DTiledCuda.source))(x, w, b)
+
+
+@probe
+def probe_bias_activation(where):
+    from backends.gpu.cuda.sources import BiasActivationCuda
+
+    for storage, size in itertools.product((F32, F16), EXTENTS):
+        BiasActivationCuda(storage=storage, **where(BiasActivationCuda.source))(_zeros((size, 3), storage), _zeros(3, storage))
+
+
+@probe
+def probe_elementwise(where):
+    from backends.gpu.cuda.elementwise import BINARY_OPS, UNARY_OPS, ElementwiseBinaryCuda, ElementwiseUnaryCuda
+
+    for storage in (F32, F16):
+        for op in BINARY_OPS:
+            ElementwiseBinaryCuda(op, storage=storage, **where(ElementwiseBinaryCuda.source))(_zeros((2, 3, 4), storage), _zeros(4, storage))
+        for op in UNARY_OPS:
+            bounds = (0.0, 6.0) if op == "CLAMP" else None
+            ElementwiseUnaryCuda(op, bounds=bounds, storage=storage, **where(ElementwiseUnaryCuda.source))(_zeros((1000,), storage))
+
+
+@probe
+def probe_windows(where):
+    from backends.gpu.cuda.windows import MeanCuda, Pool2DCuda, ResizeBilinearCuda, ResizeNearestCuda, bilinear_tables
+
+    for storage in (F32, F16):
+        x = _zeros((2, 9, 8, 5), storage)
+        for is_max in (False, True):
+            Pool2DCuda(is_max, (3, 3), 2, "SAME", storage=storage, **where(Pool2DCuda.source))(x)
+        for axes in ((1, 2), (3,), (0, 1, 2, 3)):
+            MeanCuda(axes, storage, **where(MeanCuda.source))(x)
+        tables = bilinear_tables(9, 8, 17, 15, False, True)
+        ResizeBilinearCuda(storage, **where(ResizeBilinearCuda.source))(x, *tables)
+        rows, cols = np.zeros(17, np.int32), np.zeros(15, np.int32)
+        ResizeNearestCuda(storage, **where(ResizeNearestCuda.source))(x, rows, cols)
+
+
+@probe
+def probe_layout(where):
+    from backends.gpu.cuda.layout import ConcatenationCuda, GatherAxesCuda, PadCuda
+
+    for storage in (F32, F16):
+        x = _zeros((2, 3, 4), storage)
+        PadCuda(storage, **where(PadCuda.source))(x, ((1, 0), (0, 2), (3, 1)))
+        ConcatenationCuda(1, storage=storage, **where(ConcatenationCuda.source))([x] * 11)
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        x = _zeros((2, 3, 4), dtype)
+        tables = np.zeros(1 + 2 + 5 + 6, np.int32)  # left-padded to 4-D
+        GatherAxesCuda(**where(GatherAxesCuda.source))(x, tables, (2, 5, 6))
+
+
+@probe
+def probe_space_batch(where):
+    from backends.gpu.cuda.space_batch import SpaceBatchCuda, SpaceBatchGeometry
+
+    for dtype, to_batch in itertools.product((np.int8, np.float16, np.float32), (True, False)):
+        if to_batch:
+            geometry = SpaceBatchGeometry.space_to_batch((1, 4, 6, 3), (2, 2), ((0, 0), (1, 1)))
+        else:
+            geometry = SpaceBatchGeometry.batch_to_space((4, 2, 4, 3), (2, 2), ((0, 0), (1, 1)))
+        SpaceBatchCuda(geometry, to_batch, **where(SpaceBatchCuda.source))(_zeros(geometry.in_shape, dtype), geometry.out_shape)
+
+
+@probe
+def probe_quantized_convolutions(where):
+    from backends.gpu.cuda.conv2d import conv2d_filter_layout
+    from backends.gpu.cuda.conv_int8 import Conv2DInt8Cuda, DepthwiseConv2DInt8Cuda, OutputStage
+
+    stage = OutputStage(0, 0, 0, -128, 127)
+    for dtype in (np.int8, np.uint8):
+        for shape, channels in (((1, 9, 9, 8), 16), ((2, 20, 20, 4), 40)):
+            x, bias = _zeros(shape, dtype), np.zeros(channels, np.int32)
+            multipliers, shifts = np.ones(channels, np.int32), np.zeros(channels, np.int32)
+            w = conv2d_filter_layout(_zeros((channels, 3, 3, shape[3]), dtype), 1)
+            Conv2DInt8Cuda((1, 1), (1, 1), "SAME", stage, **where(Conv2DInt8Cuda.source))(x, w, bias, multipliers, shifts)
+            dw = _zeros((1, 3, 3, shape[3]), dtype)
+            bias, multipliers, shifts = bias[: shape[3]], multipliers[: shape[3]], shifts[: shape[3]]
+            DepthwiseConv2DInt8Cuda((1, 1), (1, 1), "SAME", stage, **where(DepthwiseConv2DInt8Cuda.source))(x, dw, bias, multipliers, shifts)
+
+
+@probe
+def probe_quantized_products(where):
+    from backends.gpu.cuda.conv_int8 import BatchMatmulInt8Cuda, FullyConnectedInt8Cuda, OutputStage
+
+    stage = OutputStage(0, 0, 0, -128, 127)
+    for dtype in (np.int8, np.uint8):
+        for rows, units in itertools.product(EXTENTS, (1, 2, 10, 33, 1000)):
+            x, w = _zeros((rows, 64), dtype), _zeros((64, units), dtype)
+            FullyConnectedInt8Cuda(stage, **where(FullyConnectedInt8Cuda.source))(x, w, None, np.ones(units, np.float64))
+    for m, n in itertools.product(EXTENTS, (1, 70)):
+        BatchMatmulInt8Cuda(stage, 1 << 30, 0, **where(BatchMatmulInt8Cuda.source))(_zeros((2, m, 8), np.int8), _zeros((2, 8, n), np.int8))
+
+
+@probe
+def probe_quantized_windows(where):
+    from backends.gpu.cuda.int8_windows import (
+        QuantizedMeanCuda, QuantizedMeanParams, QuantizedPool2DCuda, QuantizedSoftmaxCuda, QuantizedSoftmaxParams,
+    )
+
+    for dtype in (np.int8, np.uint8):
+        for is_max in (False, True):
+            QuantizedPool2DCuda(is_max, (3, 3), (2, 2), "SAME", (-128, 127), dtype, **where(QuantizedPool2DCuda.source))(_zeros((2, 9, 8, 5), dtype))
+        mean = QuantizedMeanParams(0, 1 << 30, 0, 0, (-128, 127))
+        for kept, reduced in itertools.product(EXTENTS, (1, 7, 49, 300)):
+            for axes, shape in (((1, 2), (1, reduced, 1, kept)), ((2,), (kept, 1, reduced))):
+                out_shape = tuple(d for k, d in enumerate(shape) if k not in axes)
+                QuantizedMeanCuda(axes, mean, dtype, **where(QuantizedMeanCuda.source))(_zeros(shape, dtype), out_shape)
+        softmax = QuantizedSoftmaxParams(255, 0, -128, 127)
+        tables = np.zeros(511, np.int32)
+        for out_dtype in (dtype, np.int16):
+            for rows, depth in itertools.product(EXTENTS, (1, 2, 10, 300, 5000)):
+                QuantizedSoftmaxCuda(softmax, dtype, out_dtype, **where(QuantizedSoftmaxCuda.source))(_zeros((rows, depth), dtype), tables, tables)
+
+
+@probe
+def probe_quantized_elementwise(where):
+    from backends.gpu.cuda.int8_elementwise import (
+        BINARY_OPS, ChannelLayout, DequantizeCuda, LookupCuda, PairLookupCuda, QuantizeCuda, QuantizedBinaryParams,
+    )
+
+    for dtype in (np.int8, np.uint8):
+        for op in BINARY_OPS:
+            params = QuantizedBinaryParams(op, (0, 0, 0), (1 << 30, 0), (1 << 30, 0), (1 << 30, 0), (-128, 127))
+            from backends.gpu.cuda.int8_elementwise import QuantizedBinaryCuda
+
+            QuantizedBinaryCuda(params, dtype, **where(QuantizedBinaryCuda.source))(_zeros((2, 3, 4), dtype), _zeros(4, dtype))
+        for storage in (F32, F16):
+            layout = ChannelLayout.of((2, 3, 4), 2)
+            scales, zero_points = np.ones(4, np.float32), np.zeros(4, np.int32)
+            QuantizeCuda(dtype, layout, (-128, 127), **where(QuantizeCuda.source))(_zeros((2, 3, 4), storage), scales, zero_points)
+            DequantizeCuda(dtype, storage, layout, **where(DequantizeCuda.source))(_zeros((2, 3, 4), dtype), scales, zero_points)
+    table = np.zeros(256, np.uint8)
+    LookupCuda(**where(LookupCuda.source))(_zeros((5, 7), np.int8), table)
+    PairLookupCuda(**where(PairLookupCuda.source))(_zeros((5, 7), np.int8), _zeros((5, 7), np.int8), np.zeros(65536, np.uint8))
+
+
+@probe
+def probe_quantized_layout(where):
+    from backends.gpu.cuda.int8_layout import ByteConcatenationCuda, BytePadCuda
+
+    x = _zeros((2, 3, 4), np.int8)
+    BytePadCuda((0, 1, 0), (1, 0, 2), 3, np.int8, **where(BytePadCuda.source))(x)
+    ByteConcatenationCuda(1, **where(ByteConcatenationCuda.source))([x] * 11)
+
+
+@probe
+def probe_mediapipe_attention(where):
+    from backends.cpu.kernels.mediapipe_attention import LandmarksToTransformMatrixOptions
+    from backends.gpu.cuda.mediapipe_attention import (
+        LandmarksToTransformMatrixCuda, TransformLandmarksCuda, TransformTensorBilinearCuda,
+    )
+
+    options = LandmarksToTransformMatrixOptions((0, 1, 2), 0, 1, 0.0, 16, 16, 1.5, 1.5)
+    for storage in (F32, F16):
+        LandmarksToTransformMatrixCuda(options, storage, **where(LandmarksToTransformMatrixCuda.source))(
+            _zeros((1, 3, 3), storage), np.zeros(3, np.int32))
+        TransformTensorBilinearCuda(16, 16, storage, **where(TransformTensorBilinearCuda.source))(
+            _zeros((1, 48, 48, 32), storage), _zeros((1, 4, 4), storage))
+        TransformLandmarksCuda(storage, **where(TransformLandmarksCuda.source))(_zeros((1, 80, 2), storage), _zeros((1, 4, 4), storage))
