@@ -25,7 +25,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 #: Builtin (op, versions) LiteRT registers and the CPU does not run.
 KNOWN_GAPS: dict[str, tuple[int, ...]] = {
     # text: embeddings, hashtables, hashing
-    "EMBEDDING_LOOKUP": (5,),
     # shape, data movement and scatter
 }
 

@@ -3,8 +3,8 @@ for dry runs of delegates whose cap is just below them (``assert_takes_versions_
 max_version=N)`` needs a recipe for N + 1). Their models may hold what the runtime cannot
 run, so they never run.
 
-The int4, int2, uint4 and bfloat16 versions, sparse and shuffled weights have moved to
-their families' modules (their kernels run them). A version TFLite adds before a kernel here
+None is left: the int4, int2, uint4 and bfloat16 versions, sparse and shuffled weights
+have moved to their families' modules (their kernels run them). A version TFLite adds before a kernel here
 runs it gets its recipe here (``typed_inputs`` builds graph inputs of any type), and moves
 when a kernel comes."""
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Iterator, Sequence
 
-from delegate_sdk.recipes.base import F32, I2, I32, B, Graph, Kind, Recipe
+from delegate_sdk.recipes.base import Graph, Kind, Recipe
 
 FAMILY = "dry run only"
 
@@ -27,6 +27,4 @@ def typed_inputs(op: int, types: Sequence[Kind], shapes: Sequence[Sequence[int]]
 
 
 def recipes() -> Iterator[Recipe]:
-    # EMBEDDING_LOOKUP v5 (int2 tables): no kernel here yet
-    yield Recipe(B.EMBEDDING_LOOKUP, 5, lambda: typed_inputs(B.EMBEDDING_LOOKUP, [I32, I2], [(3,), (4, 3)], F32, (3, 3)),
-                 "int2 table -> float32", FAMILY)
+    return iter(())  # none: every version TFLite defines that LiteRT 2.3 registers runs on the CPU

@@ -551,7 +551,7 @@ LITEDELEGATE_RELEASES: dict[str, dict[BuiltinOperator, tuple[int, ...]]] = {
         BuiltinOperator.DIV: (1, 2),
         BuiltinOperator.DYNAMIC_UPDATE_SLICE: (1, 2, 3, 4, 5, 6),
         BuiltinOperator.ELU: (1,),
-        BuiltinOperator.EMBEDDING_LOOKUP: (1, 2, 3, 4),
+        BuiltinOperator.EMBEDDING_LOOKUP: (1, 2, 3, 4, 5),
         BuiltinOperator.EMBEDDING_LOOKUP_SPARSE: (1,),
         BuiltinOperator.EQUAL: (1, 2, 3, 4, 5),
         BuiltinOperator.EXP: (1, 2),
