@@ -8,7 +8,7 @@ from typing import Sequence
 
 import numpy as np
 
-from schema.enums import NUMPY_DTYPE_OF_TENSOR_TYPE, tensor_type_name
+from schema.enums import tensor_type_name, value_dtype
 from schema.model import Quantization, Sparsity
 
 
@@ -54,7 +54,7 @@ class RuntimeTensor:
         self.index = index
         self.name = name
         self.type = tensor_type
-        self.dtype = NUMPY_DTYPE_OF_TENSOR_TYPE.get(tensor_type)
+        self.dtype = value_dtype(tensor_type)  # int8 / uint8 for the packed sub-byte types
         self.shape = tuple(map(int, shape))
         self.shape_signature = tuple(shape_signature) if shape_signature is not None else None
         self.quantization = quantization

@@ -22,6 +22,7 @@ from interpreter.delegation import DelegationReport, NodePlacement, apply_delega
 from interpreter.string_values import holds_unset_strings, is_string_value, strings_for_tensor
 from interpreter.subgraph import SharedState, SubgraphRuntime
 from schema.enums import TENSOR_TYPE_OF_NUMPY_DTYPE, TensorType, tensor_type_name
+from schema.packed import BITS_OF_PACKED_TYPE, check_values
 from schema.model import Model
 
 
@@ -279,7 +280,9 @@ class Interpreter:
         A STRING tensor (dtype ``numpy.bytes_`` in the details) takes, as in LiteRT, a numpy
         array of dtype ``S`` (bytes), ``U`` (str, stored as UTF-8) or object (bytes or str
         elements), not a list or a bare ``bytes``; a 0-d ``S`` / ``U`` array is stored as its
-        raw buffer, padding included (see ``interpreter.string_values``).
+        raw buffer, padding included (see ``interpreter.string_values``). An INT4 or INT2
+        tensor (dtype ``numpy.int8`` in the details) takes int8 values in [-8, 7] or [-2, 1],
+        a UINT4 tensor uint8 values in [0, 15], one value an element, as in LiteRT.
 
         Raises:
           ValueError: the dtype or shape differs from the tensor's (the message names the
@@ -292,7 +295,8 @@ class Interpreter:
             tensors = self._main_tensors
             if 0 <= tensor_index < len(tensors):
                 data = tensors[tensor_index].data
-                if data is not None and value.dtype == data.dtype and value.shape == data.shape and data.dtype is not _OBJECT:
+                if (data is not None and value.dtype == data.dtype and value.shape == data.shape and data.dtype is not _OBJECT
+                        and tensors[tensor_index].type not in BITS_OF_PACKED_TYPE):  # (sub-byte values: range checked below)
                     try:
                         data[...] = value  # (a constant's buffer is read-only: the checks below say so)
                         return
@@ -325,6 +329,8 @@ class Interpreter:
                 )
         if tensor.is_constant:
             raise ValueError(f"Cannot set tensor: {where} is a constant of the model")
+        if tensor.type in BITS_OF_PACKED_TYPE:  # int8 / uint8 values, as in LiteRT, in the type's range
+            check_values(value, tensor.type, "input")
         if is_string:
             value = strings_for_tensor(given_value, value)
             if tensor.data is None:  # LiteRT takes strings before allocate_tensors, and keeps them

@@ -30,7 +30,7 @@ import flatbuffers
 import numpy as np
 
 from schema import schema_generated as fb
-from schema.enums import BuiltinOperator, TENSOR_TYPE_OF_NUMPY_DTYPE, TensorType, numpy_dtype
+from schema.enums import BuiltinOperator, TENSOR_TYPE_OF_NUMPY_DTYPE, TensorType, value_dtype
 from schema.model import (
     FILE_IDENTIFIER,
     PLACEHOLDER_FOR_GREATER_OP_CODES,
@@ -41,6 +41,7 @@ from schema.model import (
     string_array,
 )
 from schema.option_parsers import builtin_options_2_of_params, builtin_options_of_params, params_class_of_op
+from schema.packed import BITS_OF_PACKED_TYPE, check_values, pack
 from schema.versioning.op_signature import op_signature_from_tensors
 from schema.versioning.op_version import get_builtin_operator_version
 from schema.versioning.runtime_version import get_min_runtime_version
@@ -104,7 +105,12 @@ class SubgraphBuilder:
             if tensor_type == TensorType.STRING:
                 data = string_array(data).reshape(tuple(shape))
             else:
-                data = np.ascontiguousarray(data, dtype=numpy_dtype(tensor_type)).reshape(tuple(shape))
+                dtype = value_dtype(tensor_type)
+                if dtype is None:
+                    raise ValueError(f"tensor {name!r}: this runtime holds no values of type {TensorType(tensor_type).name}")
+                data = np.ascontiguousarray(data, dtype=dtype).reshape(tuple(shape))
+                if tensor_type in BITS_OF_PACKED_TYPE:
+                    check_values(data, tensor_type, f"tensor {name!r}")
         self.tensors.append(
             Tensor(
                 index=len(self.tensors),
@@ -131,7 +137,9 @@ class SubgraphBuilder:
     def add_constant(
         self, name: str, value: np.ndarray, *, dtype=None, quantization: Quantization | None = None
     ) -> int:
-        """Add a constant tensor holding ``value`` (its dtype gives the tensor type).
+        """Add a constant tensor holding ``value`` (its dtype gives the tensor type, unless
+        ``dtype`` does: ``TensorType.INT4`` / ``INT2`` / ``UINT4`` take integer values, one an
+        element, which the file stores packed).
 
         Strings: a ``bytes`` / ``str`` array, an object array or a list of them, or a single
         ``bytes`` / ``str`` (a 0-d STRING constant); ``str`` is stored as UTF-8.
@@ -332,6 +340,8 @@ def _tensor_t(tensor: Tensor, buffers: list) -> fb.TensorT:
     if tensor.data is not None:
         if tensor.type == TensorType.STRING:
             raw = np.frombuffer(encode_string_tensor(tensor.data), dtype=np.uint8)
+        elif tensor.type in BITS_OF_PACKED_TYPE:
+            raw = pack(tensor.data, tensor.type)
         else:
             raw = np.ascontiguousarray(tensor.data).view(np.uint8).ravel()
         entry.buffer = _append_buffer(buffers, raw)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 
+import ml_dtypes
 import numpy as np
 
 from schema import schema_generated as fb
@@ -58,6 +59,7 @@ NUMPY_DTYPE_OF_TENSOR_TYPE: dict[int, np.dtype] = {
     TensorType.BOOL: np.dtype(np.bool_),
     TensorType.COMPLEX64: np.dtype(np.complex64),
     TensorType.COMPLEX128: np.dtype(np.complex128),
+    TensorType.BFLOAT16: np.dtype(ml_dtypes.bfloat16),  # numpy has no bfloat16: ml_dtypes' (dtype.kind "V")
     TensorType.STRING: np.dtype(np.object_),
     TensorType.RESOURCE: np.dtype(np.int32),
     TensorType.VARIANT: np.dtype(np.object_),
@@ -72,11 +74,29 @@ TENSOR_TYPE_OF_NUMPY_DTYPE: dict[np.dtype, int] = {
 TENSOR_TYPE_OF_NUMPY_DTYPE[np.dtype(np.object_)] = TensorType.STRING
 
 
+#: The packed sub-byte types (``schema.packed``) -> the dtype that holds one value an
+#: element in memory (what LiteRT's Python API reports for them, too).
+UNPACKED_DTYPE_OF_PACKED_TYPE: dict[int, np.dtype] = {
+    TensorType.INT4: np.dtype(np.int8),
+    TensorType.INT2: np.dtype(np.int8),
+    TensorType.UINT4: np.dtype(np.uint8),
+}
+
+
+def value_dtype(tensor_type: int) -> np.dtype | None:
+    """The numpy dtype this runtime holds values of ``tensor_type`` in: :func:`numpy_dtype`,
+    or for the packed sub-byte types int8 / uint8, one value an element; None for the types
+    it cannot hold (FLOAT8...)."""
+    dtype = NUMPY_DTYPE_OF_TENSOR_TYPE.get(tensor_type)
+    return dtype if dtype is not None else UNPACKED_DTYPE_OF_PACKED_TYPE.get(tensor_type)
+
+
 def numpy_dtype(tensor_type: int) -> np.dtype:
     """The numpy dtype that holds values of ``tensor_type``.
 
     Raises:
-      ValueError: the type has no numpy representation (INT4, BFLOAT16, FLOAT8...).
+      ValueError: the type has no numpy representation (INT4, INT2, UINT4, FLOAT8...; see
+        :func:`value_dtype` for the sub-byte types).
     """
     try:
         return NUMPY_DTYPE_OF_TENSOR_TYPE[tensor_type]

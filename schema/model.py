@@ -29,8 +29,10 @@ from schema.enums import (
     TensorType,
     builtin_operator_name,
     tensor_type_name,
+    value_dtype,
 )
 from schema.errors import ModelError
+from schema.packed import BITS_OF_PACKED_TYPE, packed_size, unpack
 from schema.flatbuffer_view import (
     BOOL,
     INT8,
@@ -149,8 +151,9 @@ class Tensor:
 
     @property
     def dtype(self) -> np.dtype | None:
-        """numpy dtype of the values, or None for types numpy cannot hold."""
-        return NUMPY_DTYPE_OF_TENSOR_TYPE.get(self.type)
+        """numpy dtype of the values (int8 / uint8 for the packed sub-byte types, one value an
+        element), or None for types this runtime cannot hold."""
+        return value_dtype(self.type)
 
     @property
     def is_constant(self) -> bool:
@@ -474,6 +477,8 @@ class _ModelReader:
     def constant_data(self, raw: np.ndarray, tensor_type: int, shape, sparsity, where: str) -> np.ndarray:
         if tensor_type == TensorType.STRING:
             return decode_string_tensor(raw.tobytes(), shape, where)
+        if tensor_type in BITS_OF_PACKED_TYPE and sparsity is None:
+            return self.packed_constant_data(raw, tensor_type, shape, where)
         dtype = NUMPY_DTYPE_OF_TENSOR_TYPE.get(tensor_type)
         if dtype is None or dtype == np.object_:
             raise ModelError(
@@ -500,6 +505,19 @@ class _ModelReader:
         if not values.flags.aligned:  # (a buffer at an odd place in the file: an aligned copy)
             values = raw.copy().view(dtype)
         values = values.reshape(shape)
+        values.flags.writeable = False
+        return values
+
+    def packed_constant_data(self, raw: np.ndarray, tensor_type: int, shape, where: str) -> np.ndarray:
+        """A constant of a packed sub-byte type (INT4, INT2, UINT4), unpacked: one value an element."""
+        count = math.prod(shape)
+        needed = packed_size(tensor_type, count)
+        if raw.size != needed:
+            raise ModelError(
+                f"malformed model: {where} has shape {list(shape)} of {tensor_type_name(tensor_type)} "
+                f"({needed} bytes packed) but its buffer holds {raw.size} bytes"
+            )
+        values = unpack(raw, tensor_type, count).reshape(shape)
         values.flags.writeable = False
         return values
 

@@ -82,7 +82,7 @@ ARITY: dict[int, Arity] = {
     B.CONCATENATION: Arity(1, MANY),
     B.CONV_2D: Arity(2, 3, optional=frozenset({2})),
     B.DEPTHWISE_CONV_2D: Arity(2, 3, optional=frozenset({2})),
-    B.FULLY_CONNECTED: Arity(2, 3, optional=frozenset({2})),
+    B.FULLY_CONNECTED: Arity(2, 3, 1, 2, optional=frozenset({2})),  # 2 outputs: the shuffled format (v2)
     B.IF: Arity(1, MANY, 0, MANY),
     # LSTM: the full kernel (20 or 24 inputs, 1 output) or the basic one (5 inputs, 4 outputs).
     B.LSTM: Arity(5, 24, 1, 4, optional=_LSTM_OPTIONAL),

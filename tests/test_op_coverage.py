@@ -25,44 +25,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 #: Builtin (op, versions) LiteRT registers and the CPU does not run.
 KNOWN_GAPS: dict[str, tuple[int, ...]] = {
     # text: embeddings, hashtables, hashing
-    "EMBEDDING_LOOKUP": (5,),
     # shape, data movement and scatter
-    # versions of ops that run here at other versions (other types: int4, int2, float16, int16...)
-    "ABS": (2, 3),
-    "ADD": (6,),
-    "BROADCAST_TO": (4,),
-    "CAST": (6, 7, 8, 9),
-    "CONCATENATION": (5, 6, 7),
-    "CONV_2D": (7,),
-    "COS": (2,),
-    "DEPTHWISE_CONV_2D": (7,),
-    "DEQUANTIZE": (6, 7, 8, 9),
-    "DYNAMIC_UPDATE_SLICE": (5, 6),
-    "EXP": (2,),
-    "FILL": (5,),
-    "FULLY_CONNECTED": (2, 8, 10, 13, 14),
-    "GATHER": (7, 8),
-    "GATHER_ND": (6,),
-    "GELU": (2, 3),
-    "L2_NORMALIZATION": (2,),
-    "LOG": (2,),
-    "MUL": (8,),
-    "PACK": (5,),
-    "PAD": (6,),
-    "PADV2": (6,),
-    "QUANTIZE": (4, 5, 6),
-    "REDUCE_PROD": (2,),
-    "REVERSE_V2": (4,),
-    "RSQRT": (2, 3),
-    "SELECT": (2,),
-    "SIN": (2,),
-    "SLICE": (7, 8),
-    "SOFTMAX": (4,),
-    "SPLIT": (5,),
-    "SPLIT_V": (3,),
-    "SQRT": (2,),
-    "TRANSPOSE": (7, 9),
-    "UNPACK": (6,),
 }
 
 #: The StableHLO builtins LiteRT's resolver registers (the other StableHLO ops of the schema

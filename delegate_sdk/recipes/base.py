@@ -16,8 +16,9 @@ from typing import Callable, Sequence
 import numpy as np
 
 from schema.builder import ModelBuilder, quantization
-from schema.enums import BuiltinOperator, TensorType, builtin_operator_name, numpy_dtype
+from schema.enums import BuiltinOperator, TensorType, builtin_operator_name, numpy_dtype, value_dtype
 from schema.model import Model, Quantization
+from schema.packed import VALUE_RANGE_OF_PACKED_TYPE
 from schema.versioning.op_signature import op_signature_from_tensors
 from schema.versioning.op_version import get_builtin_operator_version
 
@@ -306,7 +307,8 @@ I8 = Kind("int8", T.INT8)
 BOOL = Kind("bool", T.BOOL)
 STR = Kind("string", T.STRING)
 C64 = Kind("complex64", T.COMPLEX64)
-# Types without a numpy representation here: for dry runs only (graph inputs, no data).
+# Sub-byte types (one value an element here; LiteRT's set_tensor takes only values in range,
+# so recipes hold them as constants) and bfloat16 (which LiteRT's Python API cannot feed).
 I4 = Kind("int4", T.INT4)
 I2 = Kind("int2", T.INT2)
 U4 = Kind("uint4", T.UINT4)
@@ -321,8 +323,11 @@ def values(rng: np.random.Generator, shape: Sequence[int], t: Kind) -> np.ndarra
     shape = tuple(shape)
     if t.type == T.STRING:
         return np.array([b"ab", b"cd", b"ef"] * (int(np.prod(shape)) // 3 + 1), dtype=object)[: int(np.prod(shape))].reshape(shape)
+    if t.type in VALUE_RANGE_OF_PACKED_TYPE:  # int4, int2, uint4: one value an element
+        low, high = VALUE_RANGE_OF_PACKED_TYPE[t.type]
+        return rng.integers(low, high, shape, endpoint=True).astype(value_dtype(t.type))
     dtype = numpy_dtype(t.type)
-    if dtype.kind == "f":
+    if dtype.kind == "f" or t.type == T.BFLOAT16:
         return rng.uniform(-1, 1, shape).astype(dtype)
     if dtype.kind == "c":
         return (rng.uniform(-1, 1, shape) + 1j * rng.uniform(-1, 1, shape)).astype(dtype)
@@ -417,6 +422,13 @@ def repack(model) -> bytes:
     builder = flatbuffers.Builder(1024)
     builder.Finish(model.Pack(builder), file_identifier=FILE_IDENTIFIER)
     return bytes(builder.Output())
+
+
+def litert_only(op: str, version: int, adds: str, recipe: str) -> str:
+    """Why a version LiteRT 2.3 registers beyond TFLite's rules has a recipe stamped by hand
+    (an ``UNBUILDABLE`` entry)."""
+    return (f"LiteRT 2.3 registers {op} v{version}, which no rule here gives (TFLite's tables predate it); its kernel "
+            f"{adds}, and so does the CPU's (the recipe is {recipe}, stamped v{version} by hand)")
 
 
 def hand_stamped(build: Callable[[], bytes], version: int) -> Callable[[], bytes]:

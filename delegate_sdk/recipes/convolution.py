@@ -10,7 +10,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from delegate_sdk.recipes.base import F32, I8Q, I16Q, U8Q, B, Graph, Recipe, hand_stamped
+from delegate_sdk.recipes.base import F32, I8Q, I16Q, U8Q, B, Graph, Recipe, hand_stamped, repack
 from schema.builder import quantization
 from schema.enums import ActivationFunctionType, Padding
 from schema.enums import TensorType as T
@@ -33,24 +33,35 @@ FAMILY = "convolution"
 # -- builders ----------------------------------------------------------------------------------------
 
 
+#: the sub-byte weight kinds: (weights type, its values' range)
+SUB_BYTE_KINDS = {"int4": (T.INT4, (-8, 7)), "int2": (T.INT2, (-2, 1)), "16x4": (T.INT4, (-8, 7))}
+
+
 def weights(m: Graph, shape, kind: str, channels_axis: int, in_scale: float = 0.05):
     """Filter and bias constants. ``kind``: float, hybrid (int8 per tensor), hybrid-pc
-    (int8 per channel), int8 (per channel, int32 bias), 16x8 (int8 filter, int64 bias)."""
+    (int8 per channel), int8 (per channel, int32 bias), 16x8 (int8 filter, int64 bias),
+    int4 / int2 (int4 / int2 filter per channel, int32 bias), 16x4 (int4 filter, int64 bias)."""
     channels = shape[channels_axis]
     if kind == "float":
         return m.const("w", shape, F32), m.const("b", [channels], F32)
     scales = [WEIGHT_SCALE] * channels if kind != "hybrid" else [WEIGHT_SCALE]
     wq = quantization(scales, 0, channels_axis if len(scales) > 1 else 0)
-    w = m.g.add_constant("w", m.rng.integers(-100, 100, shape).astype(np.int8), quantization=wq)
+    if kind in SUB_BYTE_KINDS:
+        weights_type, (low, high) = SUB_BYTE_KINDS[kind]
+        w = m.g.add_constant("w", m.rng.integers(low, high, shape, endpoint=True).astype(np.int8), dtype=weights_type,
+                             quantization=wq)
+    else:
+        w = m.g.add_constant("w", m.rng.integers(-100, 100, shape).astype(np.int8), quantization=wq)
     if kind in ("hybrid", "hybrid-pc"):
         return w, m.const("b", [channels], F32)
     bias_q = quantization([in_scale * WEIGHT_SCALE] * channels, 0)
-    bias_dtype = np.int32 if kind == "int8" else np.int64
+    bias_dtype = np.int32 if kind in ("int8", "int4", "int2") else np.int64
     b = m.g.add_constant("b", m.rng.integers(-1000, 1000, channels).astype(bias_dtype), quantization=bias_q)
     return w, b
 
 
-ACTIVATIONS = {"float": F32, "hybrid": F32, "hybrid-pc": F32, "int8": I8Q, "16x8": I16Q}
+ACTIVATIONS = {"float": F32, "hybrid": F32, "hybrid-pc": F32, "int8": I8Q, "16x8": I16Q, "int4": I8Q, "int2": I8Q,
+               "16x4": I16Q}
 
 
 def conv(kind: str = "float", groups: int = 1, **fields) -> bytes:
@@ -83,6 +94,39 @@ def fully_connected(kind: str = "float", bias: bool = True, rank: int = 2, **fie
     y = m.tensor("y", out_shape, t)
     m.op(B.FULLY_CONNECTED, [x, w, b] if bias else [x, w], [y], **fields)
     return m.build(y)
+
+
+def sparse_fully_connected() -> bytes:
+    """FULLY_CONNECTED whose float32 weights are stored sparse (every dimension dense)."""
+    from schema import schema_generated as fb
+
+    model = fb.ModelT.InitFromPackedBuf(fully_connected("float"), 0)
+    tensor = next(t for t in model.subgraphs[0].tensors if t.name.decode() == "w")
+    sparsity = fb.SparsityParametersT()
+    sparsity.traversalOrder, sparsity.blockMap, sparsity.dimMetadata = [0, 1], [], []
+    for size in tensor.shape:
+        dim = fb.DimensionMetadataT()
+        dim.format, dim.denseSize = 0, int(size)
+        sparsity.dimMetadata.append(dim)
+    tensor.sparsity = sparsity
+    operator = model.subgraphs[0].operators[0]
+    model.operatorCodes[operator.opcodeIndex].version = 8  # what the rules give once the weights are sparse
+    return repack(model)
+
+
+def shuffled_fully_connected() -> bytes:
+    """FULLY_CONNECTED with shuffled 4x16 int8 weights: uint8 input (a batch of 1), int16
+    output, and the shuffled-input workspace that TFLite requires as a second output."""
+    m = Graph()
+    x = m.input("x", (1, 32), U8Q)
+    plain = m.rng.integers(0, 256, (4, 32)).astype(np.uint8)
+    stored = plain.reshape(1, 4, 2, 16).transpose(0, 2, 1, 3).reshape(4, 32) ^ 0x80  # blocks of 4 x 16, sign flipped
+    w = m.g.add_constant("w", stored, quantization=quantization(WEIGHT_SCALE, 128))
+    b = m.g.add_constant("b", m.rng.integers(-1000, 1000, 4).astype(np.int32), quantization=quantization(0.001, 0))
+    y = m.g.add_tensor("y", [1, 4], T.INT16, quantization=quantization(0.05, 0))
+    workspace = m.g.add_tensor("workspace", [1, 32], T.UINT8)
+    m.op(B.FULLY_CONNECTED, [x, w, b], [y, workspace], weights_format=1)
+    return m.build(y, workspace)
 
 
 def transpose_conv(kind: str = "float", bias: bool = False, **fields) -> bytes:
@@ -208,6 +252,7 @@ def recipes() -> Iterator[Recipe]:
             3: ("int8 quantized, per-channel filter", lambda: conv("int8")),
             5: ("hybrid, int8 filter per channel", lambda: conv("hybrid-pc")),
             6: ("float32, grouped (2 groups)", lambda: conv("float", groups=2)),
+            7: ("int8 activations, int4 filter per channel", lambda: conv("int4")),
             8: ("int16 activations, int8 filter, quantized_bias_type=INT64", lambda: conv("16x8", quantized_bias_type=T.INT64)),
         },
         B.DEPTHWISE_CONV_2D: {
@@ -216,17 +261,23 @@ def recipes() -> Iterator[Recipe]:
             3: ("int8 quantized, per-channel filter", lambda: depthwise("int8")),
             4: ("hybrid: float32 activations, int8 filter per tensor", lambda: depthwise("hybrid")),
             6: ("hybrid, int8 filter per channel", lambda: depthwise("hybrid-pc")),
+            7: ("int8 activations, int4 filter per channel", lambda: depthwise("int4")),
         },
         B.FULLY_CONNECTED: {
             1: ("float32", lambda: fully_connected("float")),
+            2: ("shuffled 4x16 int8 weights (uint8 input, int16 output, the workspace output)", shuffled_fully_connected),
             3: ("hybrid: float32 activations, int8 weights per tensor", lambda: fully_connected("hybrid")),
             4: ("int8 quantized", lambda: fully_connected("int8")),
             5: ("float32, keep_num_dims", lambda: fully_connected("float", rank=3, keep_num_dims=True)),
             6: ("float32, two inputs (no bias slot)", lambda: fully_connected("float", bias=False)),
             9: ("hybrid, asymmetric_quantize_inputs", lambda: fully_connected("hybrid", asymmetric_quantize_inputs=True)),
+            8: ("float32, sparse weights (every dimension dense)", sparse_fully_connected),
+            10: ("int8 activations, int4 weights per channel", lambda: fully_connected("int4")),
             11: ("int16 activations, int8 weights, quantized_bias_type=INT64",
                  lambda: fully_connected("16x8", quantized_bias_type=T.INT64)),
             12: ("hybrid, int8 weights per channel", lambda: fully_connected("hybrid-pc")),
+            13: ("int16 activations, int4 weights per channel", lambda: fully_connected("16x4")),
+            14: ("int8 activations, int2 weights per channel", lambda: fully_connected("int2")),
         },
         B.TRANSPOSE_CONV: {
             1: ("float32, no bias", lambda: transpose_conv("float")),

@@ -9,9 +9,11 @@ from typing import Callable, Iterator
 import numpy as np
 
 from delegate_sdk.recipes.base import (
+    BF16,
     BOOL,
     F16,
     F32,
+    I4,
     I8,
     I8Q,
     I16,
@@ -21,12 +23,14 @@ from delegate_sdk.recipes.base import (
     S2,
     STR,
     U8Q,
+    U16,
     U32,
     B,
     Graph,
     Kind,
     Recipe,
     hand_stamped,
+    litert_only,
     one_input,
     values,
     with_constant,
@@ -35,6 +39,24 @@ from schema.enums import MirrorPadMode, numpy_dtype
 from schema.enums import TensorType as T
 
 UNBUILDABLE = {
+    (B.CONCATENATION, 6): litert_only("CONCATENATION", 6, "adds float16 and bfloat16", "float16"),
+    (B.CONCATENATION, 7): litert_only("CONCATENATION", 7, "adds float16 and bfloat16", "float16"),
+    (B.PACK, 5): litert_only("PACK", 5, "takes the types of v1-v4 and no other", "float32"),
+    (B.UNPACK, 6): litert_only("UNPACK", 6, "takes the types of v1-v5 and no other", "float32"),
+    (B.SPLIT, 5): litert_only("SPLIT", 5, "takes the types of v1-v4 and no other", "float32"),
+    (B.SPLIT_V, 3): litert_only("SPLIT_V", 3, "takes the types of v1-v2 and no other", "float32"),
+    (B.GATHER, 8): litert_only("GATHER", 8, "adds float16 and bfloat16", "float16"),
+    (B.GATHER_ND, 6): litert_only("GATHER_ND", 6, "adds float16 and bfloat16", "float16"),
+    (B.PAD, 6): litert_only("PAD", 6, "adds float16 and bfloat16", "float16"),
+    (B.PADV2, 6): litert_only("PADV2", 6, "adds float16 and bfloat16", "float16"),
+    (B.REVERSE_V2, 4): litert_only("REVERSE_V2", 4, "adds float16 and bfloat16", "float16"),
+    (B.SLICE, 8): litert_only("SLICE", 8, "adds float16, bfloat16, uint16 and float64", "float16"),
+    (B.TRANSPOSE, 9): litert_only("TRANSPOSE", 9, "adds float16, uint4, uint16, uint32 and float64", "float16"),
+    (B.FILL, 5): litert_only("FILL", 5, "adds bfloat16, uint16, uint32 and float64 values", "a uint16 value"),
+    (B.BROADCAST_TO, 4): litert_only("BROADCAST_TO", 4, "adds float16, bfloat16, uint16, uint32, float64 and the sub-byte "
+                                "types", "float16"),
+    (B.SELECT, 2): "TFLite's rule tests input 0 for int8, and input 0 of SELECT is the bool condition: the rules "
+                   "never give v2 (the recipe selects int8 quantized values, stamped v2 by hand)",
     (B.SELECT, 4): "TFLite's rule tests input 0 for uint32, and input 0 of SELECT is the bool condition: the rules "
                    "never give v4 (the recipe selects uint32 values, stamped v4 by hand)",
     (B.SELECT_V2, 2): "TFLite's rule tests input 0 for uint32, and input 0 of SELECT_V2 is the bool condition: the "
@@ -52,6 +74,17 @@ def concatenation(t: Kind) -> bytes:
     z = m.tensor("z", (2, 6), t)
     m.op(B.CONCATENATION, [x, y], [z], axis=1)
     return m.build(z)
+
+
+def of_constants(op: int, t: Kind, data_shapes, extras, out_shape, **fields) -> bytes:
+    """``op`` over constants of type ``t`` (the sub-byte types: LiteRT's ``set_tensor`` takes
+    only values in their range, which the kit's random inputs are not), then int32 ``extras``."""
+    m = Graph()
+    data = [m.const(f"x{i}", shape, t) for i, shape in enumerate(data_shapes)]
+    others = [m.i32(f"c{i}", numbers) for i, numbers in enumerate(extras)]
+    y = m.tensor("y", out_shape, t)
+    m.op(op, data + others, [y], **fields)
+    return m.build(y)
 
 
 def pack(t: Kind) -> bytes:
@@ -191,6 +224,16 @@ def fill(t: Kind) -> bytes:
     return m.build(y)
 
 
+def fill_from_input(t: Kind) -> bytes:
+    """FILL of a value fed at run time (a graph input scalar)."""
+    m = Graph()
+    dims = m.i32("dims", [2, 3])
+    value = m.input("value", (), t)
+    y = m.tensor("y", (2, 3), t)
+    m.op(B.FILL, [dims, value], [y])
+    return m.build(y)
+
+
 def range_(t: Kind) -> bytes:
     m = Graph()
     dtype = numpy_dtype(t.type)
@@ -318,7 +361,35 @@ def recipes() -> Iterator[Recipe]:
     yield r(B.RANK, 1, "float32 -> int32", lambda: shape_of(B.RANK))
     yield r(B.ONE_HOT, 1, "int32 indices -> float32", one_hot)
 
+    # int4 (v5 CONCATENATION, v7 GATHER / SLICE / TRANSPOSE): constants; GATHER's slices of whole bytes
+    int4 = "int4 constants"
+    yield r(B.CONCATENATION, 5, int4, lambda: of_constants(B.CONCATENATION, I4, [S2, S2], [], (2, 6), axis=1))
+    yield r(B.GATHER, 7, int4, lambda: of_constants(B.GATHER, I4, [(3, 4)], [[2, 0]], (2, 4), axis=0))
+    yield r(B.SLICE, 7, int4, lambda: of_constants(B.SLICE, I4, [S2], [[0, 1], [2, 2]], (2, 2)))
+    yield r(B.TRANSPOSE, 7, int4, lambda: of_constants(B.TRANSPOSE, I4, [S2], [[1, 0]], (3, 2)))
+
     # the registered versions the rules never give (UNBUILDABLE)
+    later = [
+        (B.CONCATENATION, 6, "float16", lambda: concatenation(F16)),
+        (B.CONCATENATION, 7, "float16", lambda: concatenation(F16)),
+        (B.PACK, 5, "float32", lambda: pack(F32)),
+        (B.UNPACK, 6, "float32", lambda: unpack(F32)),
+        (B.SPLIT, 5, "float32", lambda: split(F32)),
+        (B.SPLIT_V, 3, "float32", lambda: split_v(F32)),
+        (B.GATHER, 8, "float16", lambda: gather(F16)),
+        (B.GATHER_ND, 6, "float16", lambda: gather_nd(F16)),
+        (B.PAD, 6, "float16", lambda: pad(B.PAD, F16)),
+        (B.PADV2, 6, "float16", lambda: pad(B.PADV2, F16)),
+        (B.REVERSE_V2, 4, "float16", lambda: with_constant(B.REVERSE_V2, F16, S2, [1], S2)),
+        (B.SLICE, 8, "float16", lambda: slice_(F16)),
+        (B.TRANSPOSE, 9, "float16", lambda: with_constant(B.TRANSPOSE, F16, S2, [1, 0], (3, 2))),
+        (B.FILL, 5, "a uint16 value", lambda: fill_from_input(U16)),
+        (B.BROADCAST_TO, 4, "float16", lambda: with_constant(B.BROADCAST_TO, F16, (1, 3), [2, 3], S2)),
+    ]
+    for op, version, description, build in later:
+        yield Recipe(op, version, hand_stamped(build, version), description, FAMILY, hand_stamped=UNBUILDABLE[(op, version)])
+    yield Recipe(B.SELECT, 2, hand_stamped(lambda: select(B.SELECT, I8Q.same()), 2), "int8 quantized values", FAMILY,
+                 hand_stamped=UNBUILDABLE[(B.SELECT, 2)])
     for op, version in ((B.SELECT, 4), (B.SELECT_V2, 2)):
         yield Recipe(op, version, hand_stamped(lambda op=op: select(op, U32), version), "uint32 values", FAMILY,
                      hand_stamped=UNBUILDABLE[(op, version)])

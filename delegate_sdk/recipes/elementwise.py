@@ -28,12 +28,20 @@ from delegate_sdk.recipes.base import (
     Kind,
     Recipe,
     hand_stamped,
+    litert_only,
     nonzero,
 )
 from schema.builder import quantization
 from schema.enums import TensorType as T
 
+#: int8 whose zero point is the type's minimum: every value is >= 0 (SQRT, RSQRT fail below 0)
+I8Q_FROM_MIN = Kind("int8 quantized, zero point -128", T.INT8, quantization(0.05, -128), quantization(0.02, -128))
+
 UNBUILDABLE = {
+    (B.COS, 2): litert_only("COS", 2, "adds float16", "float16"),
+    (B.SIN, 2): litert_only("SIN", 2, "adds float16", "float16"),
+    (B.SOFTMAX, 4): litert_only("SOFTMAX", 4, "adds float16", "float16"),
+    (B.GELU, 3): litert_only("GELU", 3, "adds int16 (quantized) to v2's int8 and uint8", "int16 quantized"),
     (B.EQUAL, 4): "no rule gives EQUAL v4 (int16 is v5, string v3, int8 v2), yet LiteRT registers and runs it (its "
                   "kernel ignores the version) and so does the CPU (the recipe compares strings, stamped v4 by hand)",
 }
@@ -47,6 +55,18 @@ def unary(op: int, t: Kind, shape: Sequence[int] = S2, out: Kind | None = None, 
     x = m.input("x", shape, t)
     y = m.tensor("y", shape, out or t)
     m.op(op, [x], [y], **fields)
+    return m.build(y)
+
+
+def rsqrt_of_abs(t: Kind) -> bytes:
+    """ABS -> RSQRT (node 1): RSQRT fails on an input below its zero point, so the node under
+    test gets ABS's output (symmetric int16, zero point 0: never below)."""
+    m = Graph()
+    x = m.input("x", S2, t)
+    magnitude = m.tensor("magnitude", S2, t.same())
+    y = m.tensor("y", S2, t)
+    m.op(B.ABS, [x], [magnitude])
+    m.op(B.RSQRT, [magnitude], [y])
     return m.build(y)
 
 
@@ -91,8 +111,8 @@ def recipes() -> Iterator[Recipe]:
         B.CEIL: {1: F32}, B.COS: {1: F32}, B.ELU: {1: F32}, B.FLOOR: {1: F32}, B.HARD_SWISH: {1: F32},
         B.NEG: {1: F32}, B.ROUND: {1: F32}, B.SIN: {1: F32}, B.SQUARE: {1: F32}, B.ZEROS_LIKE: {1: F32},
         B.RELU_0_TO_1: {1: F32}, B.RELU_N1_TO_1: {1: F32}, B.LOGICAL_NOT: {1: BOOL},
-        B.EXP: {1: F32, 2: I8Q}, B.LOG: {1: F32, 2: I8Q}, B.SQRT: {1: F32, 2: I8Q},
-        B.RSQRT: {1: F32, 2: I8Q, 3: I16Q},
+        B.EXP: {1: F32, 2: I8Q}, B.LOG: {1: F32, 2: I8Q}, B.SQRT: {1: F32, 2: I8Q_FROM_MIN},
+        B.RSQRT: {1: F32, 2: I8Q_FROM_MIN},
         B.GELU: {1: F32, 2: I8Q},
         B.RELU: {1: F32, 2: I8Q, 3: I16Q}, B.RELU6: {1: F32, 2: I8Q, 3: I16Q},
         B.LEAKY_RELU: {1: F32, 2: I16Q},
@@ -107,6 +127,12 @@ def recipes() -> Iterator[Recipe]:
     for op, versions in versions_of_unary.items():
         for version, t in versions.items():
             yield Recipe(op, version, lambda op=op, t=t: unary(op, t, **fields.get(op, {})), t.name, "unary")
+    yield Recipe(B.RSQRT, 3, lambda: rsqrt_of_abs(I16Q), "int16 quantized (of ABS's output, node 1)", "unary", subject=1)
+    for op, version, options in ((B.COS, 2, {}), (B.SIN, 2, {}), (B.SOFTMAX, 4, {"beta": 1.0})):
+        yield Recipe(op, version, hand_stamped(lambda op=op, o=options: unary(op, F16, **o), version), "float16", "unary",
+                     hand_stamped=UNBUILDABLE[(op, version)])
+    yield Recipe(B.GELU, 3, hand_stamped(lambda: unary(B.GELU, I16Q), 3), "int16 quantized", "unary",
+                 hand_stamped=UNBUILDABLE[(B.GELU, 3)])
     yield Recipe(B.LOCAL_RESPONSE_NORMALIZATION, 1,
                  lambda: unary(B.LOCAL_RESPONSE_NORMALIZATION, F32, S4, radius=1, bias=1.0, alpha=1.0, beta=0.5),
                  "float32, 4-D", "unary")

@@ -10,7 +10,7 @@ from typing import Iterator
 
 import numpy as np
 
-from delegate_sdk.recipes.base import F16, F32, I8, I8Q, I16Q, I32, I64, S2, U8Q, B, Graph, Kind, Recipe
+from delegate_sdk.recipes.base import BF16, F16, F32, I4, I8, I8Q, I16Q, I32, I64, S2, U8Q, B, Graph, Kind, Recipe
 
 FAMILY = "indexing and scatter"
 
@@ -21,6 +21,29 @@ def dynamic_update_slice(t: Kind, starts: Kind = I32) -> bytes:
     operand, update, begin = m.input("operand", (3, 4), t), m.input("update", (2, 2), t), m.input("starts", (2,), starts)
     y = m.tensor("y", (3, 4), t)
     m.op(B.DYNAMIC_UPDATE_SLICE, [operand, update, begin], [y])
+    return m.build(y)
+
+
+def dynamic_update_slice_int4() -> bytes:
+    """int4 operand and update (constants: LiteRT's set_tensor takes only int4 values in range)."""
+    m = Graph()
+    operand, update, begin = m.const("operand", (3, 4), I4), m.const("update", (2, 2), I4), m.i32("starts", [1, 1])
+    y = m.tensor("y", (3, 4), I4)
+    m.op(B.DYNAMIC_UPDATE_SLICE, [operand, update, begin], [y])
+    return m.build(y)
+
+
+def dynamic_update_slice_bfloat16() -> bytes:
+    """bfloat16 operand (node 1): LiteRT's Python API neither feeds nor reads bfloat16, so the
+    operand is a float32 input cast to bfloat16 (node 0) and the result is cast back (node 2)."""
+    m = Graph()
+    x = m.input("x", (3, 4), F32)
+    operand = m.tensor("operand", (3, 4), BF16)
+    update, begin = m.const("update", (2, 2), BF16), m.i32("starts", [1, 1])
+    result, y = m.tensor("result", (3, 4), BF16), m.tensor("y", (3, 4), F32)
+    m.op(B.CAST, [x], [operand])
+    m.op(B.DYNAMIC_UPDATE_SLICE, [operand, update, begin], [result])
+    m.op(B.CAST, [result], [y])
     return m.build(y)
 
 
@@ -114,6 +137,9 @@ def recipes() -> Iterator[Recipe]:
     for version, (t, starts) in {1: (F32, I32), 2: (F32, I64), 3: (F16, I32), 4: (I16Q.same(), I32)}.items():
         yield r(B.DYNAMIC_UPDATE_SLICE, version, f"{t.name}, {starts.name} starts",
                 lambda t=t, starts=starts: dynamic_update_slice(t, starts))
+    yield r(B.DYNAMIC_UPDATE_SLICE, 5, "int4 constants", dynamic_update_slice_int4)
+    yield Recipe(B.DYNAMIC_UPDATE_SLICE, 6, dynamic_update_slice_bfloat16, "bfloat16 (between CASTs, node 1)", FAMILY,
+                 subject=1)
     yield r(B.MATRIX_DIAG, 1, "float32 [2, 3] -> [2, 3, 3]", lambda: unary(B.MATRIX_DIAG, S2, (2, 3, 3)))
     yield r(B.MATRIX_SET_DIAG, 1, "float32 [2, 3, 4]", matrix_set_diag)
     yield r(B.REVERSE_SEQUENCE, 1, "float32, seq_dim 1, batch_dim 0", reverse_sequence)

@@ -1,4 +1,4 @@
-"""Recipes of the text-model ops of issue 32: EMBEDDING_LOOKUP (v1-v4),
+"""Recipes of the text-model ops of issue 32: EMBEDDING_LOOKUP (v1-v5),
 EMBEDDING_LOOKUP_SPARSE, HASHTABLE_LOOKUP, LSH_PROJECTION, SKIP_GRAM and the
 HASHTABLE ops. Ids, coordinates, shapes, keys
 and hash seeds are constants (valid for every input the kit draws); tables, weights and
@@ -36,6 +36,16 @@ def embedding_lookup(table: Kind, out: Kind) -> bytes:
     ids = m.i32("ids", [2, 0, 3])
     values = m.input("table", (4, 3), table)
     y = m.tensor("y", (3, 3), out)
+    m.op(B.EMBEDDING_LOOKUP, [ids, values], [y])
+    return m.build(y)
+
+
+def embedding_lookup_int2() -> bytes:
+    """Rows [2, 0, 3] of a [4, 4] int2 table, a constant (LiteRT's set_tensor refuses int2)."""
+    m = Graph()
+    ids = m.i32("ids", [2, 0, 3])
+    values = m.const("table", (4, 4), Kind("int2 hybrid table", TensorType.INT2, quantization(0.5, 0)))
+    y = m.tensor("y", (3, 4), F32)
     m.op(B.EMBEDDING_LOOKUP, [ids, values], [y])
     return m.build(y)
 
@@ -155,6 +165,7 @@ def recipes() -> Iterator[Recipe]:
     yield r(B.EMBEDDING_LOOKUP, 3, "int8 table, scale 0.5 -> float32 (stamped v3 by hand)",
             hand_stamped(lambda: embedding_lookup(hybrid, F32), 3), hand_stamped=UNBUILDABLE[(B.EMBEDDING_LOOKUP, 3)])
     yield r(B.EMBEDDING_LOOKUP, 4, "int8 table, a scale per row -> float32", lambda: embedding_lookup(per_channel, F32))
+    yield r(B.EMBEDDING_LOOKUP, 5, "int2 constant table, rows of 4 values (whole bytes) -> float32", embedding_lookup_int2)
     yield r(B.EMBEDDING_LOOKUP_SPARSE, 1, "float32, MEAN of weighted ids in a [3, 4] sparse tensor",
             embedding_lookup_sparse)
     yield r(B.HASHTABLE_LOOKUP, 1, "int32 keys, float32 [6, 2] values and uint8 hits", hashtable_lookup)

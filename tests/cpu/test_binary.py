@@ -361,3 +361,32 @@ def test_binary_ops_on_random_broadcast_shapes_match_litert(op, data):
     if op == B.POW:
         x = np.abs(x) + np.float32(0.25)
     assert_matches_litert(model, [x, y])
+
+
+# -- float16 (ADD v6, MUL v8: LiteRT's default resolver only) ---------------------------------------
+
+
+def assert_matches_litert_default_kernels(model, inputs):
+    from oracle import assert_invokes_match_litert
+
+    # float16 results are each rounded once from float32, as LiteRT rounds them: bit for bit.
+    return assert_invokes_match_litert(model, [inputs], rtol=0, atol=0, resolver="BUILTIN_WITHOUT_DEFAULT_DELEGATES")
+
+
+@pytest.mark.parametrize("op, version", [(B.ADD, 6), (B.MUL, 8)], ids=["add-v6", "mul-v8"])
+@pytest.mark.parametrize("activation", [Act.NONE, Act.RELU, Act.RELU6, Act.RELU_N1_TO_1], ids=name)
+def test_float16_add_and_mul_round_once_and_clamp_at_half_range_like_litert(op, version, activation):
+    model = binary_model(op, [([8], np.float16), ([8], np.float16)], params=PARAMS_WITH_ACTIVATION[op](
+        fused_activation_function=activation))
+    assert stamped_version(model) == version
+    x = np.array([60000, -60000, np.inf, np.nan, 1.5, -7, 3, 0.25], np.float16)  # overflows saturate at 65504
+    y = np.array([60000, -60000, 1, 1, 2, 2, 10, -1], np.float16)
+    assert_matches_litert_default_kernels(model, [x, y])
+
+
+@pytest.mark.parametrize("op", [B.ADD, B.MUL], ids=name)
+def test_float16_add_and_mul_broadcast_like_litert(op):
+    model = binary_model(op, [([2, 1, 3], np.float16), ([4, 1], np.float16)])
+    rng = np.random.default_rng(5)
+    assert_matches_litert_default_kernels(model, [random_values((2, 1, 3), np.float16, rng, -300, 300),
+                                                  random_values((4, 1), np.float16, rng, -300, 300)])

@@ -83,3 +83,18 @@ def test_bitcast_of_a_scalar_to_a_wider_type_is_refused():
 def test_bitcast_refuses_strings():
     with pytest.raises(KernelError, match="BITCAST v1: input 'x0' has type STRING"):
         Interpreter(model_content=bitcast_model([2], np.object_, [2], np.int8)).allocate_tensors()
+
+
+def test_bitcast_of_bfloat16_reads_its_bits_like_litert():
+    # LiteRT's Python API cannot feed bfloat16: float32 -> CAST -> bfloat16 -> BITCAST -> int16.
+    from schema.enums import TensorType
+
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    x = graph.add_input("x", [4], TensorType.FLOAT32)
+    half = graph.add_tensor("half", [4], TensorType.BFLOAT16)
+    y = graph.add_tensor("y", [4], TensorType.INT16)
+    graph.add_operator(B.CAST, [x], [half])
+    graph.add_operator(B.BITCAST, [half], [y])
+    graph.add_output(y)
+    assert_matches_litert(builder.build(), [np.array([1.5, -2, 3.25, 100], np.float32)])

@@ -267,3 +267,14 @@ def test_select_v2_on_random_broadcast_shapes_matches_litert(shapes, dtype, seed
     assert_matches_litert(model, inputs)
     assert ours[0].shape == tuple(output_shape)
 
+
+
+def test_select_v2_copies_int8_quantized_values_as_they_are_like_litert():
+    # TFLite's rule tests the condition (input 0, BOOL) for int8, so v2 is given explicitly;
+    # its kernel copies raw values and never reads their scales (not even when they differ).
+    from schema.builder import quantization
+
+    values = [In([2, 5], np.int8, quantization(0.5, 1)), In([2, 5], np.int8, quantization(0.25, -3))]
+    model = single_op_model(B.SELECT, [In([2, 5], np.bool_), *values], Out([2, 5], np.int8, quantization(0.1, 2)),
+                            version=2)
+    assert_matches_litert(model)

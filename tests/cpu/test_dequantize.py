@@ -19,7 +19,7 @@ from delegate_sdk.context import KernelError
 from delegate_sdk.tensor import Allocation
 from interpreter import Interpreter
 from schema.builder import ModelBuilder, quantization
-from schema.enums import BuiltinOperator
+from schema.enums import BuiltinOperator, TensorType
 
 EXACT = {"rtol": 0, "atol": 0}
 
@@ -173,3 +173,62 @@ def test_dequantize_with_scales_not_matching_the_channel_count_fails_naming_the_
     model = dequantize_model((2, 3), np.int8, quantization([0.1, 0.2], 0, quantized_dimension=1), version=5)
     with pytest.raises(ModelError, match="2 scales for the 3 channels of dimension 1"):
         Interpreter(model_content=model)  # refused when the model is read
+
+
+# -- the sub-byte types (v6 int4, v7 int2, v8 uint4), held one value an element -------------------
+
+SUB_BYTE_CASES = {
+    # name: (type, holding dtype, (min, max), version)
+    "int4": (TensorType.INT4, np.int8, (-8, 7), 6),
+    "int2": (TensorType.INT2, np.int8, (-2, 1), 7),
+    "uint4": (TensorType.UINT4, np.uint8, (0, 15), 8),
+}
+
+
+def sub_byte_values(case, shape, seed=0) -> np.ndarray:
+    _, dtype, (low, high), _ = SUB_BYTE_CASES[case]
+    values = np.random.default_rng(seed).integers(low, high, size=shape, endpoint=True).astype(dtype)
+    values.reshape(-1)[:2] = [low, high]
+    return values
+
+
+def sub_byte_constant_model(case, shape, quant, version=None) -> bytes:
+    """A constant of the sub-byte type (packed in the file) -> DEQUANTIZE -> float32."""
+    tensor_type = SUB_BYTE_CASES[case][0]
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    w = graph.add_constant("w", sub_byte_values(case, shape), dtype=tensor_type, quantization=quant)
+    y = graph.add_tensor("y", list(shape))
+    graph.add_operator(BuiltinOperator.DEQUANTIZE, [w], [y], version=version)
+    graph.add_output(y)
+    return builder.build()
+
+
+@pytest.mark.parametrize("case", list(SUB_BYTE_CASES))
+def test_dequantize_of_a_sub_byte_constant_per_tensor_is_stamped_as_tflite_does_and_matches_litert(case):
+    zero_point = 3 if case == "uint4" else -1
+    model = sub_byte_constant_model(case, (3, 5, 7), quantization(0.37, zero_point))
+    assert stamped_version(model) == SUB_BYTE_CASES[case][3]
+    assert_matches_litert(model, [], **EXACT)
+
+
+@pytest.mark.parametrize("case", list(SUB_BYTE_CASES))
+def test_dequantize_of_a_sub_byte_constant_per_channel_matches_litert(case):
+    quant = quantization([0.5, 0.013, 7.25], [1, 0, 2], quantized_dimension=1)
+    assert_matches_litert(sub_byte_constant_model(case, (4, 3, 5), quant), [], **EXACT)
+
+
+@pytest.mark.parametrize("case", ["int4", "uint4"])
+def test_dequantize_of_a_sub_byte_input_matches_litert(case):
+    # LiteRT's set_tensor takes int4 and uint4 inputs (int8 / uint8 values in range); not int2.
+    tensor_type, _, _, version = SUB_BYTE_CASES[case]
+    model = dequantize_model((4, 6), tensor_type, quantization(0.25, 2))
+    assert stamped_version(model) == version
+    assert_matches_litert(model, [sub_byte_values(case, (4, 6), seed=3)], **EXACT)
+
+
+def test_dequantize_version_9_node_runs_the_same_kernel_matching_litert():
+    # LiteRT 2.3 registers v9 (TFLite's tables predate it) with the kernel of the others.
+    model = sub_byte_constant_model("int4", (3, 4), quantization(0.1, 0), version=9)
+    assert stamped_version(model) == 9
+    assert_matches_litert(model, [], **EXACT)

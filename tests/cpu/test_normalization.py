@@ -122,3 +122,24 @@ def test_lrn_of_an_int32_input_is_refused_with_the_op_name():
     model = normalization_model(B.LOCAL_RESPONSE_NORMALIZATION, [1, 2, 2, 3], LocalResponseNormalizationParams(), dtype=np.int32)
     with pytest.raises(KernelError, match="LOCAL_RESPONSE_NORMALIZATION v1.*INT32"):
         Interpreter(model_content=model).allocate_tensors()
+
+
+# -- L2_NORMALIZATION v2: int8 ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("zero_point", [0, 5, -7])
+@pytest.mark.parametrize("shape", [(4, 6), (2, 3, 17), (1, 1)], ids=lambda s: "x".join(map(str, s)))
+def test_l2_normalization_int8_is_v2_and_matches_litert_bit_for_bit(shape, zero_point):
+    model = single_op_model(B.L2_NORMALIZATION, [In(shape, np.int8, quantization(0.05, zero_point))],
+                            Out(shape, np.int8, quantization(1 / 128, 0)), L2NormParams())
+    assert stamped_version(model) == 2
+    values = np.random.default_rng(zero_point + 10).integers(-128, 128, shape).astype(np.int8)
+    values.reshape(-1)[: shape[-1]] = zero_point  # a row of zeros (after the zero point) included
+    assert_matches_litert(model, [values], rtol=0, atol=0)
+
+
+def test_l2_normalization_int8_with_another_output_scale_fails_naming_the_op():
+    model = single_op_model(B.L2_NORMALIZATION, [In((2, 3), np.int8, quantization(0.05, 0))],
+                            Out((2, 3), np.int8, quantization(1 / 64, 0)), L2NormParams())
+    with pytest.raises(KernelError, match="L2_NORMALIZATION v2: the output needs scale 1/128 and zero point 0"):
+        Interpreter(model_content=model).allocate_tensors()

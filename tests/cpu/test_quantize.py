@@ -194,3 +194,32 @@ def test_quantize_under_stamped_node_runs_as_litert_runs_it(out_type, out_quant,
     assert stamped_version(model) == claimed
     rng = np.random.default_rng(7)
     assert_matches_litert(model, [floats_with_ties((3, 2), 0.05, rng)], **EXACT)
+
+
+# -- float32 -> int4 (v4) and uint4 (v5), per tensor; v6 ----------------------------------------
+
+
+@pytest.mark.parametrize("out_type, zero_point, version", [(T.INT4, 0, 4), (T.INT4, -3, 4), (T.UINT4, 7, 5)],
+                         ids=["int4", "int4-zero-point", "uint4"])
+def test_quantize_float32_to_a_sub_byte_type_clamps_to_its_range_and_matches_litert(out_type, zero_point, version):
+    rng = np.random.default_rng(4)
+    scale = 0.37
+    model = quantize_model((3, 7, 5), T.FLOAT32, out_type, quantization(scale, zero_point))
+    assert stamped_version(model) == version
+    values = floats_with_ties((3, 7, 5), scale, rng) / np.float32(20)  # mostly inside the 16 steps, some beyond
+    ours = assert_matches_litert(model, [values], **EXACT)
+    low, high = (-8, 7) if out_type == T.INT4 else (0, 15)
+    assert ours[0].min() == low and ours[0].max() == high
+
+
+def test_quantize_version_6_node_runs_the_same_kernel_matching_litert():
+    # LiteRT 2.3 registers v6 (TFLite's rules never give it) with the kernel of the others.
+    model = quantize_model((4, 5), T.FLOAT32, T.INT4, quantization(0.5, 0), version=6)
+    assert stamped_version(model) == 6
+    assert_matches_litert(model, [np.linspace(-6, 6, 20, dtype=np.float32).reshape(4, 5)], **EXACT)
+
+
+def test_quantize_to_int4_per_channel_fails_naming_the_op_as_litert_refuses_it():
+    model = quantize_model((2, 3), T.FLOAT32, T.INT4, quantization([0.5, 0.25], [0, 0], quantized_dimension=0))
+    with pytest.raises(KernelError, match="QUANTIZE v4.*per-channel INT4 output"):
+        Interpreter(model_content=model).allocate_tensors()

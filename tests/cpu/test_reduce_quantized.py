@@ -246,3 +246,27 @@ def test_converter_mean_int8_model_matches_litert_bit_for_bit(seed):
     path = MODELS_DIR / "converter" / "mean_int8.tflite"
     inputs = [full_range(tuple(d["shape"]), np.dtype(d["dtype"]), seed) for d in litert_interpreter(path).get_input_details()]
     assert_matches_litert(path, inputs)
+
+
+# -- REDUCE_PROD v2 (int8, int16): each product step rescaled -------------------------------------
+
+
+@pytest.mark.parametrize("axes, keep_dims", [([1], False), ([0, 2], True), ([2, 0], False), ([-1], False)],
+                         ids=["middle", "outer-two-kept", "unsorted", "negative"])
+def test_quantized_reduce_prod_int8_is_v2_and_matches_litert(axes, keep_dims):
+    model = reduce_model(B.REDUCE_PROD, [3, 4, 5], np.int8, axes, keep_dims, (0.1, 3), (0.2, -4))
+    assert stamped_version(model) == 2
+    assert_matches_litert(model, [full_range((3, 4, 5), np.int8)], rtol=0, atol=0)
+
+
+def test_quantized_reduce_prod_int16_is_v2_and_matches_litert():
+    model = reduce_model(B.REDUCE_PROD, [3, 4, 5], np.int16, [1, 2], False, (0.01, 0), (0.05, 0))
+    assert stamped_version(model) == 2
+    values = np.random.default_rng(2).integers(-300, 300, (3, 4, 5)).astype(np.int16)
+    assert_matches_litert(model, [values], rtol=0, atol=0)
+
+
+def test_quantized_reduce_prod_of_uint8_fails_naming_the_types_litert_takes():
+    model = reduce_model(B.REDUCE_PROD, [3, 4], np.uint8, [1], False, (0.1, 128), (0.2, 128))
+    with pytest.raises(KernelError, match="REDUCE_PROD v1: .*UINT8; this kernel supports INT8, INT16"):
+        Interpreter(model_content=model).allocate_tensors()

@@ -44,8 +44,8 @@ __all__ = [
     "exp_on_negative_values", "one_over_one_plus_x_for_x_in_0_1",
     "one_minus_x_over_one_plus_x_for_x_in_0_1", "fixed_point_tanh", "fixed_point_logistic",
     "log_x_for_x_greater_than_or_equal_to_1", "count_leading_zeros32", "get_reciprocal",
-    "c_expf", "c_tanhf", "c_expm1f", "c_logf", "round_half_away_f32",
-    "lut_populate_8bit", "lut_populate_int16", "lut_lookup_int16", "checked_log2",
+    "c_expf", "c_tanhf", "c_expm1f", "c_logf", "c_erfcf", "round_half_away_f32",
+    "lut_populate_8bit", "lut_populate_int16", "lut_populate_int16_f32", "lut_lookup_int16", "checked_log2",
     "sigmoid_table_uint16", "per_value", "pair_table", "rescale", "int16_logistic_table",
     "int16_tanh_table", "inv_sqrt_quantized_multiplier",
 ]
@@ -401,6 +401,9 @@ c_expf = _float_function("expf", np.exp)
 c_tanhf = _float_function("tanhf", np.tanh)
 c_expm1f = _float_function("expm1f", np.expm1)
 c_logf = _float_function("logf", np.log)
+c_erfcf = _float_function(
+    "erfcf", lambda x: np.asarray([math.erfc(float(v)) for v in np.ravel(x)], np.float32).reshape(np.shape(x))
+)
 
 
 def round_half_away_f32(values) -> np.ndarray:
@@ -475,6 +478,40 @@ def lut_populate_int16(
     return lut
 
 
+def lut_populate_int16_f32(
+    transform: Callable[[np.ndarray], np.ndarray],
+    input_scale: float,
+    input_zero_point: int,
+    output_scale: float,
+    output_zero_point: int,
+) -> np.ndarray:
+    """TFLite's ``LUTPopulate<int16_t>`` with ``FloatT = float`` (``detail::LUTPopulateInt16``
+    for a transform of float, as EXP's, LOG's, RSQRT's and GELU's lambdas are): the steps of
+    :func:`lut_populate_int16`, each rounded to float32. ``transform`` maps a float32 array
+    to float32 (the C lambda)."""
+    f = np.float32
+    input_min = f(input_scale) * f(-32768 - input_zero_point)
+    input_max = f(input_scale) * f(32767 - input_zero_point)
+    output_min = f(output_scale) * f(-32768 - output_zero_point)
+    output_max = f(output_scale) * f(32767 - output_zero_point)
+    steps = np.arange(513, dtype=np.float32)
+    step = (input_max - input_min) / f(512)
+    half_step = step / f(2)
+    inverse = f(65536) / (output_max - output_min)
+    with np.errstate(over="ignore", invalid="ignore"):
+        at = (input_min + steps[:512] * step).astype(np.float32)
+        value = np.asarray(transform(at), np.float32)
+        value_midpoint = np.asarray(transform((at + half_step).astype(np.float32)), np.float32)
+        value_next = np.asarray(transform((input_min + steps[1:] * step).astype(np.float32)), np.float32)
+        sample = round_half_away_f32(value * inverse)
+        midpoint_interpolated = round_half_away_f32((value_next * inverse + sample) / f(2))
+        midpoint_error = midpoint_interpolated - round_half_away_f32(value_midpoint * inverse)
+        bias = round_half_away_f32(midpoint_error / f(2))
+        last = round_half_away_f32(np.asarray(transform(np.array([input_max], np.float32)), np.float32) * inverse)
+    entries = np.concatenate([sample - bias, last]).astype(np.float32)
+    return np.clip(entries, -32768.0, 32767.0).astype(np.int16)
+
+
 def _c_round_double(value: float) -> float:
     """``std::round`` on a double, as a double."""
     if not math.isfinite(value):
@@ -492,7 +529,7 @@ def lut_lookup_int16(values, lut: np.ndarray) -> np.ndarray:
     index = 256 + (values >> 7)
     offset = values & 0x7F
     base = lut[index]
-    slope = lut[index + 1] - base
+    slope = wrap16(lut[index + 1] - base)  # an int16 in TFLite
     delta = (slope * offset + 64) >> 7
     return wrap16(base + delta)
 

@@ -695,7 +695,9 @@ def select_conv_arithmetic(
         if message:
             raise kernel.unsupported(message)
         return "uint8", False
-    kernel.require_types(filters, T.INT8, role=filter_role)
+    # int8 activations also take int4 filters (CONV_2D v7, DEPTHWISE_CONV_2D v7, FULLY_CONNECTED
+    # v10), held one value an element: TFLite unpacks them to int8 before the same arithmetic.
+    kernel.require_types(filters, T.INT8, *((T.INT4,) if x.type == T.INT8 else ()), role=filter_role)
     if filter_zero_points_must_be_zero and np.any(np.asarray(filters.quantization.zero_point) != 0):
         raise kernel.unsupported(f"the filter of an {x.type_name} {what} must have zero points 0")
     if x.type == T.INT8:

@@ -229,7 +229,7 @@ class HardSwish(FloatActivation):
         np.divide(out, 6, out=out)
 
 
-@register(B.GELU, 1, 1)  # v1: float32 (exact or approximate); v2 int8/uint8 (quantized)
+@register(B.GELU, 1, 3)  # v1: float32 (exact or approximate); v2 int8/uint8, v3 int16 (quantized: unary_quantized.py)
 class Gelu(FloatActivation):
     """GELU v1 (float32), exact (erfc) or ``approximate`` (tanh)."""
 

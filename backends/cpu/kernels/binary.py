@@ -250,6 +250,13 @@ class BinaryKernel(CpuKernel):
 
     def bind_steps(self, ufunc: np.ufunc, x: np.ndarray, y: np.ndarray, out: np.ndarray, clamp) -> Callable[[], None]:
         """``out = clamp(ufunc(x, y))`` on these arrays as a function of no argument."""
+        if self.dtype == np.float16:
+            # Half results overflow often; the clamp saturates them (no warning: defined).
+            def half_steps() -> None:
+                with np.errstate(over="ignore"):
+                    self.arithmetic(ufunc)
+
+            return half_steps
         # (positional out arguments: cheaper than keywords)
         if clamp is None:
             return lambda: ufunc(x, y, out)
@@ -285,12 +292,13 @@ class BinaryKernel(CpuKernel):
 
 # v1: float32, int32 (and quantized uint8, not here); v2 int8; v3 quantized int16 (general scales)
 @register(B.ADD, 1, 1)
-# v4: int64; v5: plain (not quantized) int16
-@register(B.ADD, 4, 5)
+# v4: int64; v5: plain (not quantized) int16; v6: float16 (each sum rounded once to float16, as
+# TFLite's float sum rounded to half is; the clamp at float16's range: +-65504)
+@register(B.ADD, 4, 6)
 class Add(BinaryKernel):
-    """ADD v1, v4, v5: float32, int32, int64, plain int16; fused activation as a clamp."""
+    """ADD v1, v4-v6: float32, float16, int32, int64, plain int16; fused activation as a clamp."""
 
-    types = (T.FLOAT32, T.INT32, T.INT64, T.INT16)
+    types = (T.FLOAT32, T.INT32, T.INT64, T.INT16, T.FLOAT16)
 
     def prepare(self) -> None:
         super().prepare()
@@ -325,12 +333,12 @@ class Sub(BinaryKernel):
 
 # v1: float32, int32 (and quantized uint8, not here); v2-v4 quantized int8/int16
 @register(B.MUL, 1, 1)
-# v5: int64; v6: complex64; v7: plain (not quantized) int16, uint32
-@register(B.MUL, 5, 7)
+# v5: int64; v6: complex64; v7: plain (not quantized) int16, uint32; v8: float16 (as ADD v6)
+@register(B.MUL, 5, 8)
 class Mul(BinaryKernel):
-    """MUL v1, v5-v7: float32, int32, int64, complex64, plain int16, uint32."""
+    """MUL v1, v5-v8: float32, float16, int32, int64, complex64, plain int16, uint32."""
 
-    types = (T.FLOAT32, T.INT32, T.INT64, T.COMPLEX64, T.INT16, T.UINT32)
+    types = (T.FLOAT32, T.INT32, T.INT64, T.COMPLEX64, T.INT16, T.UINT32, T.FLOAT16)
 
     def prepare(self) -> None:
         super().prepare()

@@ -10,7 +10,8 @@ TFLite (``kernels/bitcast.cc``), with ``in`` and ``out`` the two types' sizes in
 
 The output's type is the one the model declares for it; its shape is computed, whatever
 the model declares. Version 1 (the only one): every type with a fixed size and a numpy
-type here (not STRING, BFLOAT16 or the sub-byte INT4/INT2). Bytes are read in this
+type here, bfloat16 included (not STRING or the sub-byte INT4/INT2/UINT4, which this
+runtime holds one value an element, not packed). Bytes are read in this
 machine's order (little-endian, as TFLite's ``memcpy`` on the platforms it runs on).
 """
 

@@ -146,8 +146,12 @@ def merge_bits(out: np.ndarray, condition: np.ndarray, values: np.ndarray, mask:
 
 
 #: Value types SELECT copies (TFLite copies any 8/16/32/64-bit type bit for bit; complex64
-#: too, not complex128).
-SELECT_TYPES = (T.FLOAT32, T.INT32, T.INT64, T.BOOL, T.UINT32, T.INT16, T.INT8, T.UINT8, T.COMPLEX64)
+#: too, not complex128). Quantized values are copied as they are: TFLite's kernel never reads
+#: their scales (not even when x, y and the output differ).
+SELECT_TYPES = (
+    T.FLOAT32, T.INT32, T.INT64, T.BOOL, T.UINT32, T.INT16, T.INT8, T.UINT8, T.COMPLEX64,
+    T.FLOAT16, T.BFLOAT16, T.UINT16, T.FLOAT64,
+)
 
 
 class SelectBase(CpuKernel):
@@ -163,7 +167,6 @@ class SelectBase(CpuKernel):
             raise self.unsupported(f"x and y have types {x.type_name} and {y.type_name}; both must be the same type")
         if self.outputs[0].type != x.type:
             raise self.unsupported(f"output has type {self.outputs[0].type_name}; it must be the type of x, {x.type_name}")
-        require_not_quantized(self, x, y, self.outputs[0])
         #: Shapes to view condition, x and y with before selecting (None: as they are).
         self.views: tuple | None = None
 
@@ -188,12 +191,12 @@ class SelectBase(CpuKernel):
         merge_bits(out, condition, x, self.mask)
 
 
-# v1: condition and values of one shape, scalar or rank-1 condition; v2 int8 (quantized)
-@register(B.SELECT, 1, 1)
-# v3: 5-D inputs; v4: uint32 values
-@register(B.SELECT, 3, 4)
+# v1: condition and values of one shape, scalar or rank-1 condition; v2 int8 (quantized: the
+# raw values, as TFLite copies them); v3: 5-D inputs; v4: uint32 values. Every type at every
+# version, as TFLite's kernel looks at the types only.
+@register(B.SELECT, 1, 4)
 class Select(SelectBase):
-    """SELECT v1, v3, v4: condition of x's shape, a scalar, or one entry per row of x."""
+    """SELECT v1-v4: condition of x's shape, a scalar, or one entry per row of x."""
 
     def prepare(self) -> None:
         self.check_types()

@@ -32,13 +32,15 @@ T = TensorType
 # CONCATENATION
 # --------------------------------------------------------------------------------------
 
-CONCAT_TYPES = (T.FLOAT32, T.UINT8, T.INT8, T.INT16, T.INT32, T.INT64, T.BOOL, T.UINT32)
+CONCAT_TYPES = (T.FLOAT32, T.UINT8, T.INT8, T.INT16, T.INT32, T.INT64, T.BOOL, T.UINT32, T.INT4, T.FLOAT16, T.BFLOAT16)
 
 
-# v1: float32, uint8, int32, int64, bool; v2: int8; v3: int16; v4: uint32. (v5 is int4.)
-@register(BuiltinOperator.CONCATENATION, 1, 4)
+# v1: float32, uint8, int32, int64, bool; v2: int8; v3: int16; v4: uint32; v5: int4 (one
+# value an element here). v6, v7: LiteRT 2.3 registers them (TFLite's tables predate them);
+# its kernel adds float16 and bfloat16 to v5's types, and so does this one at every version.
+@register(BuiltinOperator.CONCATENATION, 1, 7)
 class Concatenation(CpuKernel):
-    """CONCATENATION v1-v4: join along ``axis`` (negative counts from the end), then the
+    """CONCATENATION v1-v7: join along ``axis`` (negative counts from the end), then the
     fused activation (float32 only)."""
 
     def prepare(self) -> None:
@@ -147,13 +149,15 @@ class Concatenation(CpuKernel):
 # --------------------------------------------------------------------------------------
 
 PACK_TYPES = (T.FLOAT32, T.INT32, T.UINT8, T.UINT32, T.INT8, T.INT16, T.INT64)
-UNPACK_TYPES = (T.FLOAT32, T.INT32, T.UINT8, T.INT8, T.INT16, T.BOOL, T.FLOAT16)
+UNPACK_TYPES = (T.FLOAT32, T.INT32, T.UINT8, T.INT8, T.INT16, T.BOOL, T.FLOAT16, T.BFLOAT16)
 
 
-# v1: float32, int32, int64, uint8; v2: int8; v3: int16; v4: uint32.
-@register(BuiltinOperator.PACK, 1, 4)
+# v1: float32, int32, int64, uint8; v2: int8; v3: int16; v4: uint32. v5: LiteRT 2.3 registers
+# it (TFLite's tables predate it) and its kernel takes the types above and no other
+# (tests/cpu/test_concat_split.py), so v5 here too.
+@register(BuiltinOperator.PACK, 1, 5)
 class Pack(CpuKernel):
-    """PACK v1-v4: stack ``values_count`` same-shaped tensors along a new axis."""
+    """PACK v1-v5: stack ``values_count`` same-shaped tensors along a new axis."""
 
     def prepare(self) -> None:
         if inputs_pending(self):
@@ -179,18 +183,17 @@ class Pack(CpuKernel):
         np.stack([t.data for t in self.inputs], axis=self.axis, out=self.outputs[0].data)
 
 
-# v1: float32, int32; v2: int8, uint8; v3: bool; v4: int16; v5: float16 (its other type,
-# bfloat16, is not supported).
-@register(BuiltinOperator.UNPACK, 1, 5)
+# v1: float32, int32; v2: int8, uint8; v3: bool; v4: int16; v5: float16, bfloat16. v6: LiteRT
+# 2.3 registers it (TFLite's tables predate it) and its kernel takes the types above and no
+# other (tests/cpu/test_concat_split.py), so v6 here too.
+@register(BuiltinOperator.UNPACK, 1, 6)
 class Unpack(CpuKernel):
-    """UNPACK v1-v5: split along ``axis`` into ``num`` tensors of one rank less."""
+    """UNPACK v1-v6: split along ``axis`` into ``num`` tensors of one rank less."""
 
     def prepare(self) -> None:
         if inputs_pending(self):
             return
         x = self.inputs[0]
-        if x.type == T.BFLOAT16:
-            raise self.unsupported("bfloat16 input is not supported (float16, float32, integer and bool are)")
         self.require_types(x, *UNPACK_TYPES)
         if x.num_elements == 0:
             raise self.unsupported("the input is empty")
@@ -312,9 +315,11 @@ class _SplitBase(CpuKernel):
 
 
 # v1: float32, uint8, int64; v2: int8; v3: int32; v4: int16.
-@register(BuiltinOperator.SPLIT, 1, 4)
+# v5: LiteRT 2.3 registers it (TFLite's tables predate it) and its kernel takes SPLIT_TYPES
+# and no other (tests/cpu/test_concat_split.py), so v5 here too.
+@register(BuiltinOperator.SPLIT, 1, 5)
 class Split(_SplitBase):
-    """SPLIT v1-v4: ``num_splits`` equal pieces; the axis is input 0, the data input 1."""
+    """SPLIT v1-v5: ``num_splits`` equal pieces; the axis is input 0, the data input 1."""
 
     data_index = 1
 
@@ -332,9 +337,10 @@ class Split(_SplitBase):
 
 
 # v1: float32, uint8, int16, int32, int64; v2: int8.
-@register(BuiltinOperator.SPLIT_V, 1, 2)
+# v3: as SPLIT v5 (LiteRT 2.3's kernel takes no other type than v1-v2's).
+@register(BuiltinOperator.SPLIT_V, 1, 3)
 class SplitV(_SplitBase):
-    """SPLIT_V v1-v2: pieces of ``size_splits`` (one -1 takes the rest) along ``axis``."""
+    """SPLIT_V v1-v3: pieces of ``size_splits`` (one -1 takes the rest) along ``axis``."""
 
     data_index = 0
 

@@ -121,12 +121,12 @@ def required_version(x, filters, params) -> int | None:
 # v4: int16 activations; TFLite's kernel takes only int8 filters with them (16x8).
 # v5: hybrid with a per-channel filter.
 # v6: grouped convolution (here: of any quantized or hybrid type; float32 in conv2d.py).
+# v7: int8 activations with an int4 filter (held one value an element; TFLite unpacks it to
+#     int8 and runs the int8 kernel).
 # v8: int16 x int8 with an explicit quantized_bias_type (INT32 or INT64 bias).
-# (v7, int8 activations with int4 filters, is not implemented.)
-@register(BuiltinOperator.CONV_2D, 1, 6)
-@register(BuiltinOperator.CONV_2D, 8, 8)
+@register(BuiltinOperator.CONV_2D, 1, 8)
 class QuantizedConv2D(CpuKernel):
-    """CONV_2D v1-v6 and v8 on uint8, int8, int16x8 and hybrid (float x int8) tensors."""
+    """CONV_2D v1-v8 on uint8, int8 (int8 or int4 filter), int16x8 and hybrid (float x int8) tensors."""
 
     @classmethod
     def accepts(cls, context, node) -> bool:

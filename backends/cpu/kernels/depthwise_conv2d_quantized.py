@@ -116,10 +116,11 @@ def required_version(x, filters, params) -> int | None:
 # v4: hybrid: float32 input, int8 filter with one scale.
 # v5: int16 activations; TFLite's kernel takes only int8 filters with them (16x8).
 # v6: hybrid with a per-channel filter.
-# (v7, int8 activations with int4 filters, is not implemented.)
-@register(BuiltinOperator.DEPTHWISE_CONV_2D, 1, 6)
+# v7: int8 activations with an int4 filter (held one value an element; TFLite unpacks it to
+#     int8 and runs the int8 kernel).
+@register(BuiltinOperator.DEPTHWISE_CONV_2D, 1, 7)
 class QuantizedDepthwiseConv2D(CpuKernel):
-    """DEPTHWISE_CONV_2D v1-v6 on uint8, int8, int16x8 and hybrid (float x int8) tensors."""
+    """DEPTHWISE_CONV_2D v1-v7 on uint8, int8 (int8 or int4 filter), int16x8 and hybrid (float x int8) tensors."""
 
     @classmethod
     def accepts(cls, context, node) -> bool:

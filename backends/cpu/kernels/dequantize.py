@@ -1,4 +1,4 @@
-"""DEQUANTIZE: float16, or affine-quantized uint8/int8/int16, to float32.
+"""DEQUANTIZE: float16, or affine-quantized uint8/int8/int16/int4/int2/uint4, to float32.
 
 ``output = scale * (q - zero_point)`` (per tensor, or per channel along
 ``quantized_dimension``), and float16 widened exactly. TFLite's reference kernel
@@ -26,12 +26,16 @@ from backends.cpu.kernel import CpuKernel, register
 from backends.cpu.quantization import namespace_of
 from schema.enums import BuiltinOperator, TensorType
 
-AFFINE_TYPES = (TensorType.UINT8, TensorType.INT8, TensorType.INT16)
+#: The sub-byte types are held one value an element (``schema.packed``), as TFLite's kernel
+#: unpacks them before the same arithmetic.
+SUB_BYTE_TYPES = (TensorType.INT4, TensorType.INT2, TensorType.UINT4)
+AFFINE_TYPES = (TensorType.UINT8, TensorType.INT8, TensorType.INT16, *SUB_BYTE_TYPES)
 #: Up to this many elements a per-tensor DEQUANTIZE is a table lookup (two calls that
 #: beat the arithmetic's three on small tensors, and lose on large ones).
 TABLE_SIZE_LIMIT = 1024
-#: TFLite's per-channel path (PerChannelDequantizeImpl) takes uint8 and int8 only.
-PER_CHANNEL_TYPES = (TensorType.UINT8, TensorType.INT8)
+#: TFLite's per-channel path (PerChannelDequantizeImpl) takes uint8 and int8, and the
+#: sub-byte types unpacked into them.
+PER_CHANNEL_TYPES = (TensorType.UINT8, TensorType.INT8, *SUB_BYTE_TYPES)
 
 
 def dequantize_affine(q, scale, zero_point, out=None):
@@ -53,10 +57,13 @@ def dequantize_affine(q, scale, zero_point, out=None):
 # v4: never stamped by op_version.cc (runtime table: 2.2.0); TFLite runs it with the
 #     same kernel, so it takes everything v1-v3 and v5 take
 # v5: int8 per channel
-# (v6 int4, v7 int2, v8 uint4: packed sub-byte types, not implemented)
-@register(BuiltinOperator.DEQUANTIZE, 1, 5)
+# v6 int4, v7 int2, v8 uint4 (per tensor or per channel)
+# v9: LiteRT 2.3 registers it and TFLite's tables predate it; its kernel takes the types
+#     above and no other (tests/cpu/test_dequantize.py), so v9 here too.
+@register(BuiltinOperator.DEQUANTIZE, 1, 9)
 class Dequantize(CpuKernel):
-    """DEQUANTIZE v1-v5: uint8/int8/int16 (per tensor or per channel) and float16 to float32."""
+    """DEQUANTIZE v1-v9: uint8/int8/int4/int2/uint4 (per tensor or per channel), int16 and
+    float16 to float32."""
 
     def prepare(self) -> None:
         self.configure()
@@ -81,7 +88,9 @@ class Dequantize(CpuKernel):
         if q.is_per_channel:
             axis = int(q.quantized_dimension)
             if x.type not in PER_CHANNEL_TYPES:
-                raise self.unsupported(f"per-channel {x.type_name} input; per-channel dequantize takes UINT8 and INT8")
+                raise self.unsupported(
+                    f"per-channel {x.type_name} input; per-channel dequantize takes UINT8, INT8, INT4, INT2 and UINT4"
+                )
             if not 0 <= axis < len(x.shape) or x.shape[axis] != scale.size:
                 raise self.unsupported(
                     f"input {x.name!r} has {scale.size} scales along quantized_dimension {axis} "

@@ -10,8 +10,8 @@ is clamped to [0, operand_dim - update_dim], so the block always lies inside:
 The bytes move unchanged (a quantized operand keeps its stored values). Versions (by
 TFLite's versioning rule): v1 int32 starts; v2 int64 starts; v3 float16; v4 int16; v5
 int4; v6 bfloat16. LiteRT's kernel copies elements by size, so every version here takes
-every fixed-size type (float32/16/64, the integer types, bool, complex). Versions 5 and 6
-are not registered: their types, int4 and bfloat16, have no numpy type here.
+every fixed-size type (float32/16/64, bfloat16, the integer types, bool, complex) and int4
+(one value an element here).
 """
 
 from __future__ import annotations
@@ -26,16 +26,16 @@ from schema.enums import BuiltinOperator, TensorType
 T = TensorType
 
 
-@register(BuiltinOperator.DYNAMIC_UPDATE_SLICE, 1, 4)  # (v5 int4, v6 bfloat16: not implemented)
+@register(BuiltinOperator.DYNAMIC_UPDATE_SLICE, 1, 6)
 class DynamicUpdateSlice(CpuKernel):
-    """DYNAMIC_UPDATE_SLICE v1-v4."""
+    """DYNAMIC_UPDATE_SLICE v1-v6."""
 
     def prepare(self) -> None:
         self.require_num_inputs(3)
         if inputs_pending(self):
             return
         operand, update, starts = self.inputs
-        self.require_types(operand, *FIXED_SIZE_TYPES, role="operand")
+        self.require_types(operand, *FIXED_SIZE_TYPES, T.INT4, role="operand")
         self.require_types(update, operand.type, role="update")
         self.require_types(starts, *INDEX_TYPES, role="start_indices")
         self.require_types(self.outputs[0], operand.type, role="output")

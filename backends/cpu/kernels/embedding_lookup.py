@@ -14,9 +14,10 @@ TFLite (``kernels/embedding_lookup.cc``): ``output[i] = table[ids[i]]`` for int3
   A table without quantization has scale 0 (all outputs 0), as in TFLite.
 
 Versions: 1 (float32, uint8/int8 copies and hybrid), 2 and 3 (the same kernel; TOCO-era
-converters stamped them, today's rules give 1 or 4), 4 (per-channel tables; TFLite's v4 also
-covers int4 tables, which this runtime cannot hold: their models are refused at load).
-Version 5 (int2 tables) is not registered.
+converters stamped them, today's rules give 1 or 4), 4 (per-channel tables, and int4 tables),
+5 (int2 tables). An int4 or int2 table (held one value an element here) is dequantized as an
+int8 one is; LiteRT keeps it packed and reads whole bytes, right only for rows of whole
+bytes (tests/cpu/test_embedding_lookup_sub_byte.py shows where it is not).
 
 Refused with a clear error where LiteRT does something else than the above: STRING tables
 (LiteRT crashes on them), an output type that is neither the table's nor a hybrid one
@@ -35,15 +36,17 @@ from schema.enums import BuiltinOperator, TensorType
 T = TensorType
 
 #: Table types a hybrid lookup dequantizes, and the output types it writes.
-HYBRID_TABLE_TYPES = (T.INT8, T.UINT8)
+HYBRID_TABLE_TYPES = (T.INT8, T.UINT8, T.INT4, T.INT2)
+#: Tables that are only ever dequantized (never copied: LiteRT copies their packed bytes).
+SUB_BYTE_TABLE_TYPES = (T.INT4, T.INT2)
 HYBRID_OUTPUT_TYPES = (T.FLOAT32, T.FLOAT16)
 
 
-# v1: float32, uint8/int8 (copied or hybrid); v2, v3: the same; v4: per-channel tables.
-# (v4's int4 tables and v5's int2 tables have no representation here.)
-@register(BuiltinOperator.EMBEDDING_LOOKUP, 1, 4)
+# v1: float32, uint8/int8 (copied or hybrid); v2, v3: the same; v4: per-channel tables, int4
+# tables; v5: int2 tables.
+@register(BuiltinOperator.EMBEDDING_LOOKUP, 1, 5)
 class EmbeddingLookup(CpuKernel):
-    """EMBEDDING_LOOKUP v1-v4: ``output[i] = table[ids[i]]``, dequantized when hybrid."""
+    """EMBEDDING_LOOKUP v1-v5: ``output[i] = table[ids[i]]``, dequantized when hybrid."""
 
     def prepare(self) -> None:
         self.require_num_inputs(2)
@@ -54,10 +57,15 @@ class EmbeddingLookup(CpuKernel):
             raise self.unsupported(f"the ids {ids.name!r} must be a vector, they have shape {list(ids.shape)}")
         if table.type == T.STRING:
             raise self.unsupported(f"the table {table.name!r} is STRING; TFLite's kernel copies only fixed-size values")
-        self.require_types(table, *FIXED_SIZE_TYPES, role="table")
+        self.require_types(table, *FIXED_SIZE_TYPES, *SUB_BYTE_TABLE_TYPES, role="table")
         if len(table.shape) < 2:
             raise self.unsupported(f"the table {table.name!r} must have rank 2 or more, it has shape {list(table.shape)}")
         self.hybrid = table.type in HYBRID_TABLE_TYPES and out.type in HYBRID_OUTPUT_TYPES
+        if table.type in SUB_BYTE_TABLE_TYPES and not self.hybrid:
+            raise self.unsupported(
+                f"the {table.type_name} table {table.name!r} must be dequantized: the output must be float32 or "
+                f"float16, not {out.type_name}"
+            )
         if not self.hybrid and out.type != table.type:
             raise self.unsupported(
                 f"output {out.name!r} is {out.type_name} and the table {table.type_name}: the output must have the "
@@ -98,6 +106,6 @@ class EmbeddingLookup(CpuKernel):
         if not self.hybrid:
             np.take(table, ids, axis=0, out=out)
             return
-        rows = table[ids].view(np.int8).astype(np.float32)  # uint8 bytes read as int8, as TFLite does
+        rows = table[ids].view(np.int8).astype(np.float32)  # uint8 bytes read as int8, as TFLite does (int4/int2: values)
         scales = self.scales if self.scales.size == 1 else self.scales[ids]
         out[...] = rows * scales.reshape(-1, *([1] * (rows.ndim - 1)))

@@ -94,6 +94,9 @@ INTEGER_SIGNATURES = {
     (T.INT16, T.INT16, T.INT16),
     (T.UINT8, T.UINT8, T.INT16),
 }
+#: Sub-byte weights (held one value an element): TFLite unpacks them to int8 and runs the
+#: int8-weights kernels (int8 input: v10 int4, v14 int2; int16 input: v13 int4, v14 int2).
+SUB_BYTE_WEIGHTS = (T.INT4, T.INT2)
 CLAMPING_ACTIVATIONS = (Act.NONE, Act.RELU, Act.RELU_N1_TO_1, Act.RELU6)
 INT32_LIMIT = 2**31
 #: At most this many accumulator values are checked at prepare by ``magic_rounding_matches``.
@@ -183,23 +186,23 @@ def rescale_double(acc, scale, out_zp: int, low: int, high: int, *, check_int32_
 # v7: int16 activations x int16 weights (MultiplyByQuantizedMultiplier, int64 accumulator).
 # v9: hybrid with asymmetric_quantize_inputs.
 # v11: int16 x int8 with an explicit quantized_bias_type (int32 or int64 bias).
-# v12: hybrid with per-channel weights.
-# Not here: v2 (shuffled 4x16 uint8 weights), v8 (sparse weights), v10/v13/v14
-# (int4/int2 weights). Float32 nodes of v1/v5/v6 go to the float kernel. Like TFLite's
-# kernel, this one chooses its arithmetic by the tensor types, so an under-stamped node
-# (say int8 claiming v1) runs as LiteRT runs it.
+# v10: int8 activations x int4 weights; v12: hybrid with per-channel weights; v13: int16
+#      activations x int4 weights; v14: int2 weights (int8 or int16 activations). The
+#      sub-byte weights are held one value an element and multiply as int8 weights do.
+# Not here: v2 (shuffled 4x16 uint8 weights), v8 (sparse weights). Float32 nodes of
+# v1/v5/v6 go to the float kernel. Like TFLite's kernel, this one chooses its arithmetic by
+# the tensor types, so an under-stamped node (say int8 claiming v1) runs as LiteRT runs it.
 @register(BuiltinOperator.FULLY_CONNECTED, 1, 1)
 @register(BuiltinOperator.FULLY_CONNECTED, 3, 7)
-@register(BuiltinOperator.FULLY_CONNECTED, 9, 9)
-@register(BuiltinOperator.FULLY_CONNECTED, 11, 12)
+@register(BuiltinOperator.FULLY_CONNECTED, 9, 14)
 class FullyConnectedQuantized(CpuKernel):
-    """FULLY_CONNECTED v1, v3-v7, v9, v11, v12 on quantized weights (integer and hybrid)."""
+    """FULLY_CONNECTED v1, v3-v7, v9-v14 on quantized weights (integer, sub-byte and hybrid)."""
 
     @classmethod
     def accepts(cls, context, node) -> bool:
         if len(node.inputs) < 2 or node.inputs[1] < 0:
             return False
-        return context.tensors[node.inputs[1]].type in (T.UINT8, T.INT8, T.INT16)
+        return context.tensors[node.inputs[1]].type in (T.UINT8, T.INT8, T.INT16, *SUB_BYTE_WEIGHTS)
 
     # -- prepare -----------------------------------------------------------------------------
     def prepare(self) -> None:
@@ -213,7 +216,7 @@ class FullyConnectedQuantized(CpuKernel):
                 f"weights_format {FullyConnectedOptionsWeightsFormat(params.weights_format).name} "
                 "(version 2's shuffled uint8 weights) is not supported; only DEFAULT"
             )
-        self.require_types(weights, T.UINT8, T.INT8, T.INT16, role="weights")
+        self.require_types(weights, T.UINT8, T.INT8, T.INT16, *SUB_BYTE_WEIGHTS, role="weights")
         if weights.sparsity is not None:
             raise self.unsupported("sparse weights (version 8) are not supported; densify them first")
         if len(weights.shape) != 2:
@@ -262,7 +265,8 @@ class FullyConnectedQuantized(CpuKernel):
 
     def _prepare_integer(self, x, weights, out) -> None:
         self.mode = "integer"
-        signature = (x.type, weights.type, out.type)
+        weights_type = T.INT8 if weights.type in SUB_BYTE_WEIGHTS else weights.type  # (unpacked, as TFLite)
+        signature = (x.type, weights_type, out.type)
         if signature not in INTEGER_SIGNATURES:
             names = ", ".join(f"{a.name} x {b.name} -> {c.name}" for a, b, c in sorted(INTEGER_SIGNATURES))
             raise self.unsupported(
@@ -290,7 +294,7 @@ class FullyConnectedQuantized(CpuKernel):
 
         # Bias and accumulator types, as TFLite's Eval picks its template arguments.
         bias_type = TensorType(int(self.params.quantized_bias_type or 0))
-        if x.type == T.INT16 and weights.type == T.INT8:
+        if x.type == T.INT16 and weights_type == T.INT8:
             if bias_type not in (T.FLOAT32, T.INT32, T.INT64):
                 raise self.unsupported(f"quantized_bias_type {bias_type.name}; expected INT32 or INT64")
             expected_bias = T.INT32 if bias_type == T.INT32 else T.INT64
@@ -314,7 +318,7 @@ class FullyConnectedQuantized(CpuKernel):
         self.out_zp = out_zp
         self.in_zp = in_zp
         channel_scales = w_scales.astype(np.float64) if per_channel else np.float64(np.float32(w_scale))
-        self.use_mbqm = weights.type == T.INT16
+        self.use_mbqm = weights_type == T.INT16
         if self.use_mbqm:
             if per_channel:
                 reals = float(np.float32(in_scale)) * channel_scales / float(np.float32(out_scale))

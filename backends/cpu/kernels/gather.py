@@ -14,6 +14,9 @@ from schema.enums import BuiltinOperator, TensorType
 
 T = TensorType
 INDICES_TYPES = (T.INT16, T.INT32, T.INT64)
+#: Types LiteRT 2.3's GATHER and GATHER_ND move beyond MOVABLE_OR_STRING_TYPES (GATHER: int4
+#: too, one value an element here).
+HALF_TYPES = (T.FLOAT16, T.BFLOAT16)
 
 
 def check_indices(op_name: str, indices: np.ndarray, size: int, what: str) -> None:
@@ -27,18 +30,20 @@ def check_indices(op_name: str, indices: np.ndarray, size: int, what: str) -> No
 
 
 # v1: float32, int32, int64, uint8, string; v2: int8; v3: bool; v4: int16; v5: batch_dims;
-# v6: int16 indices. (v7 is int4.) Strings are gathered at any of these versions, from a
-# 1-D input only (TFLite's gather.cc checks ``NumDimensions(input) == 1`` for them).
-@register(BuiltinOperator.GATHER, 1, 6)
+# v6: int16 indices; v7: int4. v8: LiteRT 2.3 registers it (TFLite's tables predate it); its
+# kernel adds float16 and bfloat16, and so does this one at every version. Strings are gathered
+# at any of these versions, from a 1-D input only (TFLite's gather.cc checks
+# ``NumDimensions(input) == 1`` for them).
+@register(BuiltinOperator.GATHER, 1, 8)
 class Gather(CpuKernel):
-    """GATHER v1-v6: ``output = input[:axis] x positions[batch_dims:] x input[axis+1:]``
+    """GATHER v1-v8: ``output = input[:axis] x positions[batch_dims:] x input[axis+1:]``
     (a STRING input must be a vector)."""
 
     def prepare(self) -> None:
         if inputs_pending(self):
             return
         x, positions = self.inputs
-        self.require_types(x, *MOVABLE_OR_STRING_TYPES)
+        self.require_types(x, *MOVABLE_OR_STRING_TYPES, *HALF_TYPES, T.INT4)
         self.require_types(positions, *INDICES_TYPES, role="positions")
         self.require_types(self.outputs[0], x.type, role="output")
         if x.type == T.STRING and len(x.shape) != 1:
@@ -83,16 +88,17 @@ class Gather(CpuKernel):
 
 
 # v1: float32, int32, int64, int8, uint8; v2: string; v3: int16; v4: int16 indices; v5: bool.
-# (LiteRT's kernel takes every type at every version; so does this one.)
-@register(BuiltinOperator.GATHER_ND, 1, 5)
+# v6: LiteRT 2.3 registers it (TFLite's tables predate it); its kernel adds float16 and
+# bfloat16. (LiteRT's kernel takes every type at every version; so does this one.)
+@register(BuiltinOperator.GATHER_ND, 1, 6)
 class GatherNd(CpuKernel):
-    """GATHER_ND v1-v5: slices of ``params`` at the index tuples in ``indices``' last axis."""
+    """GATHER_ND v1-v6: slices of ``params`` at the index tuples in ``indices``' last axis."""
 
     def prepare(self) -> None:
         if inputs_pending(self):
             return
         params, indices = self.inputs
-        self.require_types(params, *MOVABLE_OR_STRING_TYPES)
+        self.require_types(params, *MOVABLE_OR_STRING_TYPES, *HALF_TYPES)
         self.require_types(indices, *INDICES_TYPES, role="indices")
         self.require_types(self.outputs[0], params.type, role="output")
         if len(params.shape) < 1 or len(indices.shape) < 1:

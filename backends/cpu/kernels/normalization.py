@@ -10,8 +10,16 @@ Sums run in float32 in increasing index order. Note the LRN window: TFLite's ref
 kernel stops at ``c + radius - 1`` (``end = min(depth, c + range)``), one channel short of
 TensorFlow's symmetric window ``[c - radius, c + radius]``, which LiteRT's optimized kernel
 (its default resolver) uses. This kernel follows the reference, the project's oracle. Versions: L2_NORMALIZATION v1 is float32
-(and quantized uint8, not here), v2 int8 (quantized, not registered);
-LOCAL_RESPONSE_NORMALIZATION has only v1 (float32).
+(and quantized uint8, not here), v2 int8 (``QuantizedL2Normalization``: TFLite's
+``reference_integer_ops::L2Normalization``, below); LOCAL_RESPONSE_NORMALIZATION has only
+v1 (float32).
+
+int8 L2_NORMALIZATION, per row of the last axis, with ``d = q - z_in``::
+
+    (m, e) = GetInvSqrtQuantizedMultiplierExp(sum(d * d), -1)        (int32 sum)
+    out    = clamp(MultiplyByQuantizedMultiplier(d, m, e + 7), -128, 127)
+
+the output's scale 1/128 and zero point 0 (TFLite's Prepare requires them).
 """
 
 from __future__ import annotations
@@ -19,6 +27,8 @@ from __future__ import annotations
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
+from backends.cpu.kernels import _fixed_point as fp
+from backends.cpu.quantization import is_quantized, multiply_by_quantized_multiplier
 from schema.enums import ActivationFunctionType, BuiltinOperator, TensorType
 from schema.params import LocalResponseNormalizationParams
 
@@ -36,9 +46,9 @@ def _require_float32(kernel: CpuKernel) -> None:
     kernel.require_types(kernel.outputs[0], TensorType.FLOAT32, role="output")
 
 
-@register(BuiltinOperator.L2_NORMALIZATION, 1, 1)  # v1: float32 (and quantized uint8, not here); v2 int8
+@register(BuiltinOperator.L2_NORMALIZATION, 1, 2)  # v1: float32 (and quantized uint8, not here); v2 int8: below
 class L2Normalization(CpuKernel):
-    """L2_NORMALIZATION v1 (float32)."""
+    """L2_NORMALIZATION v1-v2 on float32."""
 
     def prepare(self) -> None:
         self.require_num_inputs(1)
@@ -62,6 +72,49 @@ class L2Normalization(CpuKernel):
         np.sqrt(self.norm, out=self.norm)
         np.maximum(self.norm, L2_EPSILON, out=self.norm)
         np.divide(x, self.norm, out=y)
+
+
+@register(BuiltinOperator.L2_NORMALIZATION, 1, 2)  # v2: int8 (quantized)
+class QuantizedL2Normalization(CpuKernel):
+    """L2_NORMALIZATION v2: int8 in, int8 out at scale 1/128 (see the module's docstring)."""
+
+    OUTPUT_SHIFT = 7  # TFLite's kOutputScale: the output is in 1/128 steps
+
+    @classmethod
+    def accepts(cls, context, node) -> bool:
+        first = node.inputs[0] if len(node.inputs) else -1
+        return first >= 0 and context.tensors[first].type == TensorType.INT8
+
+    def prepare(self) -> None:
+        self.require_num_inputs(1)
+        x, out = self.inputs[0], self.outputs[0]
+        self.require_types(out, TensorType.INT8, role="output")
+        for tensor, role in ((x, "input"), (out, "output")):
+            if not is_quantized(tensor) or tensor.quantization.is_per_channel:
+                raise self.unsupported(f"the {role} {tensor.name!r} needs one scale and zero point")
+        scale, zero_point = float(out.quantization.scale[0]), int(out.quantization.zero_point[0])
+        if np.float32(scale) != np.float32(1 / 128) or zero_point != 0:
+            raise self.unsupported(f"the output needs scale 1/128 and zero point 0 (got {scale!r}, {zero_point})")
+        if len(x.shape) < 1:
+            raise self.unsupported("the input must have at least one dimension")
+        activation = self.params.fused_activation_function if self.params is not None else ActivationFunctionType.NONE
+        if activation != ActivationFunctionType.NONE:
+            raise self.unsupported(f"fused activation {ActivationFunctionType(activation).name}: only NONE is supported")
+        self.zero_point = int(x.quantization.zero_point[0])
+        out.resize(x.shape)
+
+    def invoke(self) -> None:
+        x, out = self.inputs[0].data, self.outputs[0].data
+        if out.size == 0:
+            return
+        rows = x.reshape(-1, x.shape[-1]).astype(np.int64) - self.zero_point
+        sums = fp.wrap32(np.einsum("ij,ij->i", rows, rows))
+        pairs = [fp.inv_sqrt_quantized_multiplier(int(total), -1) for total in sums.tolist()]
+        multipliers = np.array([m for m, _ in pairs], np.int64)
+        shifts = np.array([e for _, e in pairs], np.int64) + self.OUTPUT_SHIFT
+        # per row: the rows as the last axis of the transposed block
+        scaled = multiply_by_quantized_multiplier(rows.T, multipliers, shifts).T
+        out[...] = np.clip(scaled, -128, 127).reshape(out.shape)
 
 
 @register(BuiltinOperator.LOCAL_RESPONSE_NORMALIZATION, 1, 1)  # v1: float32 (the only version)

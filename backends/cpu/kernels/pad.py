@@ -78,11 +78,13 @@ class _PadBase(CpuKernel):
         return out.data
 
 
-# v1: float32, int32, int64, uint8 up to 4-D; v2: int8; v3: int16; v4: 5-D; v5: bool.
-@register(BuiltinOperator.PAD, 1, 5)
-@register(BuiltinOperator.PADV2, 1, 5)
+# v1: float32, int32, int64, uint8 up to 4-D; v2: int8; v3: int16; v4: 5-D; v5: bool. v6:
+# LiteRT 2.3 registers it (TFLite's tables predate it); its kernel adds float16 and bfloat16,
+# and so does this one at every version.
+@register(BuiltinOperator.PAD, 1, 6)
+@register(BuiltinOperator.PADV2, 1, 6)
 class Pad(_PadBase):
-    """PAD and PADV2 v1-v5: constant padding (0, the quantized zero, or PADV2's value)."""
+    """PAD and PADV2 v1-v6: constant padding (0, the quantized zero, or PADV2's value)."""
 
     def prepare(self) -> None:
         if inputs_pending(self):
@@ -90,7 +92,7 @@ class Pad(_PadBase):
         x, paddings = self.inputs[0], self.inputs[1]
         value = self.inputs[2] if len(self.inputs) > 2 else None
         out = self.outputs[0]
-        self.require_types(x, *MOVABLE_TYPES)
+        self.require_types(x, *MOVABLE_TYPES, T.FLOAT16, T.BFLOAT16)
         self.require_types(paddings, *PADDING_TYPES, role="paddings")
         self.require_types(out, x.type, role="output")
         if value is not None:

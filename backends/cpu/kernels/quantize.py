@@ -1,5 +1,5 @@
-"""QUANTIZE: float32 to uint8/int8/int16 (per tensor or per channel), and requantization
-between integer types with new scales.
+"""QUANTIZE: float32 to uint8/int8/int16 (per tensor or per channel) or int4/uint4 (per
+tensor), and requantization between integer types with new scales.
 
 Float input (TFLite's ``reference_ops::AffineQuantize`` / ``PerChannelQuantize``)::
 
@@ -40,9 +40,12 @@ from backends.cpu.quantization import (
     wrap_int32,
 )
 from schema.enums import BuiltinOperator, TensorType
+from schema.packed import VALUE_RANGE_OF_PACKED_TYPE
 
 T = TensorType
-FLOAT_OUTPUTS = (T.UINT8, T.INT8, T.INT16)
+FLOAT_OUTPUTS = (T.UINT8, T.INT8, T.INT16, T.INT4, T.UINT4)
+#: Outputs TFLite quantizes float32 into per tensor only ("not currently supported" per channel).
+PER_TENSOR_OUTPUTS = (T.INT4, T.UINT4)
 #: Requantization pairs TFLite's Prepare/Eval accept (input type -> output types).
 REQUANTIZE = {
     T.INT8: (T.INT8, T.UINT8),
@@ -73,11 +76,16 @@ def quantize_quotient(quotient, zero_point, low: int, high: int):
 #     int16 -> int32, int32 -> int8 (per tensor).
 # v2: int16 output (float32 -> int16, int16 -> int16, int32 -> int16).
 # v3: per-channel output (float32 -> per-channel uint8/int8/int16).
-# Not here: v4/v5 (int4/uint4 outputs). The arithmetic follows the tensor types, as in
-# TFLite: an under-stamped node runs as LiteRT runs it.
-@register(BuiltinOperator.QUANTIZE, 1, 3)
+# v4: int4 output, v5: uint4 output (float32 -> int4 / uint4, per tensor: values held one an
+#     element, ``schema.packed``).
+# v6: LiteRT 2.3 registers it (TFLite's runtime table lists it, its rules never give it); its
+#     kernel takes the types above and no other (tests/cpu/test_quantize.py), so v6 here too.
+# The arithmetic follows the tensor types, as in TFLite: an under-stamped node runs as LiteRT
+# runs it.
+@register(BuiltinOperator.QUANTIZE, 1, 6)
 class Quantize(CpuKernel):
-    """QUANTIZE v1-v3: float32 to uint8/int8/int16 (per tensor or channel); requantize."""
+    """QUANTIZE v1-v6: float32 to uint8/int8/int16 (per tensor or channel) or int4/uint4
+    (per tensor); requantize."""
 
     def prepare(self) -> None:
         self.configure()
@@ -94,9 +102,13 @@ class Quantize(CpuKernel):
         if q is None or not q.is_quantized:
             raise self.unsupported(f"output {out.name!r} has no quantization parameters")
         info = np.iinfo(out.dtype)
-        self.low, self.high = int(info.min), int(info.max)
+        self.low, self.high = VALUE_RANGE_OF_PACKED_TYPE.get(out.type, (int(info.min), int(info.max)))
         if x.type == T.FLOAT32:
             self.require_types(out, *FLOAT_OUTPUTS, role="output")
+            if out.type in PER_TENSOR_OUTPUTS and q.is_per_channel:
+                raise self.unsupported(
+                    f"per-channel {out.type_name} output; TFLite quantizes to {out.type_name} per tensor only"
+                )
             self._prepare_quantize(x, out)
         else:
             self.require_types(x, T.FLOAT32, *REQUANTIZE, role="input")

@@ -21,7 +21,8 @@ Semantics of TFLite's reference kernels (``kernels/reduce.cc``, ``reference/redu
   axis is reduced TFLite starts from the first element instead, so a NaN there wins.
 
 Version 1 of each op is implemented for its non-quantized types; later versions (int8,
-int16) are quantized and not registered here.
+int16) are quantized (``reduce_quantized.py``), except REDUCE_PROD v2, registered here too
+for the float and integer types, as TFLite's kernel looks at the types only.
 
 Speed: with constant axes the plan (and, for float MEAN, the divisor as an array of the
 output's shape, dividing on numpy's same-shape path) is made at prepare; float SUM and
@@ -163,7 +164,7 @@ class _Plan:
 
 @register(B.MEAN, 1, 1)  # v1: float32, int32, int64 (and quantized uint8, not here); v2 int8; v3 int16
 @register(B.SUM, 1, 1)  # v1: float32, int32, int64 (and quantized uint8, not here); v2 int8
-@register(B.REDUCE_PROD, 1, 1)  # v1: float32, int32, int64; v2 int8/int16
+@register(B.REDUCE_PROD, 1, 2)  # v1: float32, int32, int64; v2 int8/int16 (quantized: reduce_quantized.py)
 @register(B.REDUCE_MAX, 1, 1)  # v1: float32, int32, int64, bool (and quantized uint8, not here); v2 int8; v3 int16
 @register(B.REDUCE_MIN, 1, 1)  # v1: float32, int32, int64, bool (and quantized uint8, not here); v2 int8; v3 int16
 @register(B.REDUCE_ANY, 1, 1)  # v1: bool (the only version)

@@ -1,6 +1,7 @@
 """Quantized reductions: MEAN and SUM (uint8, int8, int16, requantizing to the output's
-scale and zero point) and REDUCE_MAX / REDUCE_MIN (raw values), bit-exact with TFLite's
-reference kernels (``kernels/reduce.cc``, ``reference/reduce.h``).
+scale and zero point), REDUCE_MAX / REDUCE_MIN (raw values) and REDUCE_PROD (int8, int16,
+rescaled at each step: ``QuantizedReduceProd``), bit-exact with TFLite's reference kernels
+(``kernels/reduce.cc``, ``reference/reduce.h``).
 
 MEAN and SUM (``reference_ops::QuantizedMeanOrSum``), for each output element with
 ``n`` reduced input elements::
@@ -405,3 +406,49 @@ class QuantizedReduceMaxMin(_QuantizedReduce):
         # (positional arguments: cheaper; the output has the reduction's own shape)
         return lambda: reduce(x, axes, None, out, keep_dims, initial)
 
+
+
+# v2: int8 and int16 (float32/int32/int64 v1 are in reduce.py; TFLite has no uint8 product).
+@register(B.REDUCE_PROD, 1, 2)
+class QuantizedReduceProd(_QuantizedReduce):
+    """REDUCE_PROD v2 on int8 and int16 (``reference_ops::QuantizedReduceProd``): each
+    product step is rescaled, so that it fits int32::
+
+        (m, e)  = QuantizeMultiplier(s_in / s_out ** (1 / n))        (double)
+        acc     = q_0 - z_in;  acc = M64(acc * (q_k - z_in), m, e)    (k = 1 .. n - 1)
+        out     = clamp(M64(acc, m, e) + z_out)
+
+    with ``M64`` the int64 ``MultiplyByQuantizedMultiplier``, the elements taken in the
+    input's row-major order."""
+
+    @classmethod
+    def accepts(cls, context, node) -> bool:
+        first = node.inputs[0] if len(node.inputs) else -1
+        return first >= 0 and is_quantized(context.tensors[first])
+
+    def check_quantization(self) -> None:
+        data, out = self.inputs[0], self.outputs[0]
+        self.require_types(data, T.INT8, T.INT16)
+        for tensor, role in ((data, "input"), (out, "output")):
+            if not is_quantized(tensor) or tensor.quantization.is_per_channel:
+                raise self.unsupported(f"the {role} {tensor.name!r} needs one scale and zero point")
+        (self.s_in, self.z_in), (self.s_out, self.z_out) = _params(data), _params(out)
+        if data.type == T.INT16 and (self.z_in or self.z_out):
+            raise self.unsupported(f"int16 tensors need zero point 0 (got {self.z_in} in, {self.z_out} out)")
+        info = np.iinfo(data.dtype)
+        self.limits = (int(info.min), int(info.max))
+
+    def reduce(self, x: np.ndarray, plan: _Plan, out: np.ndarray) -> None:
+        if plan.count == 0 or plan.empty:
+            raise self.unsupported("an empty reduction: TFLite's quantized product of no values is not defined")
+        multiplier, shift = requantization_multiplier(
+            self.s_in / self.s_out ** (1.0 / plan.count), "input scale / output scale ** (1 / count)"
+        )
+        axes = sorted(plan.axes)
+        rows = np.moveaxis(x, axes, range(x.ndim - len(axes), x.ndim)).reshape(-1, plan.count).astype(np.int64)
+        rows -= self.z_in
+        product = rows[:, 0]
+        for k in range(1, plan.count):
+            product = quantization.multiply_by_quantized_multiplier_int64(product * rows[:, k], multiplier, shift)
+        result = quantization.multiply_by_quantized_multiplier_int64(product, multiplier, shift) + self.z_out
+        out[...] = np.clip(result, *self.limits).reshape(out.shape)

@@ -77,17 +77,23 @@ class Rank(_ShapeOf):
         return np.array(len(shape), dtype=np.int32)
 
 
-# v1: float32, int32, int64 values; v2: bool, string; v3: int8, int16; v4: float16.
-@register(BuiltinOperator.FILL, 1, 4)
+#: FILL's values beyond MOVABLE_TYPES, float16, string and complex64 (LiteRT 2.3).
+FILL_EXTRA_TYPES = (T.BFLOAT16, T.UINT16, T.UINT32, T.FLOAT64)
+
+
+# v1: float32, int32, int64 values; v2: bool, string; v3: int8, int16; v4: float16. v5: LiteRT
+# 2.3 registers it (TFLite's tables predate it); its kernel adds bfloat16, uint16, uint32 and
+# float64 values, and so does this one at every version.
+@register(BuiltinOperator.FILL, 1, 5)
 class Fill(CpuKernel):
-    """FILL v1-v4: a tensor of shape ``dims`` filled with the scalar ``value``."""
+    """FILL v1-v5: a tensor of shape ``dims`` filled with the scalar ``value``."""
 
     def prepare(self) -> None:
         if inputs_pending(self):
             return
         dims, value, out = self.inputs[0], self.inputs[1], self.outputs[0]
         self.require_types(dims, *INDEX_TYPES, role="dims")
-        self.require_types(value, *MOVABLE_TYPES, T.FLOAT16, T.STRING, T.COMPLEX64, role="value")
+        self.require_types(value, *MOVABLE_TYPES, T.FLOAT16, T.STRING, T.COMPLEX64, *FILL_EXTRA_TYPES, role="value")
         self.require_types(out, value.type, role="output")
         if len(dims.shape) != 1:
             raise self.unsupported(f"dims must be a vector, it has shape {list(dims.shape)}")

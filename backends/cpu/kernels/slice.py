@@ -21,6 +21,8 @@ from schema.enums import BuiltinOperator, TensorType
 #: STRING too: TFLite slices strings at every version (v3 of SLICE and v5 of STRIDED_SLICE
 #: are the versions the converter stamps for them); complex64 (not complex128) at every version.
 SLICE_TYPES = (*MOVABLE_TYPES, TensorType.UINT32, TensorType.STRING, TensorType.COMPLEX64)
+#: What SLICE (not STRIDED_SLICE) moves beyond SLICE_TYPES: LiteRT's kernel copies by element size.
+SLICE_EXTRA_TYPES = (TensorType.INT4, TensorType.FLOAT16, TensorType.BFLOAT16, TensorType.UINT16, TensorType.FLOAT64)
 
 
 # --------------------------------------------------------------------------------------
@@ -29,16 +31,18 @@ SLICE_TYPES = (*MOVABLE_TYPES, TensorType.UINT32, TensorType.STRING, TensorType.
 
 
 # v1: float32, int32, int64, uint8, bool up to 4-D; v2: int8; v3: string; v4: int16;
-# v5: more than 4 dimensions; v6: uint32. (v7 is int4.)
-@register(BuiltinOperator.SLICE, 1, 6)
+# v5: more than 4 dimensions; v6: uint32; v7: int4 (one value an element here). v8: LiteRT 2.3
+# registers it (TFLite's tables predate it); its kernel copies elements by size, so it adds
+# float16, bfloat16, uint16 and float64, and so does this one at every version.
+@register(BuiltinOperator.SLICE, 1, 8)
 class Slice(CpuKernel):
-    """SLICE v1-v6: ``size`` elements from ``begin`` along each axis (-1: to the end)."""
+    """SLICE v1-v8: ``size`` elements from ``begin`` along each axis (-1: to the end)."""
 
     def prepare(self) -> None:
         if inputs_pending(self):
             return
         x, begin, size = self.inputs
-        self.require_types(x, *SLICE_TYPES)
+        self.require_types(x, *SLICE_TYPES, *SLICE_EXTRA_TYPES)
         self.require_types(begin, *INDEX_TYPES, role="begin")
         self.require_types(size, begin.type, role="size")
         self.require_types(self.outputs[0], x.type, role="output")

@@ -6,7 +6,8 @@ TFLite's reference kernels (``reference/softmax.h``, ``reference/log_softmax.h``
     log_softmax:  y = (x - max(x)) - log(sum(exp(x - max(x))))
 
 all in float32 and in that order (LOG_SOFTMAX has no beta). Version 1 of each op is
-float32 (and quantized uint8, not here); the later versions are int8/int16 only.
+float32 (and quantized uint8: softmax_quantized.py); v2/v3 are int8/int16, and SOFTMAX v4
+float16 (``HalfSoftmax``).
 
 Row max and sum are ``ufunc.reduce`` calls (``np.max`` adds a Python wrapper of several
 microseconds on tiny rows). A single row is handled as a vector with a scalar max and a
@@ -76,9 +77,12 @@ class _LastAxisKernel(CpuKernel):
             self.steps(x, y)()
 
 
-@register(BuiltinOperator.SOFTMAX, 1, 1)  # v1: float32 (and quantized uint8, not here); v2 int8; v3 int16
+# v1: float32 (and quantized uint8: softmax_quantized.py); v2 int8; v3 int16; v4 (LiteRT 2.3's
+# default resolver registers it; TFLite's tables predate it): float16, ``HalfSoftmax`` below.
+# Every version takes every type its kernels take, as TFLite's kernel looks at the types only.
+@register(BuiltinOperator.SOFTMAX, 1, 4)
 class Softmax(_LastAxisKernel):
-    """SOFTMAX v1 (float32, with beta)."""
+    """SOFTMAX v1-v4 on float32, with beta."""
 
     def prepare(self) -> None:
         super().prepare()
@@ -132,6 +136,41 @@ class Softmax(_LastAxisKernel):
             divide(y, row_sum, out=y)
 
         return softmax_with_beta
+
+
+@register(BuiltinOperator.SOFTMAX, 1, 4)
+class HalfSoftmax(CpuKernel):
+    """SOFTMAX on float16 (v4), as LiteRT 2.3's kernel computes it, per row::
+
+        e = exp((float(x) - float(max(x))) * beta)          float32
+        y = half(float(half(e)) / sum(e))                   the sum in float32, in order
+
+    (each exponential is stored to the half output first, then divided by the sum of the
+    unrounded ones)."""
+
+    @classmethod
+    def accepts(cls, context, node) -> bool:
+        first = node.inputs[0] if len(node.inputs) else -1
+        return first >= 0 and context.tensors[first].type == TensorType.FLOAT16
+
+    def prepare(self) -> None:
+        self.require_num_inputs(1)
+        x = self.inputs[0]
+        self.require_types(self.outputs[0], TensorType.FLOAT16, role="output")
+        if len(x.shape) < 1:
+            raise self.unsupported("the input must have at least one dimension")
+        self.beta = np.float32(self.params.beta if self.params is not None else 0.0)
+        self.outputs[0].resize(x.shape)
+
+    def invoke(self) -> None:
+        x, y = self.inputs[0].data.astype(np.float32), self.outputs[0].data
+        if y.size == 0:
+            return
+        with np.errstate(over="ignore", invalid="ignore"):
+            e = np.exp((x - x.max(axis=-1, keepdims=True)) * self.beta)
+            total = np.cumsum(e, axis=-1, dtype=np.float32)[..., -1:]  # (a sequential sum)
+            y[...] = e
+            y[...] = y.astype(np.float32) / total
 
 
 @register(BuiltinOperator.LOG_SOFTMAX, 1, 1)  # v1: float32 (and quantized uint8, not here); v2 int8

@@ -59,6 +59,10 @@ class Tile(CpuKernel):
         self.fill(out.data, x)
 
 
+#: The types BROADCAST_TO moves beyond MOVABLE_TYPES and the complex ones.
+BROADCAST_EXTRA_TYPES = (T.FLOAT16, T.BFLOAT16, T.UINT16, T.UINT32, T.FLOAT64, T.INT4, T.INT2, T.UINT4)
+
+
 def broadcast_target(kernel: CpuKernel, input_shape, target) -> list[int]:
     if len(target) < len(input_shape):
         raise kernel.unsupported(f"cannot broadcast shape {list(input_shape)} to fewer dimensions {target}")
@@ -71,7 +75,10 @@ def broadcast_target(kernel: CpuKernel, input_shape, target) -> list[int]:
 
 
 # v2: every type, complex included (its version 1 was rolled back, so the op starts at 2); v3: int8, int16.
-@register(BuiltinOperator.BROADCAST_TO, 2, 3)
+# v4: LiteRT 2.3 registers it (TFLite's tables predate it); its kernel copies elements by size,
+# every type it holds: float16, bfloat16, uint16, uint32, float64 and the sub-byte types too
+# (one value an element here), at every version here.
+@register(BuiltinOperator.BROADCAST_TO, 2, 4)
 class BroadcastTo(CpuKernel):
     """BROADCAST_TO v2-v3: numpy broadcasting of the input to the shape in input 1."""
 
@@ -79,7 +86,7 @@ class BroadcastTo(CpuKernel):
         if inputs_pending(self):
             return
         x, shape = self.inputs
-        self.require_types(x, *MOVABLE_TYPES, *COMPLEX_TYPES)
+        self.require_types(x, *MOVABLE_TYPES, *COMPLEX_TYPES, *BROADCAST_EXTRA_TYPES)
         self.require_types(shape, *INDEX_TYPES, role="shape")
         self.require_types(self.outputs[0], x.type, role="output")
         if len(shape.shape) != 1:
@@ -100,16 +107,18 @@ class BroadcastTo(CpuKernel):
             np.copyto(out.data, x)
 
 
-# v1: float32, int32, int64, uint8, int16; v2: bool; v3: int8.
-@register(BuiltinOperator.REVERSE_V2, 1, 3)
+# v1: float32, int32, int64, uint8, int16; v2: bool; v3: int8. v4: LiteRT 2.3 registers it
+# (TFLite's tables predate it); its kernel adds float16 and bfloat16, and so does this one at
+# every version.
+@register(BuiltinOperator.REVERSE_V2, 1, 4)
 class ReverseV2(CpuKernel):
-    """REVERSE_V2 v1-v3: reverse the order of elements along the listed axes."""
+    """REVERSE_V2 v1-v4: reverse the order of elements along the listed axes."""
 
     def prepare(self) -> None:
         if inputs_pending(self):
             return
         x, axes = self.inputs
-        self.require_types(x, *MOVABLE_TYPES)
+        self.require_types(x, *MOVABLE_TYPES, T.FLOAT16, T.BFLOAT16)
         self.require_types(axes, T.INT32, role="axis")
         self.require_types(self.outputs[0], x.type, role="output")
         if len(axes.shape) != 1 or axes.shape[0] > len(x.shape):

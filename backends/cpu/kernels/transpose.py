@@ -10,23 +10,27 @@ from schema.enums import BuiltinOperator, TensorType
 
 #: TFLite's kTransposeMaxDimensions.
 MAX_DIMS = 8
+#: The types TRANSPOSE moves beyond MOVABLE_TYPES and complex64.
+TRANSPOSE_EXTRA_TYPES = (
+    TensorType.INT4, TensorType.UINT4, TensorType.FLOAT16, TensorType.BFLOAT16, TensorType.UINT16, TensorType.UINT32,
+    TensorType.FLOAT64,
+)
 
 
-# v1: float32/int32/int64/uint8, up to 4-D; v2: int8; v3: bool; v4: 5-D; v5: int16; v6: 6-D.
-# (v7 is int4, not implemented.)
-@register(BuiltinOperator.TRANSPOSE, 1, 6)
-# v8: more than 6 dimensions (up to 8); its other feature, bfloat16, is not supported.
-@register(BuiltinOperator.TRANSPOSE, 8, 8)
+# v1: float32/int32/int64/uint8, up to 4-D; v2: int8; v3: bool; v4: 5-D; v5: int16; v6: 6-D;
+# v7: int4 (one value an element here); v8: more than 6 dimensions (up to 8), bfloat16.
+# v9: LiteRT 2.3 registers it (TFLite's tables predate it); its kernel moves elements by
+# size, so it adds float16, uint4, uint16, uint32 and float64, and so does this one at every
+# version.
+@register(BuiltinOperator.TRANSPOSE, 1, 9)
 class Transpose(CpuKernel):
-    """TRANSPOSE v1-v6 and v8 (rank up to 8, no int4 or bfloat16)."""
+    """TRANSPOSE v1-v9 (rank up to 8)."""
 
     def prepare(self) -> None:
         if inputs_pending(self):
             return
         x, perm = self.inputs[0], self.inputs[1]
-        if x.type == TensorType.BFLOAT16:
-            raise self.unsupported("bfloat16 input is not supported (float32, integer and bool types are)")
-        self.require_types(x, *MOVABLE_TYPES, TensorType.COMPLEX64)
+        self.require_types(x, *MOVABLE_TYPES, TensorType.COMPLEX64, *TRANSPOSE_EXTRA_TYPES)
         self.require_types(perm, *INDEX_TYPES, role="perm")
         self.require_types(self.outputs[0], x.type, role="output")
         if len(x.shape) > MAX_DIMS:

@@ -6,7 +6,9 @@ Facts from TFLite (``kernels/elementwise.cc``, ``exp.cc``, ``neg.cc``, ``round.c
 LOG(0) = -inf, LOG(-1) = NaN, SQRT(-1) = NaN, RSQRT(0) = +inf, RSQRT(-0) = -inf.
 ROUND rounds half to even (banker's rounding, as ``tf.round``), which is numpy's ``rint``.
 SIGN keeps NaN and gives +-1 or 0. Integer ABS and NEG wrap at the type's minimum.
-Quantized int8/int16 versions (LUT or rescaling kernels) are not implemented yet.
+The quantized int8/int16 forms (EXP, LOG, SQRT v2; RSQRT v2-v3; ABS v2-v3) are
+``unary_quantized.py``; the registrations below cover every version, as TFLite's kernels
+look at the types only.
 """
 
 from __future__ import annotations
@@ -50,27 +52,29 @@ UNARY_FUNCTION = {
 #: Types each op takes (versions below say which version adds which).
 UNARY_TYPES = {
     B.ABS: (T.FLOAT32, T.INT16, T.INT32),
+    B.SIN: (T.FLOAT32, T.FLOAT16),  # v2: float16 (numpy's half loops compute in float32, as TFLite)
+    B.COS: (T.FLOAT32, T.FLOAT16),
     B.NEG: (T.FLOAT32, T.INT32, T.INT64),
     B.SIGN: (T.FLOAT32, T.FLOAT64, T.INT32),
 }
 
 
-@register(B.EXP, 1, 1)  # v1: float32; v2 int8/int16 (quantized)
-@register(B.LOG, 1, 1)  # v1: float32; v2 int8/int16 (quantized)
-@register(B.SQRT, 1, 1)  # v1: float32; v2 int8/int16 (quantized)
-@register(B.RSQRT, 1, 1)  # v1: float32; v2 int8, v3 int16 (quantized)
+@register(B.EXP, 1, 2)  # v1: float32; v2 int8/int16 (quantized: unary_quantized.py)
+@register(B.LOG, 1, 2)  # v1: float32; v2 int8/int16 (quantized: unary_quantized.py)
+@register(B.SQRT, 1, 2)  # v1: float32; v2 int8/int16 (quantized: unary_quantized.py)
+@register(B.RSQRT, 1, 3)  # v1: float32; v2 int8, v3 int16 (quantized: unary_quantized.py)
 @register(B.SQUARE, 1, 1)  # v1: float32
-@register(B.SIN, 1, 1)  # v1: float32
-@register(B.COS, 1, 1)  # v1: float32
+@register(B.SIN, 1, 2)  # v1: float32; v2: float16
+@register(B.COS, 1, 2)  # v1: float32; v2: float16
 @register(B.FLOOR, 1, 1)  # v1: float32
 @register(B.CEIL, 1, 1)  # v1: float32
 @register(B.ROUND, 1, 1)  # v1: float32 (half to even)
 @register(B.NEG, 1, 1)  # v1: float32, int32, int64
-@register(B.ABS, 1, 1)  # v1: float32; v2 int8/uint8, v3 int16 (quantized)
-@register(B.ABS, 4, 5)  # v4: plain (not quantized) int16; v5: int32
+@register(B.ABS, 1, 5)  # v1: float32; v2 int8, v3 int16 (quantized: unary_quantized.py); v4: plain int16; v5: int32
 @register(B.SIGN, 1, 2)  # v1: float32, float64; v2: int32
 class Unary(CpuKernel):
-    """EXP LOG SQRT RSQRT SQUARE SIN COS FLOOR CEIL ROUND NEG v1; ABS v1, v4, v5; SIGN v1-v2."""
+    """SQUARE FLOOR CEIL ROUND NEG v1; SIN COS v1-v2 (float32, float16); EXP LOG SQRT v1-v2, RSQRT v1-v3 and ABS v1-v5 on
+    float32 (and plain int16 / int32 for ABS); SIGN v1-v2."""
 
     def prepare(self) -> None:
         self.require_num_inputs(1)
