@@ -75,7 +75,7 @@ class RuntimeTensor:
 
     @property
     def num_elements(self) -> int:
-        return math.prod(int(d) for d in self.shape)  # exact (numpy's int64 product wraps)
+        return math.prod(map(int, self.shape))  # exact (numpy's int64 product wraps)
 
     @property
     def nbytes(self) -> int:

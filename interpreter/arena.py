@@ -8,6 +8,7 @@ placed tensor whose lifetime intersects (TFLite's greedy-by-size strategy).
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from typing import Sequence
@@ -111,7 +112,7 @@ def tensor_lifetimes(
 
 def make_views(arena: np.ndarray, offset: int, shape: Sequence[int], dtype: np.dtype) -> np.ndarray:
     """A numpy array of ``shape``/``dtype`` backed by ``arena[offset:]``."""
-    count = int(np.prod(shape, dtype=np.int64))
+    count = math.prod(map(int, shape))
     return arena[offset : offset + count * dtype.itemsize].view(dtype).reshape(shape)
 
 

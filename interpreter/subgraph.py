@@ -522,7 +522,7 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
         outputs = [self.tensors[t] for t in node.outputs]
         return (
             bool(outputs)
-            and all(not t.is_dynamic and t.num_elements == 0 for t in outputs)
+            and all(0 in t.shape and not t.is_dynamic for t in outputs)
             and getattr(node.user_data, "foldable", False) is True
         )
 

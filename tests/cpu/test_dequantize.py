@@ -173,3 +173,17 @@ def test_dequantize_with_scales_not_matching_the_channel_count_fails_naming_the_
     model = dequantize_model((2, 3), np.int8, quantization([0.1, 0.2], 0, quantized_dimension=1), version=5)
     with pytest.raises(ModelError, match="2 scales for the 3 channels of dimension 1"):
         Interpreter(model_content=model)  # refused when the model is read
+
+
+def test_float16_widening_gives_the_cast_bits_of_every_pattern():
+    """Large float16 arrays (folded float16 weights) are widened through a table of every bit
+    pattern: the same float32 bits as numpy's cast, NaN payloads, infinities, subnormals
+    and -0 included, over more than one chunk and a partial last one."""
+    from backends.cpu.kernels.dequantize import HALF_CHUNK, widen_float16
+
+    patterns = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+    x = np.concatenate([patterns, patterns[::-1], patterns[:123]]).view(np.float16).reshape(-1, 1)
+    assert x.size > 2 * HALF_CHUNK
+    out = np.empty(x.shape, np.float32)
+    widen_float16(x, out)
+    np.testing.assert_array_equal(out.view(np.uint32), x.astype(np.float32).view(np.uint32))
