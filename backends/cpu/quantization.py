@@ -32,6 +32,11 @@ import numpy as np
 
 from schema.enums import ActivationFunctionType, TensorType
 
+try:  # the clip ufunc itself (np.clip adds a Python wrapper)
+    from numpy._core.umath import clip as _clip
+except ImportError:  # numpy < 2
+    from numpy.core.umath import clip as _clip
+
 IntArray = Union[int, np.ndarray]
 
 INT32_MIN = -(1 << 31)
@@ -299,15 +304,22 @@ def requantize_outer_sum(
     else:
         lift = ((1 << (right - 1)) + (zero_point << right)) if right else zero_point
         constant, total_shift, threshold = (1 << 30) + (lift << 31), 31, (lift if right else None)
-    if largest * multiplier + abs(constant) >= (1 << 63):
+    largest = largest * multiplier + abs(constant)
+    if largest >= (1 << 63):
         return False
-    values = np.empty(out.shape, np.int64)
-    np.add.outer(first * multiplier + constant, second * multiplier, out=values)
-    np.right_shift(values, total_shift, out=values)
+    sums = np.empty(out.shape, np.int64)
+    np.add.outer(first * multiplier + constant, second * multiplier, out=sums)
+    # After the first shift the values (and g - c) fit int32 when X and c are small enough:
+    # the last passes then move half the bytes.
+    narrow = largest < (1 << 61) and (threshold is None or abs(threshold) < (1 << 29))
+    values = np.empty(out.shape, np.int32) if narrow else sums
+    np.right_shift(sums, total_shift, out=values, casting="unsafe")
     if threshold is not None:
-        np.subtract(values, np.less(values, threshold), out=values)
+        below = np.subtract(values, threshold, out=np.empty_like(values))
+        np.right_shift(below, values.dtype.itemsize * 8 - 1, out=below)  # -1 where g < c
+        np.add(values, below, out=values)
         np.right_shift(values, right, out=values)
-    np.clip(values, low, high, out=out, casting="unsafe")
+    _clip(values, np.array(low, values.dtype), np.array(high, values.dtype), out=out, casting="unsafe")
     return True
 
 

@@ -408,21 +408,18 @@ class FloatOutputStage:
         self.zero_point = np.array(zero, np.float64) if floors and zero else None
         self.sign_bit = np.array(base, self.target.dtype) if base else None
         self.t = np.empty(out.shape, np.float64)
-        self.clamp_type = None if floors else self.integer_clamp_type(stage, right, base)
+        self.clamp_type = None if floors else self.integer_clamp_type(stage, base)
 
-    @staticmethod
-    def integer_clamp_type(stage: ConvQuantization, right: np.ndarray, base: int):
+    def integer_clamp_type(self, stage: ConvQuantization, base: int):
         """int16 when every ``t`` (before the clamp) fits it, else None.
 
-        |t| <= bound * m * u (the scaled accumulator) + 1/2 (the nudge, E * u) + 1/2
-        (the step) + |z_out| + base; the clamp bounds (<= high + base) must fit too.
-        (16-bit outputs never get here: ``make`` refuses their 2**15 base.)"""
-        bound = stage.accumulator_bound
-        scaled = max(
-            (bound * m / 2.0 ** (31 + r) for m, r in zip(stage.multiplier_list, stage.right_list)), default=0.0
-        )
+        |t| <= bound * m * u (the scaled accumulator: ``bound * scale``, the bound below
+        2**53 and so exact in float64) + 1/2 (the nudge, E * u) + 1/2 (the step) + |z_out|
+        + base; the clamp bounds (<= high + base) must fit too. (16-bit outputs never get
+        here: ``make`` refuses their 2**15 base.)"""
+        scaled = float(stage.accumulator_bound) * float(self.scale.max()) if self.scale.size else 0.0
         largest = max(scaled + 2 + abs(stage.output_zero_point) + base, stage.high + base) + 2
-        return np.int16 if largest < np.iinfo(np.int16).max else None
+        return np.int16 if largest < 32767 else None
 
     @classmethod
     def make(cls, stage: ConvQuantization, offset: np.ndarray, out: np.ndarray) -> "FloatOutputStage | None":
@@ -444,13 +441,12 @@ class FloatOutputStage:
         # output step) z_out, base, E * u = 1/2 and the step h <= 1/2.
         rest = abs(stage.output_zero_point) + base + 2
         bound = int(stage.accumulator_bound)
-        pairs = list(zip(multipliers, right))
-        if all(2 * bound * m + (1 << 31) + (rest << (31 + r)) < (1 << 53) for m, r in pairs):
+        if _units_below_2_53(stage, bound, rest):
             return cls(stage, offset, out)
         # Large right shifts: z_out + base (hundreds of output steps of 2**(31+r) u each)
         # would round t. Without them t (within 2 output steps of v) is still exact, and
         # it is floored first (``floors``): then z_out and the clamp are integer sums.
-        if all(2 * bound * m + (1 << 31) + (2 << (31 + r)) < (1 << 53) for m, r in pairs):
+        if _units_below_2_53(stage, bound, 2):
             return cls(stage, offset, out, floors=True)
         return None
 
@@ -542,6 +538,25 @@ class FloatOutputStage:
             finish()
 
         return requantize
+
+
+def _units_below_2_53(stage: ConvQuantization, bound: int, steps: int) -> bool:
+    """Whether ``2 * bound * m + 2**31 + (steps << (31 + r)) < 2**53`` for every channel's
+    multiplier m and right shift r: in float64 on the whole row (its rounding, relative
+    2**-52 at most, is covered by a margin of 2**-40), and exactly, channel by channel in
+    Python ints, only where that estimate comes within the margin of the limit."""
+    multipliers, right = stage.multipliers, -stage.shifts
+    estimate = np.ldexp(float(steps), right + 31)
+    estimate += multipliers * (2.0 * bound)
+    largest = float(estimate.max()) + 2.0**31
+    if largest < 2.0**53 * (1 - 2.0**-40):
+        return True
+    if largest > 2.0**53 * (1 + 2.0**-40):
+        return False
+    return all(
+        2 * bound * m + (1 << 31) + (steps << (31 + r)) < (1 << 53)
+        for m, r in zip(stage.multiplier_list, stage.right_list)
+    )
 
 
 @functools.lru_cache(maxsize=None)
