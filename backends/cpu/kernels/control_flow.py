@@ -31,6 +31,8 @@ CALL_ONCE_DONE = "call_once.initialized_subgraphs"
 class _CallsSubgraphs(CpuKernel):
     """Shared helpers: fetch a subgraph, prepare it for given input shapes."""
 
+    blas_work = 0  # (the subgraphs it runs limit their own invokes)
+
     foldable = False
 
     def subgraph(self, index: int, role: str):

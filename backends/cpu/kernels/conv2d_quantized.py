@@ -162,6 +162,7 @@ class QuantizedConv2D(CpuKernel):
         self.rows = geometry.batch * geometry.out_h * geometry.out_w  # M of the matmul
         self.depth = kh * kw * group_in  # K of the matmul
         self.pointwise = geometry.is_pointwise  # (1x1, stride 1: the original test, as a geometry)
+        self.blas_work = self.rows * (self.depth + 1) * out_channels  # (one matmul; +1: the folded constant)
 
         # Filter values as the kernel multiplies them: w - z_w (z_w only for uint8).
         self.filter_zero_point = zero_point_of(filters) if self.mode == "uint8" else 0
