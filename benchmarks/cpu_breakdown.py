@@ -200,7 +200,7 @@ def between_steps(interpreter, runs: int) -> tuple[float, float]:
     just written, as in the invoke). Medians: the whole invoke's, and the sum of each
     step's. Their difference is what the invoke costs besides its steps (the loop, the
     thread limit, the checks before the first step)."""
-    steps = interpreter._main._step_functions
+    steps = invoked_steps(interpreter._main)
     clock = time.perf_counter
     wholes, per_step = [], [[] for _ in steps]
     invoke = interpreter.invoke
@@ -221,9 +221,11 @@ def loop_overhead(interpreter, runs: int) -> float:
     the loop), minus the no-ops' own calls, over the number of steps (the least of
     ``runs`` timings: short enough that a preemption rarely lands in one)."""
     subgraph = interpreter._main
-    saved = subgraph._step_functions
+    saved, saved_steady = subgraph._step_functions, subgraph._steady
     noop = lambda: None  # noqa: E731
     subgraph._step_functions = [noop] * len(saved)
+    if saved_steady is not None:  # (the steady plan: its functions replaced, its guards kept)
+        subgraph._steady = ([noop] * len(saved_steady[0]), *saved_steady[1:])
     try:
         clock = time.perf_counter
         best = noops = float("inf")
@@ -236,8 +238,15 @@ def loop_overhead(interpreter, runs: int) -> float:
                 step()
             noops = min(noops, clock() - start)
     finally:
-        subgraph._step_functions = saved
+        subgraph._step_functions, subgraph._steady = saved, saved_steady
     return (best - noops) / max(len(saved), 1)
+
+
+def invoked_steps(subgraph) -> list[Callable]:
+    """The functions an invoke runs: the steady plan's (a subgraph whose nodes prepared at
+    invoke all run their bound functions: ``SubgraphRuntime._steady_plan``), else the steps."""
+    steady = subgraph._steady
+    return list(steady[0]) if steady is not None else list(subgraph._step_functions)
 
 
 def unwrapped(step: Callable) -> Callable:

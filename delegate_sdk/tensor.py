@@ -75,7 +75,9 @@ class RuntimeTensor:
 
     @property
     def num_elements(self) -> int:
-        return math.prod(int(d) for d in self.shape)  # exact (numpy's int64 product wraps)
+        count = math.prod(self.shape)
+        # exact: a numpy integer among the dimensions makes numpy's (wrapping) product
+        return count if type(count) is int else math.prod(map(int, self.shape))
 
     @property
     def nbytes(self) -> int:

@@ -8,6 +8,8 @@ placed tensor whose lifetime intersects (TFLite's greedy-by-size strategy).
 
 from __future__ import annotations
 
+import bisect
+import math
 import os
 from dataclasses import dataclass
 from typing import Sequence
@@ -63,20 +65,23 @@ def plan_arena(
     """
     order = sorted(sizes, key=lambda t: (-sizes[t], lifetimes[t][0], t))
     placed: list[Placement] = []
+    by_offset: list[tuple[int, int, int, int]] = []  # (offset, end, first, last), in offset order
     total = 0
     for tensor in order:
         size = _aligned(max(sizes[tensor], 1))
         first, last = lifetimes[tensor]
-        conflicts = sorted(
-            (p for p in placed if not share_memory or (p.first_step <= last and first <= p.last_step)),
-            key=lambda p: p.offset,
-        )
+        # The lowest offset where the tensor fits between those placed whose lifetimes
+        # overlap its own (all of them without sharing), scanned in offset order.
         offset = 0
-        for other in conflicts:
-            if offset + size <= other.offset:
+        for other_offset, other_end, other_first, other_last in by_offset:
+            if share_memory and (other_first > last or first > other_last):
+                continue
+            if offset + size <= other_offset:
                 break
-            offset = max(offset, other.offset + other.size)
+            if other_end > offset:
+                offset = other_end
         placed.append(Placement(tensor, offset, size, first, last))
+        bisect.insort(by_offset, (offset, offset + size, first, last))
         total = max(total, offset + size)
     return placed, total
 
@@ -111,7 +116,7 @@ def tensor_lifetimes(
 
 def make_views(arena: np.ndarray, offset: int, shape: Sequence[int], dtype: np.dtype) -> np.ndarray:
     """A numpy array of ``shape``/``dtype`` backed by ``arena[offset:]``."""
-    count = int(np.prod(shape, dtype=np.int64))
+    count = math.prod(map(int, shape))
     return arena[offset : offset + count * dtype.itemsize].view(dtype).reshape(shape)
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import operator
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from backends.cpu.common import ThreadLimit
+from backends.cpu.common import BLAS_ONE_THREAD_WORK, ThreadLimit
 from delegate_sdk.context import DelegateContext, KernelError, SubgraphHandle
 from delegate_sdk.delegate import DelegateParams, NodeDecision
 from delegate_sdk.partition import NodeSubset, PlanNode, partition_graph_into_independent_node_subsets
@@ -90,6 +91,11 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
         self._steps: list[tuple[int, Callable[[], None]]] = []
         self._step_functions: list[Callable[[], None]] = []
         self._profile_steps: list[tuple[int, Callable[[], None] | None]] = []
+        self._invoke_limit: Any = self.shared.thread_limit  # (see _build_steps)
+        #: The steady plan of a subgraph with nodes prepared at invoke (``_steady_plan``):
+        #: (functions, node indices, guarded tensors, their arrays), or None.
+        self._steady: tuple | None = None
+        self._has_reprepared = False
         self.allocated = False
         self.arena: np.ndarray | None = None
         self.arena_bytes = 0
@@ -514,6 +520,20 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
         self._profile_steps = steps  # every live node; None for one with nothing to run
         self._steps = [(node_index, step) for node_index, step in steps if step is not None]
         self._step_functions = [step for _, step in self._steps]  # (what invoke runs, in order)
+        self._steady = None
+        self._has_reprepared = bool(self._reprepare)
+        self._invoke_limit = self._thread_limit_for(self._steps)
+
+    def _thread_limit_for(self, steps: Sequence[tuple[int, Any]]) -> Any:
+        """What an invoke of ``steps`` runs in: the interpreter's ``ThreadLimit``, or no
+        limit when every kernel says its BLAS calls are too small for a second thread
+        (``CpuKernel.blas_work``, set by prepare: a node not prepared yet says nothing):
+        then changing OpenBLAS's count, and waking its threads after, is pure cost."""
+        for node_index, _ in steps:
+            work = getattr(self.nodes[node_index].user_data, "blas_work", None)
+            if work is None or work > BLAS_ONE_THREAD_WORK:
+                return self.shared.thread_limit
+        return _NO_LIMIT
 
     def _computes_nothing(self, node: Node) -> bool:
         """Whether a prepared node has nothing to compute: every output is empty (a 0 in
@@ -522,7 +542,7 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
         outputs = [self.tensors[t] for t in node.outputs]
         return (
             bool(outputs)
-            and all(not t.is_dynamic and t.num_elements == 0 for t in outputs)
+            and all(0 in t.shape and not t.is_dynamic for t in outputs)
             and getattr(node.user_data, "foldable", False) is True
         )
 
@@ -597,6 +617,11 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
             state["buffers"] = buffers
             invoke_once()
 
+        # What the steady plan reads: the bound function and its arrays (steady[0] None
+        # while not steady), the watched tensors, and whether the bound function may give
+        # an output a new array (the kernel's invoke itself: it may call set_data).
+        step.steady, step.watched = steady, watched
+        step.may_replace = lambda: steady[0] == kernel.invoke
         return step
 
     def invoke(self) -> None:
@@ -604,22 +629,83 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
         if not self.allocated:
             raise RuntimeError("Invoke called on model that is not ready.")
         shared = self.shared
-        position = -1
-        with shared.thread_limit:
-            try:
-                # The steps are fixed for the allocation (bound closures, checked at prepare):
-                # between two, only the cancellation flag is read.
-                for position, step in enumerate(self._step_functions):
-                    if shared.cancel_requested:
-                        shared.check_cancelled()
-                    step()
-            except (KernelError, InvokeCancelledError):
-                raise
-            except Exception as error:
-                node_index = self._steps[position][0] if position >= 0 else -1
-                raise KernelError(
-                    f"{self.describe_node(node_index)} failed: {type(error).__name__}: {error}"
-                ) from as_arena_limit_error(error)
+        with self._invoke_limit:
+            steady = self._steady
+            if steady is not None:
+                functions, nodes, tensors, arrays = steady
+                if all(map(operator.is_, map(_DATA, tensors), arrays)):
+                    stopped = self._run(functions, nodes)
+                    if stopped is None:
+                        return
+                    # A buffer changed: the rest of the steps as below (nodes prepared
+                    # again may now make larger BLAS calls: the pools limited).
+                    self._steady, self._invoke_limit = None, shared.thread_limit
+                    with shared.thread_limit:
+                        self._run(self._step_functions, [n for n, _ in self._steps], stopped + 1)
+                    return
+                self._steady, self._invoke_limit = None, shared.thread_limit
+            with shared.thread_limit if self._steady is None and self._has_reprepared else _NO_LIMIT:
+                self._run(self._step_functions, [n for n, _ in self._steps])
+            if self._has_reprepared:
+                self._steady = self._steady_plan()
+                if self._steady is not None:
+                    self._invoke_limit = self._thread_limit_for(self._steps)
+
+    def _run(self, functions: Sequence[Callable[[], None]], nodes: Sequence[int], start: int = 0) -> int | None:
+        """Run ``functions[start:]`` (the steps of ``nodes``); None when all ran, or the
+        position of a steady-plan step after which a buffer changed (``_BufferChanged``)."""
+        shared = self.shared
+        position = start - 1
+        try:
+            # The steps are fixed for the allocation (bound closures, checked at prepare):
+            # between two, only the cancellation flag is read.
+            for position in range(start, len(functions)):
+                if shared.cancel_requested:
+                    shared.check_cancelled()
+                functions[position]()
+        except _BufferChanged:
+            return position
+        except (KernelError, InvokeCancelledError):
+            raise
+        except Exception as error:
+            node_index = nodes[position] if position >= 0 else -1
+            raise KernelError(
+                f"{self.describe_node(node_index)} failed: {type(error).__name__}: {error}"
+            ) from as_arena_limit_error(error)
+        return None
+
+    def _steady_plan(self) -> tuple | None:
+        """The plan a subgraph with nodes prepared at invoke runs once each of them runs its
+        bound function: those functions themselves, without the per-step checks of
+        ``_reprepared_step``. Valid while every tensor they watch holds the same array
+        (checked once, when an invoke starts) and no step gives a dynamic output a new
+        array: a step that may (a node prepared at allocation with a dynamic output, such
+        as READ_VARIABLE; a node prepared at invoke whose bound function is its kernel's
+        invoke) is checked after it runs, and a change hands the rest of that invoke to
+        the checked steps. None while some node is not steady yet."""
+        functions, nodes, tensors, arrays, expected = [], [], [], [], {}
+        for node_index, step in self._steps:
+            steady = getattr(step, "steady", None)
+            if steady is not None:
+                bound, watched_arrays = steady
+                if bound is None:
+                    return None
+                for tensor, array in zip(step.watched, watched_arrays):
+                    if expected.setdefault(id(tensor), array) is not array:
+                        return None
+                    if len(expected) > len(tensors):
+                        tensors.append(tensor)
+                        arrays.append(array)
+                function, replaces = bound, step.may_replace()
+            else:
+                function = step
+                replaces = any(self.tensors[t].is_dynamic for t in self.nodes[node_index].outputs if t >= 0)
+            outputs = [self.tensors[t] for t in self.nodes[node_index].outputs if t >= 0 and self.tensors[t].is_dynamic]
+            if replaces and outputs:
+                function = _checked_step(function, outputs)
+            functions.append(function)
+            nodes.append(node_index)
+        return functions, nodes, tensors, arrays
 
     @property
     def max_while_iterations(self) -> int | None:
@@ -735,6 +821,35 @@ def _variable_reset_value(tensor: RuntimeTensor) -> int:
 
 def _nothing() -> None:
     return None
+
+
+_DATA = operator.attrgetter("data")
+_NO_LIMIT = contextlib.nullcontext()
+
+
+class _BufferChanged(Exception):
+    """A step of the steady plan gave a dynamic output a new array (its shape changed)."""
+
+
+def _checked_step(function: Callable[[], None], outputs: Sequence[RuntimeTensor]) -> Callable[[], None]:
+    """``function``, then a check that ``outputs`` still hold the arrays they hold now."""
+    arrays = [tensor.data for tensor in outputs]
+    if len(outputs) == 1:
+        (tensor,), (array,) = outputs, arrays
+
+        def checked_one() -> None:
+            function()
+            if tensor.data is not array:
+                raise _BufferChanged
+
+        return checked_one
+
+    def checked() -> None:
+        function()
+        if not all(map(operator.is_, map(_DATA, outputs), arrays)):
+            raise _BufferChanged
+
+    return checked
 
 
 def _bind(function: Callable, context: DelegateContext, node: Node) -> Callable[[], None]:

@@ -137,6 +137,33 @@ class TableView:
         return at + _U32(self.data, at)[0]
 
 
+def fields_at(data: bytes, pos: int, count: int) -> tuple[int, ...]:
+    """``TableView(data, pos).fields(count)`` without the view: the offsets of the first
+    ``count`` fields of the table at ``pos`` (0 for each absent one), read by the same
+    rules (IndexError or struct.error outside the buffer)."""
+    if pos < 0:
+        raise IndexError(f"table position {pos} lies before the buffer")
+    vtable = pos - _I32(data, pos)[0]
+    if vtable < 0:
+        raise IndexError(f"vtable position {vtable} lies before the buffer")
+    present = (_U16(data, vtable)[0] - 4) >> 1
+    if vtable + 4 + 2 * present > len(data):  # (the whole vtable must fit, as TableView reads it)
+        raise IndexError(f"a vtable of {present} fields at byte {vtable} runs past the end of the buffer")
+    if present >= count:
+        return _vector_format(count, "H").unpack_from(data, vtable + 4)
+    slots = _vector_format(present, "H").unpack_from(data, vtable + 4) if present > 0 else ()
+    return slots + (0,) * (count - len(slots))
+
+
+def table_positions(data: bytes, start: int, length: int) -> list[int]:
+    """The positions of the tables of a vector of ``length`` table offsets at ``start``
+    (what ``TableView.tables`` makes views of), which must fit."""
+    if start + 4 * length > len(data):
+        raise IndexError(f"a vector of {length} entries at byte {start} runs past the end of the buffer")
+    offsets = _vector_format(length, "I").unpack_from(data, start) if length else ()
+    return [start + 4 * i + offset for i, offset in enumerate(offsets)]
+
+
 def vector_at(data: bytes, at: int, element_size: int) -> tuple[int, int]:
     """``(start, length)`` of the vector whose offset is stored at ``at``, which must fit."""
     at += _U32(data, at)[0]

@@ -17,7 +17,7 @@ import contextlib
 import math
 import os
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Iterator, Mapping, Sequence
 
 import numpy as np
@@ -41,14 +41,17 @@ from schema.flatbuffer_view import (
     UINT32,
     UINT64,
     TableView,
+    fields_at,
     int32_tuple_at,
     root_table,
     table_position_at,
+    table_positions,
     vector_at,
     string_at,
     table_at,
 )
 from schema.option_parsers import SECOND_UNION_OPS, parse_builtin_options_at
+from schema.tensor_tables import read_tensors
 
 #: The schema version this runtime reads (TFLite's ``TFLITE_SCHEMA_VERSION``).
 SCHEMA_VERSION = 3
@@ -162,6 +165,19 @@ class Tensor:
     @property
     def type_name(self) -> str:
         return tensor_type_name(self.type)
+
+
+def _new_tensor(*values) -> Tensor:
+    """``Tensor(*values)`` without the frozen dataclass's ``__init__`` (one
+    ``object.__setattr__`` per field: a model's hundreds of tensors paid ~1 us each); the
+    same fields, so the same equality, hash and repr."""
+    tensor = _NEW(Tensor)
+    tensor.__dict__.update(zip(_TENSOR_FIELDS, values))
+    return tensor
+
+
+_NEW = object.__new__
+_TENSOR_FIELDS = tuple(f.name for f in fields(Tensor))
 
 
 @dataclass(frozen=True)
@@ -298,6 +314,15 @@ class _ModelReader:
             self.check_vector_fits(found[1], 4, where)
             return table.tables(slot)
 
+    def table_positions(self, table: TableView, slot: int, where: str) -> list[int]:
+        """``table_vector``'s tables as positions (no view made: for the many tensors)."""
+        with _reading(where):
+            found = table.vector(slot, 0)
+            if found is None:
+                return []
+            self.check_vector_fits(found[1], 4, where)
+            return table_positions(self.data, *found)
+
     # -- the model ------------------------------------------------------------------------
     def read(self) -> Model:
         data = self.data
@@ -372,10 +397,12 @@ class _ModelReader:
         where = f"subgraph {index}"
         with _reading(where):
             name = (subgraph.string(_SUBGRAPH_NAME) or b"").decode("utf-8", errors="replace")
-        tensor_tables = self.table_vector(subgraph, _SUBGRAPH_TENSORS, f"{where} tensor table")
+        tensor_positions = self.table_positions(subgraph, _SUBGRAPH_TENSORS, f"{where} tensor table")
         operator_tables = self.table_vector(subgraph, _SUBGRAPH_OPERATORS, f"{where} operator table")
-        num_tensors = len(tensor_tables)
-        tensors = tuple(self.read_tensor(table, i, where) for i, table in enumerate(tensor_tables))
+        num_tensors = len(tensor_positions)
+        tensors = read_tensors(self, tensor_positions, where)  # (in bulk; None: table by table)
+        if tensors is None:
+            tensors = tuple(self.read_tensor(pos, i, where) for i, pos in enumerate(tensor_positions))
         with _reading(f"{where} inputs"):
             inputs = subgraph.int_tuple(_SUBGRAPH_INPUTS) or ()
         with _reading(f"{where} outputs"):
@@ -389,12 +416,12 @@ class _ModelReader:
         )
         return Subgraph(index, name, tensors, operators, inputs, outputs)
 
-    def read_tensor(self, tensor: TableView, index: int, subgraph_where: str) -> Tensor:
+    def read_tensor(self, pos: int, index: int, subgraph_where: str) -> Tensor:
         where = f"{subgraph_where} tensor {index}"
-        data, pos = self.data, tensor.pos
+        data = self.data
         try:
             shape_at, type_at, buffer_at, name_at, quantization_at, variable_at, sparsity_at, signature_at, rank_at = (
-                tensor.fields(9)
+                fields_at(data, pos, 9)
             )
             name = string_at(data, pos + name_at).decode("utf-8", errors="replace") if name_at else ""
             where = f"{subgraph_where} tensor {index} ({name!r})"
@@ -437,8 +464,8 @@ class _ModelReader:
         data = None
         if raw is not None and (raw.size > 0 or sparsity is not None):
             data = self.constant_data(raw, tensor_type, shape, sparsity, where)
-        return Tensor(index, name, tensor_type, shape, shape_signature, buffer_index, data, quantization, sparsity,
-                      is_variable, has_rank)
+        return _new_tensor(index, name, tensor_type, shape, shape_signature, buffer_index, data, quantization, sparsity,
+                           is_variable, has_rank)
 
     def read_buffer(self, index: int, where: str) -> np.ndarray | None:
         """The raw bytes of buffer ``index`` as a uint8 view, or None when empty."""
@@ -448,10 +475,10 @@ class _ModelReader:
             return None
         data = self.data
         try:
-            buffer = table_at(data, self.buffers_start + 4 * index)
-            data_at, offset_at, size_at = buffer.fields(3)
-            offset = _UINT64(data, buffer.pos + offset_at)[0] if offset_at else 0
-            size = _UINT64(data, buffer.pos + size_at)[0] if size_at else 0
+            buffer_pos = table_position_at(data, self.buffers_start + 4 * index)
+            data_at, offset_at, size_at = fields_at(data, buffer_pos, 3)
+            offset = _UINT64(data, buffer_pos + offset_at)[0] if offset_at else 0
+            size = _UINT64(data, buffer_pos + size_at)[0] if size_at else 0
         except _LOW_LEVEL_ERRORS as error:
             raise _cannot_read(f"buffer {index} (used by {where})", error) from error
         if offset > 1:
@@ -465,7 +492,7 @@ class _ModelReader:
             raw = np.frombuffer(self.data, dtype=np.uint8, count=size, offset=offset)
         elif data_at:
             try:
-                start, length = vector_at(data, buffer.pos + data_at, 1)
+                start, length = vector_at(data, buffer_pos + data_at, 1)
             except _LOW_LEVEL_ERRORS as error:
                 raise _cannot_read(f"buffer {index} (used by {where})", error) from error
             raw = np.frombuffer(data, np.uint8, length, start)

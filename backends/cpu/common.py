@@ -121,6 +121,14 @@ def broadcast_shape(*shapes) -> tuple[int, ...]:
 # (BLAS, OpenMP) and sets its size; ``ThreadLimit`` does so for the time of one invoke.
 
 
+#: BLAS calls of at most this many multiply-adds run on one thread in OpenBLAS whatever its
+#: thread count: it splits a gemm from 65536 x GEMM_MULTITHREAD_THRESHOLD (4) multiply-adds
+#: on, a gemv from 2304 x 4 and a dot from 10000 (``interface/gemm.c``, ``gemv.c``,
+#: ``kernel/x86_64/sdot.c``). A subgraph whose kernels all stay below it (``CpuKernel.
+#: blas_work``) is invoked without ``ThreadLimit``: no pool would use a second thread.
+BLAS_ONE_THREAD_WORK = 8192
+
+
 class ThreadLimit:
     """The thread pools of the libraries behind numpy (BLAS, OpenMP: what
     ``threadpoolctl`` finds loaded), limited to ``count`` threads inside ``with``, and

@@ -55,6 +55,12 @@ class CpuKernel:
     #: returns None - nothing is left to do at invoke.
     output_shares_input: bool = False
 
+    #: The multiply-adds of the largest BLAS call (matmul, dot) the kernel makes at invoke,
+    #: set by ``prepare`` (0: it makes none); None: not said. The interpreter leaves the
+    #: thread pools alone around the invokes of a subgraph whose every kernel says a size
+    #: OpenBLAS runs on one thread anyway (``common.BLAS_ONE_THREAD_WORK``).
+    blas_work: int | None = None
+
     #: Set by the interpreter before it asks ``bind`` of a node it prepares at invoke
     #: (one that reads a dynamic tensor): it then checks, before every call of the bound
     #: function, that each input and output still has the same ``data`` array, and asks

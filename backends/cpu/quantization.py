@@ -23,6 +23,7 @@ decisions that depend on the multipliers are taken on the host, where they are k
 
 from __future__ import annotations
 
+import functools
 import math
 from types import ModuleType
 from typing import Any, Callable, Union
@@ -30,6 +31,11 @@ from typing import Any, Callable, Union
 import numpy as np
 
 from schema.enums import ActivationFunctionType, TensorType
+
+try:  # the clip ufunc itself (np.clip adds a Python wrapper)
+    from numpy._core.umath import clip as _clip
+except ImportError:  # numpy < 2
+    from numpy.core.umath import clip as _clip
 
 IntArray = Union[int, np.ndarray]
 
@@ -117,21 +123,24 @@ def quantize_multipliers(real_multipliers: np.ndarray) -> tuple[np.ndarray, np.n
     2**31, the carry, the underflow to (0, 0), the single-rounding cap), each exact in
     float64, so every pair equals ``quantize_multiplier``'s."""
     reals = np.asarray(real_multipliers, dtype=np.float64).ravel()
-    if not np.all(np.isfinite(reals)):
+    if not np.isfinite(reals).all():
         quantize_multiplier(float(reals[~np.isfinite(reals)][0]))  # raises, naming the scale
     fraction, exponent = np.frexp(reals)
-    scaled = fraction * float(1 << 31)  # exact: a power of two
-    fixed = np.trunc(scaled)
-    fixed += np.where(np.abs(scaled - fixed) >= 0.5, np.sign(scaled), 0.0)  # halves away from zero
-    fixed = fixed.astype(np.int64)
+    scaled = np.abs(fraction * float(1 << 31))  # exact: a power of two
+    # halves away from zero: floor(|x| + 1/2) (exact: |x| < 2**31 has a 2**-22 ulp at most)
+    fixed = np.copysign(np.floor(scaled + 0.5, out=scaled), fraction).astype(np.int64)
     shifts = exponent.astype(np.int64)
-    carry = fixed == (1 << 31)
-    fixed[carry] //= 2
-    shifts[carry] += 1
-    underflow = shifts < -31
-    fixed[underflow] = 0
-    shifts[underflow] = 0
-    if SINGLE_ROUNDING:
+    if fixed.size == 0:
+        return fixed, shifts
+    if fixed.max() == (1 << 31):  # the carry (of a positive multiplier, as quantize_multiplier)
+        carry = fixed == (1 << 31)
+        fixed[carry] //= 2
+        shifts[carry] += 1
+    if shifts.min() < -31:
+        underflow = shifts < -31
+        fixed[underflow] = 0
+        shifts[underflow] = 0
+    if SINGLE_ROUNDING and shifts.max() > 30:
         capped = shifts > 30
         fixed[capped] = (1 << 31) - 1
         shifts[capped] = 30
@@ -265,6 +274,55 @@ def multiply_by_quantized_multiplier_int64(x: IntArray, multiplier: IntArray, sh
     return _wrap_int32((x * reduced + (np.int64(1) << (total_shift - 1))) >> total_shift)
 
 
+def requantize_outer_sum(
+    first: np.ndarray, second: np.ndarray, multiplier: int, shift: int, zero_point: int, low: int, high: int,
+    out: np.ndarray, *, single_rounding: bool | None = None,
+) -> bool:
+    """``out[i, j] = clamp(MultiplyByQuantizedMultiplier(first[i] + second[j], m, s) + zero_point,
+    low, high)`` for int32 values ``first`` [I] and ``second`` [J] (int64 arrays) and an
+    integer ``out`` [I, J], in at most six passes over ``out`` (the table of a quantized
+    ADD or SUB: every pair of rescaled inputs). Returns False, writing nothing, where it
+    does not apply (a left shift, a negative multiplier, a sum leaving int32, a folded
+    constant leaving int64): then :func:`multiply_by_quantized_multiplier` is the way.
+
+    Double rounding, ``r = -shift``: ``h = (x*m + 2**30) >> 31``, then ``(h + 2**(r-1) -
+    [h < 0]) >> r`` (``h`` for r = 0). Adding ``c * 2**31`` before the shift adds ``c``
+    after it, so with ``c = 2**(r-1) + z * 2**r`` (``z`` for r = 0) one outer sum
+    ``X = first*m + 2**30 + c*2**31 + second*m`` gives ``g = X >> 31 = h + c``; ``h < 0``
+    exactly when ``g < c``, and ``(g - [g < c]) >> r`` is the rounded value plus ``z``.
+    Single rounding: ``(X + 2**(30+r) + z * 2**(31+r)) >> (31 + r)``, the same way.
+    ``single_rounding`` defaults to :data:`SINGLE_ROUNDING`."""
+    multiplier, shift, zero_point = int(multiplier), int(shift), int(zero_point)
+    right = -shift
+    if multiplier < 0 or right < 0 or right > 31 or first.size == 0 or second.size == 0:
+        return False
+    largest = int(np.abs(first).max()) + int(np.abs(second).max())
+    if largest >= (1 << 31):
+        return False
+    if SINGLE_ROUNDING if single_rounding is None else single_rounding:
+        constant, total_shift, threshold = (1 << (30 + right)) + (zero_point << (31 + right)), 31 + right, None
+    else:
+        lift = ((1 << (right - 1)) + (zero_point << right)) if right else zero_point
+        constant, total_shift, threshold = (1 << 30) + (lift << 31), 31, (lift if right else None)
+    largest = largest * multiplier + abs(constant)
+    if largest >= (1 << 63):
+        return False
+    sums = np.empty(out.shape, np.int64)
+    np.add.outer(first * multiplier + constant, second * multiplier, out=sums)
+    # After the first shift the values (and g - c) fit int32 when X and c are small enough:
+    # the last passes then move half the bytes.
+    narrow = largest < (1 << 61) and (threshold is None or abs(threshold) < (1 << 29))
+    values = np.empty(out.shape, np.int32) if narrow else sums
+    np.right_shift(sums, total_shift, out=values, casting="unsafe")
+    if threshold is not None:
+        below = np.subtract(values, threshold, out=np.empty_like(values))
+        np.right_shift(below, values.dtype.itemsize * 8 - 1, out=below)  # -1 where g < c
+        np.add(values, below, out=values)
+        np.right_shift(values, right, out=values)
+    _clip(values, np.array(low, values.dtype), np.array(high, values.dtype), out=out, casting="unsafe")
+    return True
+
+
 def round_half_away(
     values: np.ndarray,
     out: np.ndarray | None = None,
@@ -332,7 +390,13 @@ def activation_range_quantized(activation: int, scale: float, zero_point: int, d
     As in the LiteRT we match, a bound whose ``roundf(f / scale)`` lies outside
     ``[-2**31, 2**31]`` (or is NaN) is refused: :class:`QuantizationParameterError`
     naming the output scale. Within it, the int32 conversion and the addition of the
-    zero point wrap as the compiled C does, so both bounds are int32 values."""
+    zero point wrap as the compiled C does, so both bounds are int32 values. (Remembered
+    per arguments: many nodes of a model share them.)"""
+    return _activation_range_quantized(int(activation), float(scale), int(zero_point), np.dtype(dtype))
+
+
+@functools.lru_cache(maxsize=1024)
+def _activation_range_quantized(activation: int, scale: float, zero_point: int, dtype: np.dtype) -> tuple[int, int]:
     info = np.iinfo(dtype)
     low, high = int(info.min), int(info.max)
     scale32 = np.float32(scale)
@@ -449,9 +513,9 @@ def requantization_multipliers(real_multipliers: Any, what: str) -> tuple[np.nda
         channel = int(np.flatnonzero(bad)[0])
         requantization_multiplier(float(reals[channel]), what if reals.size == 1 else f"{what} of channel {channel}")
 
-    if not np.all(np.isfinite(reals)):
+    if not np.isfinite(reals).all():
         refuse_first(~np.isfinite(reals))
     multipliers, shifts = quantize_multipliers(reals)
-    if np.any(shifts > MAX_LEFT_SHIFT):
+    if shifts.size and shifts.max() > MAX_LEFT_SHIFT:
         refuse_first(shifts > MAX_LEFT_SHIFT)
     return multipliers, shifts

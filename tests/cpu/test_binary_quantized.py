@@ -260,6 +260,32 @@ def test_maximum_minimum_with_differing_quantization_compare_raw_values_as_tflit
     binary_case(op, np.int8, ([4, 5], [5]), (0.1, 0.3, 0.2), (0, 9, -4))
 
 
+@pytest.mark.parametrize("op", [B.ADD, B.SUB])
+@pytest.mark.parametrize(
+    "dtype, scales, zero_points",
+    [
+        (np.int8, (0.031, 0.057, 0.049), (-7, 20, 3)),
+        (np.int8, (0.02, 0.02, 0.001), (0, 0, -128)),  # a large output rescale: most pairs clamp
+        (np.uint8, (0.1, 0.3, 0.2), (128, 9, 100)),
+        (np.int8, (0.5, 0.001, 0.3), (127, -128, 0)),
+    ],
+)
+def test_add_sub_table_equals_the_arithmetic_on_every_pair(op, dtype, scales, zero_points):
+    """The 8-bit ADD/SUB table (inputs rescaled per value, the output stage on their outer
+    sum: ``requantize_outer_sum``) is ``compute`` on each of the 65,536 pairs."""
+    from interpreter import Interpreter
+
+    from backends.cpu.kernels.binary_quantized import pair_table
+
+    (s1, s2, so), (z1, z2, zo) = scales, zero_points
+    params = PARAMS[op](fused_activation_function=Act.RELU6)
+    model = quantized_model(op, [([4], dtype, s1, z1), ([4], dtype, s2, z2)], ([4], dtype, so, zo), params)
+    interpreter = Interpreter(model_content=model)
+    interpreter.allocate_tensors()
+    kernel = interpreter._main.nodes[0].user_data
+    np.testing.assert_array_equal(kernel.lookup.table, pair_table(kernel.compute, np.dtype(dtype), np.dtype(dtype)))
+
+
 # -- property tests: ADD / SUB / MUL int8, bit-exact ---------------------------------------
 
 scales = st.floats(0.001, 0.1)

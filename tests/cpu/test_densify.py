@@ -203,6 +203,31 @@ def test_densify_any_traversal_and_formats_matches_litert(shape, data):
     check(dense, list(order), formats)
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    shape=st.lists(st.integers(1, 5), min_size=1, max_size=4),
+    data=st.data(),
+)
+def test_densify_positions_in_traversal_order_equal_the_tree_walk(shape, data):
+    """The converter's usual layout (dimensions in their own order, no blocks) takes a
+    shortcut (``_dense_positions_in_order``): the same flat positions as the general walk."""
+    from types import SimpleNamespace
+
+    from backends.cpu.kernels.densify import _dense_positions, _dense_positions_in_order
+
+    rank = len(shape)
+    formats = data.draw(st.lists(st.sampled_from([DENSE, CSR]), min_size=rank, max_size=rank))
+    dense = random_sparse(np.random.default_rng(data.draw(st.integers(0, 2**16))), tuple(shape), np.float32, 0.4)
+    _, metadata = encode_sparse(dense, list(range(rank)), formats)
+    levels = [SimpleNamespace(format=m["format"], dense_size=m.get("dense_size", 0),
+                              array_segments=m.get("array_segments"), array_indices=m.get("array_indices"))
+              for m in metadata]
+    sparsity = SimpleNamespace(traversal_order=list(range(rank)), block_map=[], dim_metadata=levels)
+    fast = _dense_positions_in_order(sparsity, tuple(shape))
+    assert fast is not None
+    np.testing.assert_array_equal(fast, _dense_positions(sparsity, tuple(shape)))
+
+
 # -- folding and errors ------------------------------------------------------------------------------------
 
 

@@ -232,3 +232,15 @@ def test_dequantize_version_9_node_runs_the_same_kernel_matching_litert():
     model = sub_byte_constant_model("int4", (3, 4), quantization(0.1, 0), version=9)
     assert stamped_version(model) == 9
     assert_matches_litert(model, [], **EXACT)
+def test_float16_widening_gives_the_cast_bits_of_every_pattern():
+    """Large float16 arrays (folded float16 weights) are widened through a table of every bit
+    pattern: the same float32 bits as numpy's cast, NaN payloads, infinities, subnormals
+    and -0 included, over more than one chunk and a partial last one."""
+    from backends.cpu.kernels.dequantize import HALF_CHUNK, widen_float16
+
+    patterns = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+    x = np.concatenate([patterns, patterns[::-1], patterns[:123]]).view(np.float16).reshape(-1, 1)
+    assert x.size > 2 * HALF_CHUNK
+    out = np.empty(x.shape, np.float32)
+    widen_float16(x, out)
+    np.testing.assert_array_equal(out.view(np.uint32), x.astype(np.float32).view(np.uint32))

@@ -286,6 +286,25 @@ def test_square_limit_keeps_every_partial_sum_below_the_safe_magnitude():
     assert np.float32(1e38) < zero and not np.float32(np.inf) < zero and not np.float32(np.nan) < zero
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_max_row_norm_of_float32_weights_bounds_the_exact_norm_from_just_above():
+    """Summed in float32 (no float64 copy), the bound is at or above the exact largest row
+    norm and within a few float32 ulps of it; a weight whose square overflows float32, a
+    subnormal weight and a NaN weight give the float64 answer."""
+    from backends.cpu.kernels._float_reference import max_row_norm
+
+    rng = np.random.default_rng(3)
+    for taps in (1, 9, 288, 4096):
+        weights = (rng.standard_normal((16, taps)) * rng.uniform(1e-3, 1e3, (16, 1))).astype(np.float32)
+        exact = math.sqrt(float(np.max(np.sum(weights.astype(np.float64) ** 2, axis=1))))
+        assert exact <= max_row_norm(weights) <= exact * (1 + (taps + 2) * 2.0**-23)
+    huge = np.array([[3e19, 1.0], [0.0, 2.0]], np.float32)
+    assert max_row_norm(huge) == pytest.approx(float(np.float32(3e19)), rel=1e-12)
+    tiny = np.array([[1e-40, 1e-40]], np.float32)  # squares below float32's range
+    assert max_row_norm(tiny) >= math.sqrt(2) * float(np.float32(1e-40))
+    assert math.isnan(max_row_norm(np.array([[np.nan, 1.0]], np.float32)))
+
+
 def signalling_nan_float32() -> np.float32:
     """A float32 signalling NaN (quiet bit clear): converting it raises FE_INVALID, which
     numpy reports as a RuntimeWarning unless told otherwise."""

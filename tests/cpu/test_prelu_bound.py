@@ -44,3 +44,17 @@ def test_a_zero_or_infinite_slope_stays_on_invoke():
         interpreter.allocate_tensors()
         step = dict(interpreter._main._steps)[0]
         assert "invoke" in step.__qualname__
+
+
+@pytest.mark.parametrize("x_shape, alpha", CASES.values(), ids=CASES.keys())
+def test_slope_row_repeated_is_alpha_broadcast_to_the_input(x_shape, alpha):
+    """The bound step's row of slopes (``Prelu.slope_row``), repeated over the flat input,
+    is alpha broadcast to the input's shape; it is a whole number of rows, and no longer
+    than needed (at most 8 x ROW values, or the input itself)."""
+    from backends.cpu.kernels.activations import Prelu
+
+    row = Prelu.slope_row(alpha, tuple(x_shape))
+    total = int(np.prod(x_shape))
+    assert total % row.size == 0 and (row.size <= 8 * Prelu.ROW or row.size == total)
+    expected = np.broadcast_to(alpha.reshape((1,) * (len(x_shape) - alpha.ndim) + alpha.shape), x_shape)
+    np.testing.assert_array_equal(np.tile(row, total // row.size), expected.reshape(-1))

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from oracle import run_litert
 
@@ -241,6 +241,35 @@ def test_multiply_by_quantized_multiplier_broadcasts_per_channel(xs, channels, s
     got = q.multiply_by_quantized_multiplier(x, m, s, single_rounding=single)
     ref = ref_mbqm_single if single else ref_mbqm_double
     assert got.tolist() == [[ref(int(v), int(mm), int(ss)) for mm, ss in zip(m, s)] for v in xs]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    first=st.lists(st.integers(-(1 << 29), (1 << 29)), min_size=1, max_size=6),
+    second=st.lists(st.integers(-(1 << 29), (1 << 29)), min_size=1, max_size=6),
+    multiplier=multipliers,
+    shift=st.integers(-31, 0),
+    zero_point=st.integers(-128, 255),
+    single=st.booleans(),
+)
+def test_requantize_outer_sum_is_the_output_stage_of_every_pair(first, second, multiplier, shift, zero_point, single):
+    out = np.empty((len(first), len(second)), np.int16)
+    low, high = -300, 400
+    applies = q.requantize_outer_sum(
+        np.array(first), np.array(second), multiplier, shift, zero_point, low, high, out, single_rounding=single
+    )
+    # (declined only where a folded constant would leave int64: a large zero point and shift)
+    assert applies or abs(zero_point) << (31 - shift) >= 1 << 62
+    assume(applies)
+    ref = ref_mbqm_single if single else ref_mbqm_double
+    expected = [[min(high, max(low, ref(a + b, multiplier, shift) + zero_point)) for b in second] for a in first]
+    assert out.tolist() == expected
+
+
+def test_requantize_outer_sum_declines_left_shifts_and_sums_beyond_int32():
+    out = np.empty((1, 1), np.int8)
+    assert not q.requantize_outer_sum(np.array([1]), np.array([1]), 1 << 30, 1, 0, -128, 127, out)
+    assert not q.requantize_outer_sum(np.array([1 << 30]), np.array([1 << 30]), 1 << 30, -1, 0, -128, 127, out)
 
 
 def test_multiply_by_quantized_multiplier_defaults_to_the_module_scheme():

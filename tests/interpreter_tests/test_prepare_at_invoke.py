@@ -154,3 +154,73 @@ def test_a_shape_change_at_invoke_prepares_again_exactly_the_nodes_whose_input_s
     # n = 2 again: nothing; 5: SLICE's output grew, so the ADD and the SUM that read it
     # (not the ADD of SUM's scalar, whose input shape holds, nor NEG); 5, 5: nothing; 3: the same two.
     assert prepared[1:] == [{}, {1: 1, 2: 1}, {}, {}, {1: 1, 2: 1}, {}]
+
+
+def variable_slice_model() -> bytes:
+    """main(x[6], n[1]): CALL_ONCE(init: v = [10, 20]); y = READ_VARIABLE(v); doubled =
+    y + y; v = SLICE(x, [0], n): the variable's shape follows n from the next invoke on."""
+    from model_helpers import init_subgraph
+
+    from schema.enums import TensorType
+    from schema.params import CallOnceParams, VarHandleParams
+
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    x = graph.add_input("x", [6])
+    n = graph.add_input("n", [1], np.int32)
+    begin = graph.add_constant("begin", np.array([0], np.int32))
+    handle = graph.add_tensor("handle", [], TensorType.RESOURCE)
+    y = graph.add_tensor("y", [2], shape_signature=[-1])
+    doubled = graph.add_tensor("doubled", [2], shape_signature=[-1])
+    s = graph.add_tensor("s", [6], shape_signature=[-1])
+    graph.add_operator(Op.CALL_ONCE, [], [], CallOnceParams(init_subgraph_index=1))
+    graph.add_operator(Op.VAR_HANDLE, [], [handle], VarHandleParams(shared_name="v"))
+    graph.add_operator(Op.READ_VARIABLE, [handle], [y])
+    graph.add_operator(Op.ADD, [y, y], [doubled], AddParams())
+    graph.add_operator(Op.SLICE, [x, begin, n], [s])
+    graph.add_operator(Op.ASSIGN_VARIABLE, [handle, s], [])
+    graph.add_output(doubled)
+    init_subgraph(builder)
+    return builder.build()
+
+
+def test_steady_nodes_run_their_bound_steps_without_checks_until_a_shape_changes():
+    """Once every node prepared at invoke is steady, an invoke runs the bound functions
+    themselves (``_steady_plan``); READ_VARIABLE's output getting a new array (the
+    variable grew) hands the rest of that invoke to the checked steps, and the steady
+    plan is made again once the new shapes hold. (Expected values by hand: LiteRT keeps
+    a variable's first shape, see tests/cpu/test_variables.py.)"""
+    ours = Interpreter(model_content=variable_slice_model())
+    ours.allocate_tensors()
+    x = np.arange(1, 7, dtype=np.float32)
+    inputs = [d["index"] for d in ours.get_input_details()]
+    output = ours.get_output_details()[0]["index"]
+    variable = np.array([10, 20], np.float32)
+    steady = []
+    for size in (2, 2, 2, 2, 5, 5, 5, 5, 1, 1):
+        ours.set_tensor(inputs[0], x)
+        ours.set_tensor(inputs[1], np.array([size], np.int32))
+        ours.invoke()
+        np.testing.assert_array_equal(ours.get_tensor(output), variable + variable)
+        variable = x[:size]
+        steady.append(ours._main._steady is not None)
+    assert steady[3] and steady[7] and not steady[4]  # steady at n = 2 and 5; not just after the change
+
+
+def test_the_streaming_model_leaves_the_thread_pools_alone():
+    """Every kernel of the streaming model says its BLAS calls are below what OpenBLAS
+    splits over threads (``CpuKernel.blas_work``): once steady, its invokes enter no
+    ``ThreadLimit``; a model with a large matmul keeps it."""
+    from backends.cpu.common import ThreadLimit
+
+    ours = Interpreter(model_path=STREAMING)
+    ours.allocate_tensors()
+    index = ours.get_input_details()[0]["index"]
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        ours.set_tensor(index, streaming_input(ours, rng))
+        ours.invoke()
+    assert ours._main._steady is not None and not isinstance(ours._main._invoke_limit, ThreadLimit)
+    face = Interpreter(model_path=STREAMING.parent / "mp_face_detection_short_range.tflite")
+    face.allocate_tensors()
+    assert isinstance(face._main._invoke_limit, ThreadLimit)

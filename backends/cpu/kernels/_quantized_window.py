@@ -35,6 +35,7 @@ Nothing here registers a kernel. The pieces, each a fact of TFLite's kernels:
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import numpy as np
@@ -99,6 +100,9 @@ class ConvQuantization:
     def __init__(self, multipliers, shifts, input_zero_point, output_zero_point, low, high, wide) -> None:
         self.multipliers = np.asarray(multipliers, np.int64)  # [C]
         self.shifts = np.asarray(shifts, np.int64)  # [C], > 0 a left shift
+        #: the same as Python ints (the per-channel checks of ``FloatOutputStage.make``)
+        self.multiplier_list: list[int] = self.multipliers.tolist()
+        self.right_list: list[int] = (-self.shifts).tolist()
         self.input_zero_point = int(input_zero_point)
         self.output_zero_point = int(output_zero_point)
         self.low, self.high = int(low), int(high)  # the fused activation's quantized clamp
@@ -123,7 +127,11 @@ class ConvQuantization:
             shifts = np.full(channels, shift, np.int64)
         else:
             # double(s_in) * s_w[c] / s_out per channel, each in double as TFLite computes it
-            reals = float(input_scale) * np.broadcast_to(filter_scales.astype(np.float64), (channels,)) / float(output_scale)
+            reals = filter_scales.astype(np.float64)
+            if reals.size != channels:
+                reals = np.broadcast_to(reals, (channels,)).copy()
+            reals *= float(input_scale)  # (the product first, then the division, as TFLite)
+            reals /= float(output_scale)
             multipliers, shifts = requantization_multipliers(reals, RESCALE)
         low, high = activation_range_quantized(
             activation, float(output_scale), zero_point_of(output), output.dtype
@@ -377,7 +385,7 @@ class FloatOutputStage:
         #: Large right shifts: ``z_out + base`` cannot join ``t`` exactly (see ``make``), so
         #: ``t`` stays ``v`` (or ``q`` plus the step) and is floored before ``z_out``.
         self.floors = floors
-        base = 0 if floors else -int(np.iinfo(dtype).min)  # 0 for unsigned types
+        base = 0 if floors else -_type_minimum(dtype)  # 0 for unsigned types
         zero = stage.output_zero_point
         self.fast = stage.low >= zero
         positive = right > 0
@@ -400,21 +408,18 @@ class FloatOutputStage:
         self.zero_point = np.array(zero, np.float64) if floors and zero else None
         self.sign_bit = np.array(base, self.target.dtype) if base else None
         self.t = np.empty(out.shape, np.float64)
-        self.clamp_type = None if floors else self.integer_clamp_type(stage, right, base)
+        self.clamp_type = None if floors else self.integer_clamp_type(stage, base)
 
-    @staticmethod
-    def integer_clamp_type(stage: ConvQuantization, right: np.ndarray, base: int):
+    def integer_clamp_type(self, stage: ConvQuantization, base: int):
         """int16 when every ``t`` (before the clamp) fits it, else None.
 
-        |t| <= bound * m * u (the scaled accumulator) + 1/2 (the nudge, E * u) + 1/2
-        (the step) + |z_out| + base; the clamp bounds (<= high + base) must fit too.
-        (16-bit outputs never get here: ``make`` refuses their 2**15 base.)"""
-        bound = stage.accumulator_bound
-        scaled = max(
-            (bound * m / 2.0 ** (31 + r) for m, r in zip(stage.multipliers.tolist(), right.tolist())), default=0.0
-        )
+        |t| <= bound * m * u (the scaled accumulator: ``bound * scale``, the bound below
+        2**53 and so exact in float64) + 1/2 (the nudge, E * u) + 1/2 (the step) + |z_out|
+        + base; the clamp bounds (<= high + base) must fit too. (16-bit outputs never get
+        here: ``make`` refuses their 2**15 base.)"""
+        scaled = float(stage.accumulator_bound) * float(self.scale.max()) if self.scale.size else 0.0
         largest = max(scaled + 2 + abs(stage.output_zero_point) + base, stage.high + base) + 2
-        return np.int16 if largest < np.iinfo(np.int16).max else None
+        return np.int16 if largest < 32767 else None
 
     @classmethod
     def make(cls, stage: ConvQuantization, offset: np.ndarray, out: np.ndarray) -> "FloatOutputStage | None":
@@ -425,24 +430,23 @@ class FloatOutputStage:
         2**53 units."""
         if stage.wide or quantization.SINGLE_ROUNDING or stage.accumulator_bound is None:
             return None
-        multipliers, right = stage.multipliers, -stage.shifts
-        if out.dtype.kind not in "iu" or multipliers.size == 0 or out.shape[-1] != multipliers.size:
+        multipliers, right = stage.multiplier_list, stage.right_list
+        if out.dtype.kind not in "iu" or not multipliers or out.shape[-1] != len(multipliers):
             return None
-        if np.any(multipliers < 0) or np.any(multipliers >= (1 << 31)) or np.any(right < 0) or np.any(right > 31):
+        if min(multipliers) < 0 or max(multipliers) >= (1 << 31) or min(right) < 0 or max(right) > 31:
             return None
-        base = -int(np.iinfo(out.dtype).min)
+        base = -_type_minimum(out.dtype)
         # In units of u: |sums * m| + |offset * m| <= 2 * bound * m (the bound covers
         # |sums| + |offset|), the nudge 2**30 < 2**31, and in units of 2**(31+r) (one
         # output step) z_out, base, E * u = 1/2 and the step h <= 1/2.
         rest = abs(stage.output_zero_point) + base + 2
         bound = int(stage.accumulator_bound)
-        pairs = list(zip(multipliers.tolist(), right.tolist()))
-        if all(2 * bound * m + (1 << 31) + (rest << (31 + r)) < (1 << 53) for m, r in pairs):
+        if _units_below_2_53(stage, bound, rest):
             return cls(stage, offset, out)
         # Large right shifts: z_out + base (hundreds of output steps of 2**(31+r) u each)
         # would round t. Without them t (within 2 output steps of v) is still exact, and
         # it is floored first (``floors``): then z_out and the clamp are integer sums.
-        if all(2 * bound * m + (1 << 31) + (2 << (31 + r)) < (1 << 53) for m, r in pairs):
+        if _units_below_2_53(stage, bound, 2):
             return cls(stage, offset, out, floors=True)
         return None
 
@@ -451,10 +455,12 @@ class FloatOutputStage:
         the same value (the cheapest operand), else tiled to ``t``'s shape up to
         TILE_LIMIT elements (contiguous operands run faster than a broadcast row)."""
         values = np.asarray(values, np.float64)
-        if np.all(values == values[0]):
+        if values.min() == values.max():
             return np.array(values[0])
         if self.t.size <= TILE_LIMIT:
-            return np.ascontiguousarray(np.broadcast_to(values, self.t.shape))
+            tiled = np.empty(self.t.shape, np.float64)
+            tiled[...] = values
+            return tiled
         return np.ascontiguousarray(values)
 
     def finish(self) -> Callable[[], None]:
@@ -532,6 +538,31 @@ class FloatOutputStage:
             finish()
 
         return requantize
+
+
+def _units_below_2_53(stage: ConvQuantization, bound: int, steps: int) -> bool:
+    """Whether ``2 * bound * m + 2**31 + (steps << (31 + r)) < 2**53`` for every channel's
+    multiplier m and right shift r: in float64 on the whole row (its rounding, relative
+    2**-52 at most, is covered by a margin of 2**-40), and exactly, channel by channel in
+    Python ints, only where that estimate comes within the margin of the limit."""
+    multipliers, right = stage.multipliers, -stage.shifts
+    estimate = np.ldexp(float(steps), right + 31)
+    estimate += multipliers * (2.0 * bound)
+    largest = float(estimate.max()) + 2.0**31
+    if largest < 2.0**53 * (1 - 2.0**-40):
+        return True
+    if largest > 2.0**53 * (1 + 2.0**-40):
+        return False
+    return all(
+        2 * bound * m + (1 << 31) + (steps << (31 + r)) < (1 << 53)
+        for m, r in zip(stage.multiplier_list, stage.right_list)
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def _type_minimum(dtype: np.dtype) -> int:
+    """The least value of an integer type (``np.iinfo`` costs a microsecond a call)."""
+    return int(np.iinfo(dtype).min)
 
 
 def uint8_bias_scale_error(x, filters, bias, output) -> str | None:
@@ -698,7 +729,7 @@ def select_conv_arithmetic(
     # int8 activations also take int4 filters (CONV_2D v7, DEPTHWISE_CONV_2D v7, FULLY_CONNECTED
     # v10), held one value an element: TFLite unpacks them to int8 before the same arithmetic.
     kernel.require_types(filters, T.INT8, *((T.INT4,) if x.type == T.INT8 else ()), role=filter_role)
-    if filter_zero_points_must_be_zero and np.any(np.asarray(filters.quantization.zero_point) != 0):
+    if filter_zero_points_must_be_zero and np.asarray(filters.quantization.zero_point).any():
         raise kernel.unsupported(f"the filter of an {x.type_name} {what} must have zero points 0")
     if x.type == T.INT8:
         if bias is not None:

@@ -320,7 +320,12 @@ class PaddedInput:
         if geometry.is_padded or repeat > 1 or always:  # always: a buffer of ours even without a border
             g = geometry
             n, h, w, c = g.padded_shape
-            grouped = np.full((n, h, w, c // repeat, repeat), fill, dtype=dtype)  # [.., C, repeat]
+            # Only the border is filled: the copies write every other value at each invoke.
+            grouped = np.empty((n, h, w, c // repeat, repeat), dtype)  # [.., C, repeat]
+            top, left, bottom, right = g.pad_top, g.pad_left, g.pad_top + g.in_h, g.pad_left + g.in_w
+            for border in (grouped[:, :top], grouped[:, bottom:], grouped[:, top:bottom, :left], grouped[:, top:bottom, right:]):
+                if border.size:
+                    border.fill(fill)
             self.buffer = grouped.reshape(g.padded_shape)  # a view: [.., C*repeat]
             self.interior = grouped[:, g.pad_top : g.pad_top + g.in_h, g.pad_left : g.pad_left + g.in_w]
             if repeat == 1:

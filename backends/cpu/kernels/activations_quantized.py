@@ -39,6 +39,7 @@ upload the very table ``configure`` builds here, and look it up on the device.
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 
@@ -95,6 +96,8 @@ class QuantizedElementwise(CpuKernel):
     to raw output values) after :meth:`prepare_params`.
     """
 
+    blas_work = 0  # (table lookups)
+
     #: the input types this op takes (the output has the same type)
     TYPES: tuple[int, ...] = (T.UINT8, T.INT8)
     #: the first version of the op for each type (TFLite's op_version.cc); a node of a
@@ -149,6 +152,27 @@ class QuantizedElementwise(CpuKernel):
 
     def compute(self, values: np.ndarray) -> np.ndarray:
         raise NotImplementedError
+
+    def bind(self) -> Callable[[], None]:
+        """The lookups of ``invoke`` on this allocation's buffers, their views made once."""
+        x, out = self.inputs[0].data, self.outputs[0].data
+        if not self.buffers_are_fixed() or not (x.flags.c_contiguous and out.flags.c_contiguous):
+            return self.invoke
+        if self.pairs is None or x.size < 2:
+            take, index = self.table.take, x.view(self.view)
+            return lambda: take(index, None, out, "wrap")
+        flat_x, flat_out = x.reshape(-1), out.reshape(-1)
+        even = flat_x.size - (flat_x.size & 1)
+        take_pairs, pair_index, pair_out = self.pairs.take, flat_x[:even].view(np.uint16), flat_out[:even].view(np.uint16)
+        if even == flat_x.size:
+            return lambda: take_pairs(pair_index, None, pair_out, "wrap")
+        take, last_index, last_out = self.table.take, flat_x[even:].view(self.view), flat_out[even:]
+
+        def look_up_pairs() -> None:
+            take_pairs(pair_index, None, pair_out, "wrap")
+            take(last_index, None, last_out, "wrap")
+
+        return look_up_pairs
 
     def invoke(self) -> None:
         x, out = self.inputs[0].data, self.outputs[0].data

@@ -61,6 +61,7 @@ from backends.cpu.quantization import (
     namespace_of,
     quantize_multiplier,
     requantization_multiplier,
+    requantize_outer_sum,
     rounding_divide_by_pot,
 )
 from schema.enums import ActivationFunctionType, BuiltinOperator, TensorType
@@ -214,7 +215,7 @@ class QuantizedPairwise(CpuKernel):
         out.resize(self.out_shape)
         self.lookup = None
         if x.type in (T.UINT8, T.INT8) and _LITTLE_ENDIAN:
-            self.lookup = PairTableLookup(pair_table(self.compute, x.dtype, out.dtype), self.out_shape, x, y)
+            self.lookup = PairTableLookup(self.table(x.dtype, out.dtype), self.out_shape, x, y)
         self._step = None  # (arrays, step) of the last direct invoke
 
     def configure(self) -> None:
@@ -241,6 +242,10 @@ class QuantizedPairwise(CpuKernel):
 
     def setup(self) -> None:
         raise NotImplementedError
+
+    def table(self, dtype: np.dtype, out_dtype: np.dtype) -> np.ndarray:
+        """The 256 x 256 table of ``compute`` for 8-bit inputs (``pair_table``'s layout)."""
+        return pair_table(self.compute, dtype, out_dtype)
 
     def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -361,6 +366,18 @@ class QuantizedAddSub(QuantizedPairwise):
                 f"int16 ADD with power-of-two scales does not broadcast ({list(x.shape)} vs {list(y.shape)})"
             )
         self.pot_shifts = (-shift1, -shift2)
+
+    def table(self, dtype: np.dtype, out_dtype: np.dtype) -> np.ndarray:
+        """``compute``'s table, the inputs rescaled once per raw value and the output stage
+        run on their outer sum in a few passes (``requantize_outer_sum``)."""
+        values = np.arange(256, dtype=np.uint8).view(dtype).astype(np.int64)
+        off1, off2, off_out = self.offsets
+        first = multiply_by_quantized_multiplier((values + off1) << self.left_shift, *self.m1)
+        second = multiply_by_quantized_multiplier((values + off2) << self.left_shift, *self.m2)
+        table = np.empty((256, 256), out_dtype)
+        if requantize_outer_sum(first, -second if self.subtract else second, *self.mo, off_out, self.low, self.high, table):
+            return table.reshape(-1)
+        return super().table(dtype, out_dtype)
 
     def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         if self.pot_int16:

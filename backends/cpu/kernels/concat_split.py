@@ -43,6 +43,8 @@ class Concatenation(CpuKernel):
     """CONCATENATION v1-v7: join along ``axis`` (negative counts from the end), then the
     fused activation (float32 only)."""
 
+    blas_work = 0
+
     def prepare(self) -> None:
         if inputs_pending(self):
             return

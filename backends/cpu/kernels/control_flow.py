@@ -41,6 +41,8 @@ PREPARING = "control_flow.subgraphs_being_prepared"
 class _CallsSubgraphs(CpuKernel):
     """Shared helpers: fetch a subgraph, prepare it for given input shapes."""
 
+    blas_work = 0  # (the subgraphs it runs limit their own invokes)
+
     foldable = False
 
     def subgraph(self, index: int, role: str):

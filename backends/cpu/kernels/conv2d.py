@@ -237,8 +237,12 @@ class Conv2D(OverflowGuard, CpuKernel):
         conv_reference(x, filters, bias, self.geometry, self.activation, out)
 
     def weight_matrices(self, filters: np.ndarray) -> np.ndarray:
-        """OHWI filter -> ``[groups, KH*KW*I, O/groups]``, rows in the columns' (ky, kx, i) order."""
+        """OHWI filter -> ``[groups, KH*KW*I, O/groups]``, rows in the columns' (ky, kx, i) order.
+        One group: the filter's own memory, transposed (``[O, K]`` is OHWI itself: BLAS
+        reads the transpose as fast, and a model's weights are not copied again)."""
         out_channels, kh, kw, group_in = filters.shape
+        if self.groups == 1:
+            return filters.reshape(out_channels, self.depth).T[None]
         per_group = filters.reshape(self.groups, self.group_out, kh, kw, group_in)
         return np.ascontiguousarray(per_group.transpose(0, 2, 3, 4, 1)).reshape(self.groups, self.depth, self.group_out)
 

@@ -162,6 +162,7 @@ class QuantizedConv2D(CpuKernel):
         self.rows = geometry.batch * geometry.out_h * geometry.out_w  # M of the matmul
         self.depth = kh * kw * group_in  # K of the matmul
         self.pointwise = geometry.is_pointwise  # (1x1, stride 1: the original test, as a geometry)
+        self.blas_work = self.rows * (self.depth + 1) * out_channels  # (one matmul; +1: the folded constant)
 
         # Filter values as the kernel multiplies them: w - z_w (z_w only for uint8).
         self.filter_zero_point = zero_point_of(filters) if self.mode == "uint8" else 0
@@ -169,6 +170,7 @@ class QuantizedConv2D(CpuKernel):
             "hybrid": SYMMETRIC_ABS_MAX,
             "hybrid_per_channel": ASYMMETRIC_ABS_MAX,
         }.get(self.mode, RAW_ABS_MAX.get(x.type))
+        centered = None
         if filters.is_constant:
             centered = self.centered_filter(geometry.filter_view(filters.data))
             abs_sums = np.abs(centered).reshape(out_channels, -1).sum(axis=1)
@@ -204,7 +206,7 @@ class QuantizedConv2D(CpuKernel):
                 self.column_matrices = self.columns.reshape(groups, self.rows, self.depth)
         self.products = np.empty((groups, self.rows, self.group_out), self.float_type)
 
-        self.weights = self.weight_matrices(geometry.filter_view(filters.data)) if filters.is_constant else None
+        self.weights = self.weight_matrices(None, centered) if filters.is_constant else None
         self.bias_values = None
         if bias is None or bias.is_constant:
             self.bias_values = self.read_bias()
@@ -261,10 +263,12 @@ class QuantizedConv2D(CpuKernel):
     def centered_filter(self, filters: np.ndarray) -> np.ndarray:
         return filters.astype(np.int64) - self.filter_zero_point
 
-    def weight_matrices(self, filters: np.ndarray) -> np.ndarray:
+    def weight_matrices(self, filters: np.ndarray | None, centered: np.ndarray | None = None) -> np.ndarray:
         """OHWI filter -> ``[groups, KH*KW*I, O/groups]`` (float), rows in the columns'
-        (ky, kx, i) order; also keeps ``sum w`` per output channel (int64)."""
-        centered = self.centered_filter(filters)
+        (ky, kx, i) order; also keeps ``sum w`` per output channel (int64). ``centered``:
+        ``centered_filter(filters)`` when the caller has it already."""
+        if centered is None:
+            centered = self.centered_filter(filters)
         out_channels, kh, kw, group_in = centered.shape
         self.weights_sums = centered.reshape(out_channels, -1).sum(axis=1)
         per_group = centered.reshape(self.groups, self.group_out, kh, kw, group_in)

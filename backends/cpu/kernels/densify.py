@@ -64,6 +64,63 @@ class Densify(CpuKernel):
 
 def dense_positions(sparsity, dense_shape) -> np.ndarray:
     """Flat index in the dense tensor of each stored value, in storage order."""
+    fast = _dense_positions_in_order(sparsity, dense_shape)
+    if fast is not None:
+        return fast
+    return _dense_positions(sparsity, dense_shape)
+
+
+def _dense_positions_in_order(sparsity, dense_shape) -> np.ndarray | None:
+    """``dense_positions`` for the usual layout (the dimensions traversed in their own
+    order, no blocks: what the converter writes for sparse weights), or None for any
+    other layout and wherever a check would fail (``_dense_positions`` then decides,
+    with its messages). The nodes of a level are always a contiguous run of positions
+    (``first`` .. ``first + count - 1``): a SPARSE_CSR level reads its indices as one
+    slice, and each node's flat index is carried along (``index * extent +
+    coordinate``), with no per-level re-indexing of every coordinate."""
+    rank = len(dense_shape)
+    order = [int(d) for d in sparsity.traversal_order]
+    levels = sparsity.dim_metadata
+    if len(sparsity.block_map) or order != list(range(rank)) or len(levels) != rank:
+        return None
+    total = max(math.prod(int(d) for d in dense_shape), 1)
+    first, count = 0, 1  # the level's nodes: positions first .. first + count - 1
+    flat = np.zeros(1, dtype=np.int64)  # each node's flat index over the dimensions so far
+    for level, meta in enumerate(levels):
+        extent = int(dense_shape[level])
+        if meta.format == DENSE:
+            size = int(meta.dense_size)
+            if size < 0 or count * size > total or (size > extent and count):
+                return None
+            child = np.arange(size, dtype=np.int64)
+            flat = (flat[:, None] * extent + child).reshape(-1)
+            first, count = first * size, count * size
+        elif meta.format == SPARSE_CSR:
+            if meta.array_segments is None or meta.array_indices is None:
+                return None
+            segments = np.asarray(meta.array_segments, dtype=np.int64)
+            indices = np.asarray(meta.array_indices, dtype=np.int64)
+            if count and first + count >= segments.size:
+                return None
+            bounds = segments[first : first + count + 1]
+            counts = np.diff(bounds)
+            if count and (counts.min() < 0 or bounds[0] < 0 or bounds[-1] > indices.size):
+                return None
+            start, leaves = (int(bounds[0]), int(bounds[-1] - bounds[0])) if count else (0, 0)
+            if leaves > total:
+                return None
+            coord = indices[start : start + leaves]
+            if leaves and (coord.min() < 0 or coord.max() >= extent):
+                return None
+            flat = np.repeat(flat * extent, counts) + coord if count else flat[:0]
+            first, count = start, leaves
+        else:
+            return None
+    return flat
+
+
+def _dense_positions(sparsity, dense_shape) -> np.ndarray:
+    """``dense_positions`` for any layout: the tree walked level by level."""
     rank = len(dense_shape)
     order = [int(d) for d in sparsity.traversal_order]
     block_map = [int(d) for d in sparsity.block_map]

@@ -52,6 +52,7 @@ Where TFLite differs from its evident intent (not reproduced):
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
@@ -146,6 +147,7 @@ class QuantizedDepthwiseConv2D(CpuKernel):
             self, (*x.shape[:3], out_channels), (kh, kw), (params.dilation_h_factor, params.dilation_w_factor)
         )
         output.resize((*geometry.output_shape, out_channels))
+        self.blas_work = 0  # (numpy's einsum over the taps; the one-channel case below is a matmul)
         if output.num_elements == 0:
             return  # nothing to compute (the interpreter does not run a node whose outputs are empty)
         # Without the taps that only ever read the padding (a huge dilation; they add
@@ -177,6 +179,7 @@ class QuantizedDepthwiseConv2D(CpuKernel):
             full = (int(filters.shape[1]), int(filters.shape[2]))
             single = node_geometry(self, x.shape, full, dilation).conv_cropped()  # (the same crop: spatial)
             self.single_channel = SingleChannelMatmul(single, self.float_type, fill, self.sums)
+            self.blas_work = math.prod(self.sums.shape) * single.filter_h * single.filter_w
             self.taps = self.single_channel.weights_of(self.centered_taps(geometry.filter_view(filters.data)))
             self.weight_sums = self.taps.sum(axis=0).astype(np.int64)
             self.bias_values = self.read_bias() if bias is None or bias.is_constant else None

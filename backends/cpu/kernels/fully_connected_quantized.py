@@ -235,6 +235,7 @@ class FullyConnectedQuantized(CpuKernel):
                 )
             batch = x.num_elements // self.depth
         self.batch = batch
+        self.blas_work = batch * (self.depth + 1) * self.units  # (one matmul, or a dot per row)
         if params.keep_num_dims:
             if not x.shape or x.shape[-1] != self.depth:
                 raise self.unsupported(

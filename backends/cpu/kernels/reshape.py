@@ -190,6 +190,8 @@ def resolve_new_shape(kernel: CpuKernel, requested: Sequence[int], input_shape: 
 class Reshape(CpuKernel):
     """RESHAPE v1: new shape from a constant or runtime shape tensor, else from params."""
 
+    blas_work = 0  # (no BLAS call: also SQUEEZE, EXPAND_DIMS)
+
     def prepare(self) -> None:
         self.output_shares_input = False
         if inputs_pending(self):
@@ -236,6 +238,8 @@ class Reshape(CpuKernel):
 @register(BuiltinOperator.SQUEEZE, 1, 2)
 class Squeeze(CpuKernel):
     """SQUEEZE v1-v2: drop the listed size-1 axes (all size-1 axes when none are listed)."""
+
+    blas_work = 0
 
     def prepare(self) -> None:
         self.output_shares_input = False
@@ -285,6 +289,8 @@ def expanded_shape(kernel: CpuKernel, shape: Sequence[int], axis: int) -> tuple[
 @register(BuiltinOperator.EXPAND_DIMS, 1, 1)
 class ExpandDims(CpuKernel):
     """EXPAND_DIMS v1: insert a size-1 axis; the axis comes from input 1 (int32 or int64)."""
+
+    blas_work = 0
 
     def prepare(self) -> None:
         self.output_shares_input = False

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -74,7 +75,11 @@ class Slice(CpuKernel):
         x, out = self.inputs[0].data, self.outputs[0]
         if self.from_values:
             index, _ = self.plan(x.shape)
-            out.set_data(x[index].copy())
+            value, data = x[index], out.data
+            if data is not None and data.shape == value.shape and data.dtype == value.dtype and data.flags.writeable:
+                np.copyto(data, value)  # (the same output array while its shape holds, as LiteRT)
+            else:
+                out.set_data(value.copy())
         else:
             np.copyto(out.data, x[self.index])
 
@@ -293,6 +298,8 @@ class StridedSlice(CpuKernel):
     """STRIDED_SLICE v1-v8: begin/end/strides with begin, end, ellipsis, new-axis and
     shrink-axis masks, and ``offset``."""
 
+    blas_work = 0
+
     def prepare(self) -> None:
         if inputs_pending(self):
             return
@@ -350,6 +357,22 @@ class StridedSlice(CpuKernel):
 
     static_plan = None
     declared_shape = None
+
+    def bind(self) -> Callable[[], None]:
+        """A static plan on this allocation's buffers: one copy from a view of the input
+        made once (``invoke`` where the slice of the input is no view of it)."""
+        x, out = self.inputs[0].data, self.outputs[0].data
+        if self.static_plan is None or not self.buffers_are_fixed() or x is None or out is None:
+            return self.invoke
+        shape, index, _ = self.static_plan
+        try:
+            source = np.reshape(effective_source(x, shape)[index], out.shape, copy=False)
+        except ValueError:  # (no view of that shape)
+            return self.invoke
+        if source.size and not np.may_share_memory(source, x):
+            return self.invoke
+        copyto = np.copyto
+        return lambda: copyto(out, source)
 
     def invoke(self) -> None:
         x, out = self.inputs[0].data, self.outputs[0]

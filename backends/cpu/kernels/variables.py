@@ -18,6 +18,8 @@ kept across invokes, cleared by ``reset_all_variables``), under these keys:
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from backends.cpu.kernel import CpuKernel, register
@@ -32,6 +34,7 @@ def variable_key(resource_id: int) -> tuple[str, int]:
 
 class _UsesResource(CpuKernel):
     foldable = False
+    blas_work = 0
 
     def require_resource_id(self, tensor) -> None:
         """Input 0 holds one resource id (RESOURCE, or INT32 as TFLite also accepts)."""
@@ -79,6 +82,25 @@ class AssignVariable(_UsesResource):
         if self.inputs[1] is None:
             raise self.unsupported("the value input is missing")
 
+    def bind(self) -> Callable[[], None]:
+        """With a constant resource id and a fixed value buffer: while the variable is the
+        array the last assignment left (the same shape and type: written in place), one
+        copy into it; else ``invoke``."""
+        if not self.inputs[0].is_constant or not self.buffers_are_fixed():
+            return self.invoke
+        key, resources, value, invoke, copyto = variable_key(self.resource_id()), self.context.resources, self.inputs[1].data, self.invoke, np.copyto
+        last = [None]  # the variable's array after the last assignment
+
+        def assign() -> None:
+            stored = resources.get(key)
+            if stored is not None and stored is last[0]:
+                copyto(stored, value)
+                return
+            invoke()
+            last[0] = resources.get(key)
+
+        return assign
+
     def invoke(self) -> None:
         key = variable_key(self.resource_id())
         value = self.inputs[1].data
@@ -100,6 +122,25 @@ class ReadVariable(_UsesResource):
             raise self.unsupported(f"takes one input and one output, has {len(self.inputs)} and {len(self.outputs)}")
         self.require_resource_id(self.inputs[0])
         self.outputs[0].set_dynamic()
+
+    def bind(self) -> Callable[[], None]:
+        """With a constant resource id: while the variable and the output are the arrays
+        of the last read (the same shapes and types), one copy; else ``invoke`` (the
+        output is dynamic: it may get a new array)."""
+        if not self.inputs[0].is_constant:
+            return self.invoke
+        key, resources, out, invoke, copyto = variable_key(self.resource_id()), self.context.resources, self.outputs[0], self.invoke, np.copyto
+        last = [None, None]  # (the variable's array, the output's array) after the last read
+
+        def read() -> None:
+            value, data = resources.get(key), out.data
+            if value is not None and value is last[0] and data is last[1]:
+                copyto(data, value)
+                return
+            invoke()
+            last[0], last[1] = resources.get(key), out.data
+
+        return read
 
     def invoke(self) -> None:
         resource_id = self.resource_id()
