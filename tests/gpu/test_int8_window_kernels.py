@@ -1,5 +1,5 @@
-"""The quantized window and row kernels (``int8_windows.cu``: AVERAGE_POOL_2D,
-MAX_POOL_2D, MEAN and SUM, SOFTMAX) and their numpy twins (``backends/gpu/cuda/int8_windows.py``):
+"""The quantized window and row kernels (``pool2d.cu``: AVERAGE_POOL_2D, MAX_POOL_2D; ``int8_windows.cu``:
+MEAN and SUM, SOFTMAX) and their numpy twins (``backends/gpu/cuda/int8_windows.py``):
 each twin computes what its kernel computes (built for the CPU by the host shim, on the
 emulated CUDA device), bit for bit, in one launch; and both equal our CPU path (TFLite's
 reference kernels, tested against BUILTIN_REF in tests/cpu) on one-node models. The ops end
@@ -33,7 +33,7 @@ from schema.params import Pool2DParams, ReducerParams, SoftmaxParams
 from interpreter import Interpreter
 
 RNG = np.random.default_rng(5)
-SOURCE = "int8_windows.cu"
+SOURCE = "int8_windows.cu"  # MEAN and SOFTMAX (the pools: QuantizedPool2DCuda.source, pool2d.cu)
 TYPES = {np.int8: T.INT8, np.uint8: T.UINT8, np.int16: T.INT16}
 
 
@@ -73,7 +73,7 @@ def test_pool_twin_matches_the_kernel_and_the_cpu(shape, filter_hw, stride, padd
     x = full_range(dtype, shape)
     info = np.iinfo(dtype)
     bounds = (int(info.min), int(info.max))
-    both = run_both_ways(lambda **where: QuantizedPool2DCuda(is_max, filter_hw, stride, padding, bounds, dtype, **where), SOURCE, [x])
+    both = run_both_ways(lambda **where: QuantizedPool2DCuda(is_max, filter_hw, stride, padding, bounds, dtype, **where), QuantizedPool2DCuda.source, [x])
     assert both.kernel_launches == 1
     assert_twin_matches(both)
     params = Pool2DParams(padding=0 if padding == "SAME" else 1, stride_h=stride[0], stride_w=stride[1],
@@ -85,7 +85,7 @@ def test_pool_twin_matches_the_kernel_and_the_cpu(shape, filter_hw, stride, padd
 @pytest.mark.parametrize("is_max", [False, True], ids=["average", "max"])
 def test_pool_clamps_to_the_bounds(is_max):
     x = full_range(np.int8, (1, 6, 6, 3))
-    both = run_both_ways(lambda **where: QuantizedPool2DCuda(is_max, (2, 2), (1, 1), "SAME", (-20, 40), np.int8, **where), SOURCE, [x])
+    both = run_both_ways(lambda **where: QuantizedPool2DCuda(is_max, (2, 2), (1, 1), "SAME", (-20, 40), np.int8, **where), QuantizedPool2DCuda.source, [x])
     assert_twin_matches(both)
     assert both.kernel[0].min() >= -20 and both.kernel[0].max() <= 40
     assert (both.kernel[0] == 40).any()

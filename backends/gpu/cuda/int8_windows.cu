@@ -1,16 +1,7 @@
-// Quantized (int8 / uint8) window and row ops, one launch per node, bit-exact with TFLite's
-// reference kernels (the CPU kernels: backends/cpu/kernels/pool2d_quantized.py,
-// reduce_quantized.py, softmax_quantized.py).
-//
-// AVERAGE_POOL_2D / MAX_POOL_2D (quantized_average_pool2d_*, quantized_max_pool2d_*), NHWC,
-// one thread per output element, the window clipped to the input as pool2d.cu (the walk is
-// pooling.cuh, shared with it; the output has the input's scale and zero point, so raw values
-// are pooled):
-//   average: acc = the int32 sum of the window, count its inside elements (never 0),
-//            out = clamp(acc > 0 ? (acc + count / 2) / count : (acc - count / 2) / count)
-//            (C's truncating division: halves away from zero)
-//   max:     out = clamp(max(window))
-// clamp: the fused activation's quantized range [act_min, act_max].
+// Quantized (int8 / uint8) row and reduction ops, one launch per node, bit-exact with TFLite's
+// reference kernels (the CPU kernels: backends/cpu/kernels/reduce_quantized.py,
+// softmax_quantized.py). (The quantized pools are in pool2d.cu: they need no shared memory,
+// and the host shim runs a file without it block by block, not one thread per GPU thread.)
 //
 // MEAN over constant axes (quantized_mean_*): the input seen as [d0, d1, d2, d3] (the host
 // left-pads the shape with 1s), reduce_k 1 for a reduced axis; the outputs are the kept
@@ -31,7 +22,6 @@
 // the clamp keeps such rows defined, as the GPU op's docstring says.)
 //
 // Launch (int8_windows.py):
-// - the pools: 1-D, one thread per output, blockDim.x * gridDim.x >= the outputs;
 // - MEAN (column_reduction_launch_config): output blockIdx.x * blockDim.x + threadIdx.x, its
 //   reduced elements split over the blockDim.y threads of its column (a power of two), whose
 //   int32 sums are added through shared memory (block_reduce.cuh);
@@ -49,53 +39,8 @@
 #endif
 
 #include "fixed_point.cuh"  // TFLite's integer requantization arithmetic
-#include "pooling.cuh"  // the windows' walks, shared with pool2d.cu
+#include "pooling.cuh"  // the MEAN's walk, shared with pool2d.cu
 #include "block_reduce.cuh"  // block_combine: a MEAN's or SOFTMAX row's threads' sums and maxima
-
-// ---- AVERAGE_POOL_2D / MAX_POOL_2D --------------------------------------------------------
-
-template <typename Q, bool IsMax>
-__device__ __forceinline__ void quantized_pool2d(
-    const Q* __restrict__ input, Q* __restrict__ output, POOL2D_WINDOW_PARAMS, int act_min, int act_max)
-{
-    const auto load = [](const Q* p) { return (int)*p; };
-    const auto finish = [&](int value, long long count, Q* out) {
-        int acc = value;
-        if (!IsMax) {
-            const int n = (int)count;
-            acc = acc > 0 ? (acc + n / 2) / n : (acc - n / 2) / n;
-        }
-        *out = (Q)clamp_int(acc, act_min, act_max);
-    };
-    pool2d<IsMax>(input, output, POOL2D_WINDOW_ARGS, -2147483647, load, finish);
-}
-
-#define QUANTIZED_POOL2D_PARAMS POOL2D_WINDOW_PARAMS, int act_min, int act_max
-#define QUANTIZED_POOL2D_ARGS POOL2D_WINDOW_ARGS, act_min, act_max
-
-extern "C" __global__ void quantized_average_pool2d_i8(
-    const signed char* __restrict__ input, signed char* __restrict__ output, QUANTIZED_POOL2D_PARAMS)
-{
-    quantized_pool2d<signed char, false>(input, output, QUANTIZED_POOL2D_ARGS);
-}
-
-extern "C" __global__ void quantized_average_pool2d_u8(
-    const unsigned char* __restrict__ input, unsigned char* __restrict__ output, QUANTIZED_POOL2D_PARAMS)
-{
-    quantized_pool2d<unsigned char, false>(input, output, QUANTIZED_POOL2D_ARGS);
-}
-
-extern "C" __global__ void quantized_max_pool2d_i8(
-    const signed char* __restrict__ input, signed char* __restrict__ output, QUANTIZED_POOL2D_PARAMS)
-{
-    quantized_pool2d<signed char, true>(input, output, QUANTIZED_POOL2D_ARGS);
-}
-
-extern "C" __global__ void quantized_max_pool2d_u8(
-    const unsigned char* __restrict__ input, unsigned char* __restrict__ output, QUANTIZED_POOL2D_PARAMS)
-{
-    quantized_pool2d<unsigned char, true>(input, output, QUANTIZED_POOL2D_ARGS);
-}
 
 // ---- MEAN -----------------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
-"""Launchers and numpy twins of ``int8_windows.cu``: the quantized (int8 / uint8) pools,
-MEAN and SOFTMAX of the GPU delegate, one launch per node.
+"""Launchers and numpy twins of the GPU delegate's quantized (int8 / uint8) pools (kernels in
+``pool2d.cu``), MEAN and SOFTMAX (``int8_windows.cu``), one launch per node.
 
 - :class:`QuantizedPool2DCuda`: AVERAGE_POOL_2D / MAX_POOL_2D on raw values (the output
   shares the input's quantization), the rounded average and the quantized clamp fused;
@@ -85,9 +85,10 @@ def column_reduction_launch_config(outputs: int, length: int, rows: int = 1) -> 
 
 class QuantizedPool2DCuda(_Launcher):
     """AVERAGE_POOL_2D (``is_max`` False) or MAX_POOL_2D (True) on int8/uint8 NHWC, the
-    clamp ``bounds`` (the fused activation's quantized range) fused. One launch."""
+    clamp ``bounds`` (the fused activation's quantized range) fused. One launch of
+    ``pool2d.cu``'s quantized pool (beside the float pools: no shared memory)."""
 
-    source = "int8_windows.cu"
+    source = "pool2d.cu"
 
     def __init__(
         self, is_max: bool, filter_hw: Sequence[int], stride: Sequence[int], padding: Any, bounds: tuple[int, int],

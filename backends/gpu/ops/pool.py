@@ -17,7 +17,7 @@ input and only the inside elements count:
   AVERAGE: ``acc = sum(window)`` in int32, ``out = sign(acc) * ((|acc| + count/2) //
   count)`` (the CPU kernel's ``rounded_average``); MAX: ``out = max(window)``; then the
   fused activation's quantized clamp (``CalculateActivationRangeQuantized``: TANH clamps
-  nothing). How: one launch of ``cuda/int8_windows.cu`` (a thread per output, the
+  nothing). How: one launch of ``cuda/pool2d.cu``'s quantized pool (a thread per output, the
   window's taps in a loop, the average's rounding and the clamp fused); host emulation
   runs its numpy twin (``cuda/int8_windows.py``) as that one launch.
 
