@@ -238,8 +238,7 @@ DEPTHWISE_EDGE_CASES = {
 @pytest.mark.parametrize("storage", [np.float32, np.float16])
 @pytest.mark.parametrize("case", list(DEPTHWISE_EDGE_CASES))
 def test_tiled_depthwise_equals_the_direct_kernel_and_its_twin(case, storage):
-    from backends.gpu.cuda.sources import DepthwiseConv2DCuda
-    from backends.gpu.cuda.windows import DepthwiseConv2DTiledCuda
+    from backends.gpu.cuda.depthwise import DepthwiseConv2DCuda, DepthwiseConv2DTiledCuda
 
     shape, filter_hw, multiplier, stride, dilation, padding = DEPTHWISE_EDGE_CASES[case]
     x = RNG.standard_normal(shape).astype(storage)
@@ -258,7 +257,7 @@ def test_tiled_depthwise_equals_the_direct_kernel_and_its_twin(case, storage):
 
 
 def test_tiled_depthwise_with_a_fused_epilogue_and_padding_matches_its_twin_and_the_fused_direct_kernel():
-    from backends.gpu.cuda.windows import DepthwiseConv2DFusedCuda, DepthwiseConv2DTiledCuda
+    from backends.gpu.cuda.depthwise import DepthwiseConv2DFusedCuda, DepthwiseConv2DTiledCuda
 
     x = RNG.standard_normal((2, 10, 9, 20)).astype(np.float32)
     w = RNG.standard_normal((1, 3, 3, 20)).astype(np.float32)
@@ -278,8 +277,7 @@ def test_tiled_depthwise_with_a_fused_epilogue_and_padding_matches_its_twin_and_
 
 
 def test_depthwise_variant_tiles_what_fits_and_leaves_the_rest_direct():
-    from backends.gpu.cuda.sources import DepthwiseGeometry
-    from backends.gpu.cuda.windows import depthwise_variant
+    from backends.gpu.cuda.depthwise import DepthwiseGeometry, depthwise_variant
 
     def variant(shape, filter_hw, stride=1, dilation=1):
         return depthwise_variant(DepthwiseGeometry.of(shape, (1, *filter_hw, shape[3]), stride, dilation, "SAME"))
@@ -307,7 +305,7 @@ MATMUL_EDGE_CASES = {
 @pytest.mark.parametrize("storage", [np.float32, np.float16])
 @pytest.mark.parametrize("case", list(MATMUL_EDGE_CASES))
 def test_tiled_matmul_equals_the_direct_kernel_and_its_twin(case, storage):
-    from backends.gpu.cuda.conv2d import MatmulBiasActivationCuda, MatmulBiasActivationTiledCuda
+    from backends.gpu.cuda.matmul import MatmulBiasActivationCuda, MatmulBiasActivationTiledCuda
 
     a_shape, b_shape, adjoint_a, adjoint_b, with_bias = MATMUL_EDGE_CASES[case]
     a = RNG.standard_normal(a_shape).astype(storage)
@@ -325,7 +323,7 @@ def test_tiled_matmul_equals_the_direct_kernel_and_its_twin(case, storage):
 
 
 def test_matmul_variant_tiles_products_of_many_rows_and_columns_only():
-    from backends.gpu.cuda.conv2d import matmul_variant
+    from backends.gpu.cuda.matmul import matmul_variant
 
     assert matmul_variant(1, 1, 1000) == "direct"  # a FULLY_CONNECTED of one row
     assert matmul_variant(1, 8, 4096) == "direct"
@@ -385,7 +383,7 @@ def test_float16_layers_take_tensor_cores_from_sm_80_and_float32_never():
 
 @pytest.mark.parametrize("case", list(MATMUL_EDGE_CASES))
 def test_tensor_core_matmul_equals_the_direct_kernel_on_the_shim_and_its_twin(case):
-    from backends.gpu.cuda.conv2d import MatmulBiasActivationCuda, MatmulBiasActivationMmaCuda
+    from backends.gpu.cuda.matmul import MatmulBiasActivationCuda, MatmulBiasActivationMmaCuda
 
     a_shape, b_shape, adjoint_a, adjoint_b, with_bias = MATMUL_EDGE_CASES[case]
     a = RNG.standard_normal(a_shape).astype(np.float16)
@@ -401,7 +399,7 @@ def test_tensor_core_matmul_equals_the_direct_kernel_on_the_shim_and_its_twin(ca
 
 
 def test_float16_products_take_tensor_cores_from_sm_80():
-    from backends.gpu.cuda.conv2d import matmul_variant
+    from backends.gpu.cuda.matmul import matmul_variant
 
     assert matmul_variant(1, 256, 256, np.float16, 80) == "mma 64x64"
     assert matmul_variant(1, 256, 256, np.float16, 75) == "tiled 64x64"

@@ -44,7 +44,7 @@ MIN_RANK = 2
 
 def launch_reason(batch: int, rows: int, cols: int) -> str | None:
     """Why a ``[batch, rows, cols]`` product does not fit one ``matmul_bias_act`` launch, or None."""
-    from backends.gpu.cuda.conv2d import matmul_launch_reason
+    from backends.gpu.cuda.matmul import matmul_launch_reason
 
     return matmul_launch_reason(batch, rows, cols)
 
@@ -134,7 +134,7 @@ class BatchMatMul(_Operands, FloatOp):
 
     def prepare(self) -> None:
         self.prepare_operands(np.float32)
-        from backends.gpu.cuda.conv2d import matmul_launcher, matmul_variant
+        from backends.gpu.cuda.matmul import matmul_launcher, matmul_variant
 
         rows, columns = (int(d) for d in self.out_shape[-2:])
         self.variant = matmul_variant(

@@ -114,8 +114,13 @@ class DepthwiseConv2D(WeightsOp):
         shared-memory tiles of ``depthwise_conv2d_tiled.cu``, or ``depthwise_conv2d.cu``'s
         direct kernel, its fused entry point once ``fusion.py`` folded nodes into this one),
         recorded in ``self.variant``."""
-        from backends.gpu.cuda.sources import DepthwiseConv2DCuda, DepthwiseGeometry
-        from backends.gpu.cuda.windows import DepthwiseConv2DFusedCuda, DepthwiseConv2DTiledCuda, depthwise_variant
+        from backends.gpu.cuda.depthwise import (
+            DepthwiseConv2DCuda,
+            DepthwiseConv2DFusedCuda,
+            DepthwiseConv2DTiledCuda,
+            DepthwiseGeometry,
+            depthwise_variant,
+        )
 
         params = self.params
         stride = (params.stride_h, params.stride_w)

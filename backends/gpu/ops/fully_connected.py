@@ -122,7 +122,7 @@ class FullyConnected(WeightsOp):
         reason = input_rows_reason(x, depth, params)
         if reason:
             return reason
-        from backends.gpu.cuda.conv2d import matmul_launch_reason
+        from backends.gpu.cuda.matmul import matmul_launch_reason
 
         # TFLite's FULLY_CONNECTED has no float TANH / SIGN_BIT (its Prepare fails).
         return (
@@ -140,7 +140,7 @@ class FullyConnected(WeightsOp):
         self.out_shape = tuple(self.outputs[0].shape)
         # One launch: matmul.cu's product with the bias and the clamp fused
         # (matmul_bias_act_f32/_f16), reading and writing the storage dtype.
-        from backends.gpu.cuda.conv2d import matmul_launcher, matmul_variant
+        from backends.gpu.cuda.matmul import matmul_launcher, matmul_variant
 
         self.variant = matmul_variant(
             1, self.inputs[0].num_elements // self.depth, self.units, self.storage, int(self.device.cuda_device.compute_capability)
@@ -213,7 +213,7 @@ class QuantizedFullyConnected(QuantizedOp):
                     return reason
         if exact_float_dtype(cls._row_bound(x, w)) is None:
             return "the accumulators are too large to compute exactly"
-        from backends.gpu.cuda.conv2d import matmul_launch_reason
+        from backends.gpu.cuda.matmul import matmul_launch_reason
 
         # TFLite's integer FULLY_CONNECTED has no TANH / SIGN_BIT (its Prepare fails).
         return fused_activation_reason(params, CLAMPING_ACTIVATIONS) or matmul_launch_reason(
