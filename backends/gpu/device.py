@@ -241,13 +241,29 @@ class Device:
                 module = self._modules[source] = self.xp.RawModule(code=read_source(source), options=CUPY_OPTIONS)
         return module
 
-    def launcher_arguments(self, source: str) -> dict[str, Any]:
-        """What a kernel launcher of ``cuda/sources.py`` takes to run ``source``'s kernels
-        here: this device's compiled module, or (host emulation) this device for the
-        numpy twins."""
+    def launcher_arguments(self, source: str, vendor: bool = False) -> dict[str, Any]:
+        """What a kernel launcher (``cuda/sources.py``'s ``_Launcher``) takes to run
+        ``source``'s kernels here: this device's compiled module, or (host emulation) this
+        device for the numpy twins; with ``vendor``, also this device's cuBLAS handle."""
         if self.is_host:
             return {"host_device": self}
-        return {"xp": self.xp, "module": self.module(source)}
+        arguments = {"xp": self.xp, "module": self.module(source)}
+        if vendor:
+            arguments["blas"] = self.cublas()
+        return arguments
+
+    def identity(self) -> tuple[str, str, str]:
+        """What a decision measured here depends on: the GPU's name, its compute capability
+        and the driver's version (CUDA's ``cudaDriverGetVersion``)."""
+        runtime = self.xp.cuda.runtime
+        name = runtime.getDeviceProperties(self.id)["name"]
+        name = name.decode() if isinstance(name, bytes) else str(name)
+        return name, str(self.cuda_device.compute_capability), str(runtime.driverGetVersion())
+
+    @property
+    def compute_capability(self) -> int:
+        """``80`` for sm_80..."""
+        return int(self.cuda_device.compute_capability)
 
     def launch_twin(self, name: str, twin: Any, inputs: Any, outputs: Any) -> None:
         """Host emulation only: run the numpy twin of a hand-written kernel as one launch

@@ -21,6 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from backends.cpu.kernels._window import WindowGeometry, taps_inside_input, window_view
+from backends.gpu.tactics import Tactic
 from backends.gpu.cuda.sources import (
     _Launcher,
     _MAX_GRID_YZ,
@@ -215,62 +216,33 @@ def conv2d_launch_config(geometry: Conv2DGeometry) -> tuple[tuple[int, int, int]
     return elementwise_launch_config(-(-pixels // CONV2D_PIXELS) * geometry.out_channels)
 
 
-# -- the tiled variant (conv2d_tiled.cu) and the choice between the two -----------------------------
+# -- the tiles (conv2d_tiled.cu, conv2d_mma.cu) --------------------------------------------------------
 
-#: The tiled kernels of ``conv2d_tiled.cu``: variant name -> (TILE_M output pixels, TILE_N
-#: output channels) per block of 256 threads.
-CONV2D_TILES: dict[str, tuple[int, int]] = {"tiled 64x64": (64, 64), "tiled 128x32": (128, 32), "mma 64x64": (64, 64)}
-CONV2D_VARIANTS = ("direct", *CONV2D_TILES)
-#: The tensor-core variant (``conv2d_mma.cu``, float16 storage, mma.sync m16n8k16): sm_80 and newer.
+#: The tensor-core kernels (``conv2d_mma.cu``, float16 storage, mma.sync m16n8k16): sm_80 and newer.
 MMA_MIN_COMPUTE_CAPABILITY = 80
-#: Below this many outputs a layer stays on the direct kernel: a few blocks either way, and
-#: the tiles' staging and synchronisation cost more than they save.
-TINY_OUTPUTS = 1 << 14
 
 
-def conv2d_variant(
-    geometry: "Conv2DGeometry", finite_filter: bool = True, storage: Any = np.float32, compute_capability: int = 0
-) -> str:
-    """The kernel for a convolution, from its shapes (at prepare): ``"direct"``
-    (``conv2d.cu``) for a tiny layer, for a filter holding inf or NaN (the tiles would add
-    0 * inf for a tap outside the input, which the direct kernel skips) and for a grid the
-    tiles cannot launch; else, in float16 storage on sm_80 or newer, ``"mma 64x64"`` (tensor
-    cores, ``conv2d_mma.cu``); else ``"tiled 128x32"`` for at most 32 output channels per
-    group (MediaPipe's thin layers: more pixels per block), ``"tiled 64x64"`` otherwise."""
-    outputs = math.prod(geometry.out_shape)
-    if not finite_filter or outputs < TINY_OUTPUTS:
-        return "direct"
-    if np.dtype(storage) == np.float16 and compute_capability >= MMA_MIN_COMPUTE_CAPABILITY:
-        variant = "mma 64x64"
-    else:
-        variant = "tiled 128x32" if geometry.group_out <= 32 else "tiled 64x64"
-    try:
-        conv2d_tiled_launch_config(geometry, variant)
-    except ValueError:
-        return "direct"
-    return variant
-
-
-def conv2d_tiled_kernel_name(variant: str, storage: Any) -> str:
-    """``conv2d_tiled_64x64_f32`` ... (``conv2d_mma_64x64_f16``) for a tiled variant and a
-    storage dtype."""
-    tile_m, tile_n = CONV2D_TILES[variant]
-    kind = variant.split()[0]
+def conv2d_tiled_kernel_name(kind: str, tile: Sequence[int], storage: Any) -> str:
+    """``conv2d_tiled_64x64_f32`` ... ``conv2d_mma_64x64_f16``: the kernel of a ``kind``
+    (``"tiled"`` or ``"mma"``) of tiles of ``tile`` = (TILE_M output pixels, TILE_N output
+    channels), for a storage dtype."""
+    tile_m, tile_n = (int(t) for t in tile)
     if kind == "mma" and np.dtype(storage) != np.float16:
-        raise TypeError("the tensor-core variant stores float16")
+        raise TypeError("the tensor-core kernels store float16")
     return _storage_kernel(f"conv2d_{kind}_{tile_m}x{tile_n}", storage)
 
 
-def conv2d_tiled_launch_config(geometry: "Conv2DGeometry", variant: str) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """``(grid, block)`` of a tiled kernel: blocks of 256 threads, x over the tiles of
-    TILE_M output pixels, y over the groups' tiles of TILE_N output channels."""
-    tile_m, tile_n = CONV2D_TILES[variant]
+def conv2d_tiled_launch_config(geometry: "Conv2DGeometry", tile: Sequence[int]) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """``(grid, block)`` of a tiled kernel of ``tile`` = (TILE_M, TILE_N): blocks of 256
+    threads, x over the tiles of TILE_M output pixels, y over the groups' tiles of TILE_N
+    output channels."""
+    tile_m, tile_n = (int(t) for t in tile)
     pixels = math.prod(geometry.window.output_shape)
     grid = (-(-pixels // tile_m), geometry.groups * -(-geometry.group_out // tile_n), 1)
     if min(grid) <= 0:
         raise ValueError("nothing to launch for an empty output")
     if grid[0] > 2**31 - 1 or grid[1] > _MAX_GRID_YZ:
-        raise ValueError(f"the {variant} tiles of a {list(geometry.out_shape)} output need a grid of {grid}")
+        raise ValueError(f"the {tile_m}x{tile_n} tiles of a {list(geometry.out_shape)} output need a grid of {grid}")
     return grid, (256, 1, 1)
 
 
@@ -286,7 +258,9 @@ class Conv2DCuda(_Launcher):
     laid out by ``conv2d_filter_layout`` (``[groups, KH, KW, I, O]``), optional bias
     ``[groups * O]``, all stored as ``storage`` (float32 or float16), computed in float32,
     with the fused activation's clamp (``sources.activation_range``: NONE saturates at
-    +-FLT_MAX as TFLite). ``xp``, ``module`` and ``host_device`` as in ``_Launcher``."""
+    +-FLT_MAX as TFLite), then the ``epilogue`` and the ``pre_padding`` that ``fusion.py``
+    folded in (``conv2d_fused_*``). ``xp``, ``module`` and ``host_device`` as in
+    ``_Launcher``."""
 
     source = "conv2d.cu"
 
@@ -300,16 +274,10 @@ class Conv2DCuda(_Launcher):
         *,
         epilogue: Epilogue | None = None,
         pre_padding: Sequence[int] = (0, 0, 0, 0),
-        variant: str = "direct",
         xp: Any = None,
         module: Any = None,
         host_device: Any = None,
     ) -> None:
-        if variant not in CONV2D_VARIANTS:
-            raise ValueError(f"variant must be one of {list(CONV2D_VARIANTS)}, got {variant!r}")
-        if variant_source(variant) != self.source:
-            raise ValueError(f"the {variant} variant runs {variant_source(variant)}, not {self.source}")
-        self.variant = variant
         self.stride = _pair(stride, "stride")
         self.dilation = _pair(dilation, "dilation")
         self.padding = _padding(padding)
@@ -317,12 +285,14 @@ class Conv2DCuda(_Launcher):
         self.storage = np.dtype(storage)
         self.epilogue = epilogue
         self.pre_padding = tuple(int(p) for p in pre_padding)
-        if variant == "direct":
-            self.kernel_name = conv2d_kernel_name(self.storage, fused=epilogue is not None)
-        else:  # the tiled kernels always take an epilogue (a no-op one for none)
-            self.epilogue = epilogue if epilogue is not None else Epilogue()
-            self.kernel_name = conv2d_tiled_kernel_name(variant, self.storage)
+        self.kernel_name = self.kernel_for(self.storage)
         super().__init__(xp, module, host_device)
+
+    def kernel_for(self, storage: np.dtype) -> str:
+        return conv2d_kernel_name(storage, fused=self.epilogue is not None)
+
+    def launch_config(self, geometry: Conv2DGeometry) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        return conv2d_launch_config(geometry)
 
     def __call__(self, x: Any, w: Any, b: Any = None, out: Any = None, *, residual: Any = None, alpha: Any = None) -> Any:
         """``x`` NHWC, ``w`` laid out by ``conv2d_filter_layout``, ``b`` or None; with an
@@ -347,10 +317,7 @@ class Conv2DCuda(_Launcher):
             alpha = None if alpha is None else _contiguous(xp, alpha).reshape(-1)
         if out.size == 0:
             return out
-        if self.variant == "direct":
-            grid, block = conv2d_launch_config(geometry)
-        else:
-            grid, block = conv2d_tiled_launch_config(geometry, self.variant)
+        grid, block = self.launch_config(geometry)
         args = conv2d_args(x, w, b, out, geometry, self.bounds, null=_NULL)
         twin = functools.partial(conv2d_twin, geometry=geometry, bounds=self.bounds)
         inputs: tuple = (x, w, b)
@@ -362,29 +329,28 @@ class Conv2DCuda(_Launcher):
         return out
 
 
-def variant_source(variant: str) -> str:
-    """The ``.cu`` file of a CONV_2D variant."""
-    return "conv2d.cu" if variant == "direct" else "conv2d_mma.cu" if variant.startswith("mma") else "conv2d_tiled.cu"
-
-
-def conv2d_launcher(variant: str) -> type["Conv2DCuda"]:
-    """The launcher class of a CONV_2D variant."""
-    return {"conv2d.cu": Conv2DCuda, "conv2d_tiled.cu": Conv2DTiledCuda, "conv2d_mma.cu": Conv2DMmaCuda}[variant_source(variant)]
-
-
 class Conv2DTiledCuda(Conv2DCuda):
     """CONV_2D in one launch of ``conv2d_tiled.cu`` (an implicit GEMM over shared-memory
-    tiles): ``Conv2DCuda``'s arguments and results, ``variant`` one of ``CONV2D_TILES``.
-    For a finite filter only (``conv2d_variant``). Its twin is the direct kernel's (the
-    same sums, in the same order, up to the sign of a zero)."""
+    tiles of ``tile`` = (TILE_M output pixels, TILE_N output channels) per block):
+    ``Conv2DCuda``'s arguments and results. For a finite filter only. Its twin is the direct
+    kernel's (the same sums, in the same order, up to the sign of a zero)."""
 
     source = "conv2d_tiled.cu"
+    kind = "tiled"
 
-    def __init__(self, *args: Any, variant: str = "tiled 64x64", **kwargs: Any) -> None:
-        super().__init__(*args, variant=variant, **kwargs)
+    def __init__(self, *args: Any, tile: Sequence[int] = (64, 64), **kwargs: Any) -> None:
+        self.tile = tuple(int(t) for t in tile)
+        super().__init__(*args, **kwargs)
+        self.epilogue = self.epilogue if self.epilogue is not None else Epilogue()  # the tiles always take one
+
+    def kernel_for(self, storage: np.dtype) -> str:
+        return conv2d_tiled_kernel_name(self.kind, self.tile, storage)
+
+    def launch_config(self, geometry: Conv2DGeometry) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        return conv2d_tiled_launch_config(geometry, self.tile)
 
 
-class Conv2DMmaCuda(Conv2DCuda):
+class Conv2DMmaCuda(Conv2DTiledCuda):
     """CONV_2D in float16 storage on tensor cores: ``conv2d_mma.cu`` (``conv2d_tiled.cu``'s
     tiles, products by mma.sync m16n8k16 with float32 accumulation), sm_80 or newer, a
     finite filter. ``Conv2DCuda``'s arguments and results; its twin is the direct
@@ -392,9 +358,52 @@ class Conv2DMmaCuda(Conv2DCuda):
     products differs, within float16's bound)."""
 
     source = "conv2d_mma.cu"
+    kind = "mma"
 
-    def __init__(self, *args: Any, variant: str = "mma 64x64", **kwargs: Any) -> None:
-        super().__init__(*args, variant=variant, **kwargs)
+
+# -- the candidates (backends/gpu/tactics.py) --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Conv2DProblem:
+    """What the CONV_2D candidates are chosen for: the window and channels (``pre_padding``
+    folded in), the storage dtype, whether the filter is finite, what ``fusion.py`` folded
+    in (``epilogue``), and the device's compute capability."""
+
+    geometry: Conv2DGeometry
+    storage: str
+    finite_filter: bool
+    epilogue: Epilogue | None
+    compute_capability: int
+
+
+def finite_filter_reason(problem: Conv2DProblem) -> str | None:
+    """The tiles add ``0 * w`` for a tap in the padding, NaN for an infinite ``w``; the direct
+    kernel skips such taps."""
+    return None if problem.finite_filter else "the filter holds inf or NaN (the tiles would add 0 * inf for a tap in the padding)"
+
+
+def mma_reason(problem: Conv2DProblem) -> str | None:
+    """The tensor-core kernels: float16 storage, sm_80 or newer, a finite filter."""
+    if problem.storage != "float16":
+        return "the tensor-core kernels store float16"
+    if problem.compute_capability < MMA_MIN_COMPUTE_CAPABILITY:
+        return f"the tensor-core kernels need sm_{MMA_MIN_COMPUTE_CAPABILITY} or newer, the device is sm_{problem.compute_capability}"
+    return finite_filter_reason(problem)
+
+
+def _tiles(tile: tuple[int, int]) -> Any:
+    return lambda problem: conv2d_tiled_launch_config(problem.geometry, tile)
+
+
+#: CONV_2D's candidates (float32 and float16 storage), one row each: name, launcher, when it
+#: applies, launch shape, the launcher's options. The direct kernel first: the reference.
+CONV2D_TACTICS: tuple[Tactic, ...] = (
+    Tactic("direct", Conv2DCuda, launch_shape=lambda problem: conv2d_launch_config(problem.geometry)),
+    Tactic("tiled 64x64", Conv2DTiledCuda, finite_filter_reason, _tiles((64, 64)), {"tile": (64, 64)}),
+    Tactic("tiled 128x32", Conv2DTiledCuda, finite_filter_reason, _tiles((128, 32)), {"tile": (128, 32)}),
+    Tactic("mma 64x64", Conv2DMmaCuda, mma_reason, _tiles((64, 64)), {"tile": (64, 64)}),
+)
 
 
 def conv2d_twin(

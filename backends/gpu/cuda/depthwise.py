@@ -36,6 +36,7 @@ from backends.gpu.cuda.sources import (
     activation_range,
     elementwise_launch_config,
 )
+from backends.gpu.tactics import Tactic
 from schema.enums import ActivationFunctionType, Padding
 
 F32 = np.float32
@@ -143,7 +144,9 @@ def depthwise_args(x: Any, w: Any, b: Any, out: Any, geometry: DepthwiseGeometry
 
 class DepthwiseConv2DCuda(_Launcher):
     """DEPTHWISE_CONV_2D (versions 1-2) on a CUDA device through CuPy: cupy arrays in and
-    out, NHWC, stored as ``storage`` (float32 or float16), computed in float32.
+    out, NHWC, stored as ``storage`` (float32 or float16), computed in float32. Nothing
+    folded in: ``epilogue`` None and no ``pre_padding`` (``DepthwiseConv2DFusedCuda`` runs
+    those).
 
     ``xp`` and ``module`` as in ``_Launcher``.
     """
@@ -158,10 +161,14 @@ class DepthwiseConv2DCuda(_Launcher):
         activation: int = ActivationFunctionType.NONE,
         storage: Any = np.float32,
         *,
+        epilogue: Any = None,
+        pre_padding: Sequence[int] = (0, 0, 0, 0),
         xp: Any = None,
         module: Any = None,
         host_device: Any = None,
     ) -> None:
+        if epilogue is not None or any(pre_padding):
+            raise ValueError("depthwise_conv2d_f32/_f16 fold nothing in: DepthwiseConv2DFusedCuda runs a PAD or an epilogue")
         self.stride = _pair(stride, "stride")
         self.dilation = _pair(dilation, "dilation")
         self.padding = _padding(padding)
@@ -308,9 +315,6 @@ class DepthwiseConv2DFusedCuda(DepthwiseConv2DCuda):
 DW_TILE = 8
 DW_CHANNELS = 16
 DW_PATCH = 20
-#: Below this many outputs a layer stays on the direct kernel.
-DEPTHWISE_TINY_OUTPUTS = 1 << 14
-DEPTHWISE_VARIANTS = ("direct", "tiled 8x8x16")
 
 
 def depthwise_patch(geometry: DepthwiseGeometry) -> tuple[int, int]:
@@ -318,20 +322,6 @@ def depthwise_patch(geometry: DepthwiseGeometry) -> tuple[int, int]:
     g = geometry
     return ((DW_TILE - 1) * g.stride_h + (g.filter_h - 1) * g.dilation_h + 1,
             (DW_TILE - 1) * g.stride_w + (g.filter_w - 1) * g.dilation_w + 1)
-
-
-def depthwise_variant(geometry: DepthwiseGeometry) -> str:
-    """The kernel for a depthwise convolution, from its shapes (at prepare): ``"tiled
-    8x8x16"`` (``depthwise_conv2d_tiled.cu``) when the input patch of a tile fits its
-    shared memory (DW_PATCH rows and columns: 3x3 and 5x5 filters at strides 1 and 2) and
-    the layer is not tiny, else ``"direct"``."""
-    if math.prod(geometry.out_shape) < DEPTHWISE_TINY_OUTPUTS or max(depthwise_patch(geometry)) > DW_PATCH:
-        return "direct"
-    try:
-        depthwise_tiled_launch_config(geometry)
-    except ValueError:
-        return "direct"
-    return "tiled 8x8x16"
 
 
 def depthwise_tiled_launch_config(geometry: DepthwiseGeometry) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
@@ -352,8 +342,8 @@ def depthwise_tiled_launch_config(geometry: DepthwiseGeometry) -> tuple[tuple[in
 class DepthwiseConv2DTiledCuda(DepthwiseConv2DFusedCuda):
     """``DepthwiseConv2DFusedCuda`` run by ``depthwise_conv2d_tiled.cu`` (the input patch of
     each tile of outputs staged in shared memory once): the same arguments and results
-    (the direct kernel's sums, in its order), the same twin. For the shapes
-    ``depthwise_variant`` gives it."""
+    (the direct kernel's sums, in its order), the same twin. For a tile's input patch of
+    at most DW_PATCH rows and columns (``depthwise_tiled_launch_config``)."""
 
     source = "depthwise_conv2d_tiled.cu"
 
@@ -383,3 +373,39 @@ def depthwise_conv2d_fused_twin(
         acc += b.astype(F32, copy=False)
     acc = np.clip(acc, F32(bounds[0]), F32(bounds[1]), out=acc)
     out[...] = epilogue_twin(acc, residual, alpha, epilogue)
+
+
+# -- the candidates (backends/gpu/tactics.py) --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DepthwiseProblem:
+    """What the DEPTHWISE_CONV_2D candidates are chosen for: the window (``pre_padding``
+    folded in), the storage dtype and what ``fusion.py`` folded in (``fused``: a PAD in front
+    or an epilogue after)."""
+
+    geometry: DepthwiseGeometry
+    storage: str
+    fused: bool
+    epilogue: Epilogue | None
+
+
+def _unfused(problem: DepthwiseProblem) -> str | None:
+    return "a PAD or an epilogue is folded in (the fused entry point runs them)" if problem.fused else None
+
+
+def _fused(problem: DepthwiseProblem) -> str | None:
+    return None if problem.fused else "nothing is folded in (the plain entry point runs it)"
+
+
+def _direct_shape(problem: DepthwiseProblem) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    return depthwise_launch_config(problem.geometry.out_shape)
+
+
+#: DEPTHWISE_CONV_2D's candidates (float32 and float16 storage), one row each: name, launcher,
+#: when it applies, launch shape. The direct kernel first: the reference.
+DEPTHWISE_TACTICS: tuple[Tactic, ...] = (
+    Tactic("direct", DepthwiseConv2DCuda, _unfused, _direct_shape),
+    Tactic("direct fused", DepthwiseConv2DFusedCuda, _fused, _direct_shape),
+    Tactic("tiled 8x8x16", DepthwiseConv2DTiledCuda, launch_shape=lambda p: depthwise_tiled_launch_config(p.geometry)),
+)

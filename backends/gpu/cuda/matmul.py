@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from backends.gpu.cuda.conv2d import MMA_MIN_COMPUTE_CAPABILITY, NO_CLAMP, TINY_OUTPUTS
+from backends.gpu.cuda.conv2d import MMA_MIN_COMPUTE_CAPABILITY, NO_CLAMP
 from backends.gpu.cuda.sources import (
     _Launcher,
     _MAX_GRID_YZ,
@@ -27,6 +27,7 @@ from backends.gpu.cuda.sources import (
     _storage_kernel,
     activation_range,
 )
+from backends.gpu.tactics import Tactic
 
 _NULL = np.uint64(0)  # an absent pointer argument, passed by value: 8 zero bytes
 
@@ -179,11 +180,10 @@ class MatmulBiasActivationCuda(_Launcher):
         return matmul_bias_act_launch_config(shape.batch, shape.m, shape.n)
 
 
-# -- the tiled product (matmul_tiled.cu) and the choice between the two -------------------------------
+# -- the tiled products (matmul_tiled.cu, matmul_mma.cu) ----------------------------------------------
 
-#: Rows and columns of the output per block of ``matmul_tiled.cu``.
+#: Rows and columns of the output per block of ``matmul_tiled.cu`` and ``matmul_mma.cu``.
 MATMUL_TILE = 64
-MATMUL_VARIANTS = ("direct", "tiled 64x64", "mma 64x64")
 
 
 def matmul_tiled_launch_config(batch: int, m: int, n: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
@@ -195,22 +195,6 @@ def matmul_tiled_launch_config(batch: int, m: int, n: int) -> tuple[tuple[int, i
     if grid[1] > _MAX_GRID_YZ or grid[2] > _MAX_GRID_YZ:
         raise ValueError(f"a [{batch}, {m}, {n}] product needs a grid of {grid}, more than CUDA allows")
     return grid, (256, 1, 1)
-
-
-def matmul_variant(batch: int, m: int, n: int, storage: Any = np.float32, compute_capability: int = 0) -> str:
-    """The product's kernel, from its shape (at prepare): for at least 16 rows and 16
-    columns and 16384 outputs ``"tiled 64x64"`` (``matmul_tiled.cu``), or in float16 storage
-    on sm_80+ ``"mma 64x64"`` (tensor cores, ``matmul_mma.cu``); else ``"direct"``
-    (``matmul.cu``: a FULLY_CONNECTED of one row reads each weight once anyway)."""
-    if m < 16 or n < 16 or batch * m * n < TINY_OUTPUTS:
-        return "direct"
-    try:
-        matmul_tiled_launch_config(batch, m, n)
-    except ValueError:
-        return "direct"
-    if np.dtype(storage) == np.float16 and compute_capability >= MMA_MIN_COMPUTE_CAPABILITY:
-        return "mma 64x64"
-    return "tiled 64x64"
 
 
 class MatmulBiasActivationTiledCuda(MatmulBiasActivationCuda):
@@ -242,12 +226,6 @@ class MatmulBiasActivationMmaCuda(MatmulBiasActivationTiledCuda):
         self.kernel_name = "matmul_bias_act_mma_f16"
 
 
-def matmul_launcher(variant: str) -> type[MatmulBiasActivationCuda]:
-    """The launcher class of a ``matmul_variant``."""
-    return {"direct": MatmulBiasActivationCuda, "tiled 64x64": MatmulBiasActivationTiledCuda,
-            "mma 64x64": MatmulBiasActivationMmaCuda}[variant]
-
-
 def matmul_bias_act_twin(
     a: np.ndarray, b: np.ndarray, bias: np.ndarray | None, out: np.ndarray, *,
     adjoint_a: bool, adjoint_b: bool, bounds: tuple[float, float],
@@ -265,3 +243,40 @@ def matmul_bias_act_twin(
     if bias is not None:
         acc = acc + bias.astype(np.float32, copy=False).reshape(-1)
     _clamp_into(out, acc, *bounds)
+
+
+# -- the candidates (backends/gpu/tactics.py) --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MatmulProblem:
+    """What the product's candidates are chosen for: its shape (``MatmulShape``: batch, rows,
+    columns, depth, the operands' strides), whether it adds a bias, its clamp, the storage
+    dtype and the device's compute capability."""
+
+    shape: MatmulShape
+    bias: bool
+    bounds: tuple[float, float]
+    storage: str
+    compute_capability: int
+
+
+def mma_reason(problem: MatmulProblem) -> str | None:
+    """The tensor-core product: float16 storage, sm_80 or newer."""
+    if problem.storage != "float16":
+        return "the tensor-core product stores float16"
+    if problem.compute_capability < MMA_MIN_COMPUTE_CAPABILITY:
+        return f"the tensor-core product needs sm_{MMA_MIN_COMPUTE_CAPABILITY} or newer, the device is sm_{problem.compute_capability}"
+    return None
+
+
+#: The float products' candidates (FULLY_CONNECTED, BATCH_MATMUL), one row each: name,
+#: launcher, when it applies, launch shape. The direct kernel first: the reference.
+MATMUL_TACTICS: tuple[Tactic, ...] = (
+    Tactic("direct", MatmulBiasActivationCuda,
+           launch_shape=lambda p: matmul_bias_act_launch_config(p.shape.batch, p.shape.m, p.shape.n)),
+    Tactic("tiled 64x64", MatmulBiasActivationTiledCuda,
+           launch_shape=lambda p: matmul_tiled_launch_config(p.shape.batch, p.shape.m, p.shape.n)),
+    Tactic("mma 64x64", MatmulBiasActivationMmaCuda, mma_reason,
+           lambda p: matmul_tiled_launch_config(p.shape.batch, p.shape.m, p.shape.n)),
+)

@@ -134,17 +134,43 @@ class BatchMatMul(_Operands, FloatOp):
 
     def prepare(self) -> None:
         self.prepare_operands(np.float32)
-        from backends.gpu.cuda.matmul import matmul_launcher, matmul_variant
+        self.product = None  # chosen by finish_prepare
 
-        rows, columns = (int(d) for d in self.out_shape[-2:])
-        self.variant = matmul_variant(
-            math.prod(int(d) for d in self.out_shape[:-2]), rows, columns, self.storage,
-            int(self.device.cuda_device.compute_capability),
+    def finish_prepare(self) -> None:
+        """The product: the row of ``MATMUL_TACTICS`` that wins on this node's shapes (no bias,
+        no clamp), on the operands as they enter it."""
+        from backends.gpu.cuda.matmul import MATMUL_TACTICS, NO_CLAMP, MatmulProblem, MatmulShape
+        from backends.gpu.tactics import check_values
+
+        shapes, adjoints = [], []
+        for position, tensor in enumerate(self.inputs):
+            constant = self.constants[position]
+            if constant is not None:  # laid out at prepare, transposed there for an adjoint
+                shapes.append(tuple(constant.shape))
+                adjoints.append(False)
+                continue
+            rows, cols = (int(d) for d in tensor.shape[-2:])
+            own = math.prod(int(d) for d in tensor.shape[:-2])
+            batch = math.prod(int(d) for d in self.batch_shape) if self.modes[position] == "broadcast" else own
+            shapes.append((batch, rows, cols))
+            adjoints.append(self.adj[position])
+        problem = MatmulProblem(
+            MatmulShape.of(shapes[0], shapes[1], *adjoints), False, NO_CLAMP, self.storage.name,
+            self.device.compute_capability,
         )
-        launcher = matmul_launcher(self.variant)
-        self.product = launcher(None, self.storage, **self.device.launcher_arguments(launcher.source))
+
+        def arrays() -> dict[str, Any]:
+            rng = np.random.default_rng(self.node.index)
+            return {"a": check_values(rng, shapes[0], self.storage), "b": check_values(rng, shapes[1], self.storage)}
+
+        self.product = self.choose_kernel(
+            "BATCH_MATMUL", MATMUL_TACTICS, problem, {"activation": None, "storage": self.storage}, arrays,
+            lambda product, a: product(a["a"], a["b"], adjoint_a=adjoints[0], adjoint_b=adjoints[1]),
+        )
 
     def run(self, args):
+        if self.product is None:
+            self.finish_prepare()
         a, b, adjoint_a, adjoint_b = self.operands(args)
         out = self.product(a, b, adjoint_a=adjoint_a, adjoint_b=adjoint_b)  # [B, M, N]
         return [out.reshape(self.out_shape)]

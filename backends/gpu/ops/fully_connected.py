@@ -54,6 +54,7 @@ from backends.cpu.kernels.fully_connected_quantized import (
     input_abs_max,
 )
 from backends.cpu.quantization import activation_range_quantized, exact_float_dtype, legacy_params
+from backends.gpu.cuda.sources import activation_range
 from backends.gpu.ops.base import Act, FloatOp, fused_activation, fused_activation_reason, input_tensor
 from backends.gpu.ops.conv import WeightsOp, bias_count_reason
 from backends.gpu.ops.quantized_base import QuantizedOp, per_tensor
@@ -138,18 +139,38 @@ class FullyConnected(WeightsOp):
         self.prepared_inputs.add(1)
         self.prepare_bias()
         self.out_shape = tuple(self.outputs[0].shape)
-        # One launch: matmul.cu's product with the bias and the clamp fused
-        # (matmul_bias_act_f32/_f16), reading and writing the storage dtype.
-        from backends.gpu.cuda.matmul import matmul_launcher, matmul_variant
+        self.product = None  # chosen by finish_prepare
 
-        self.variant = matmul_variant(
-            1, self.inputs[0].num_elements // self.depth, self.units, self.storage, int(self.device.cuda_device.compute_capability)
+    def finish_prepare(self) -> None:
+        """The product: the row of ``MATMUL_TACTICS`` that wins on this node's shapes, with the
+        bias and the clamp fused, reading and writing the storage dtype."""
+        from backends.gpu.cuda.matmul import MATMUL_TACTICS, MatmulProblem, MatmulShape
+        from backends.gpu.tactics import check_values
+
+        rows = self.inputs[0].num_elements // self.depth
+        activation = fused_activation(self.params)
+        problem = MatmulProblem(
+            MatmulShape.of((rows, self.depth), (self.depth, self.units)), self.has_bias, activation_range(activation),
+            self.storage.name, self.device.compute_capability,
         )
-        launcher = matmul_launcher(self.variant)
-        self.product = launcher(fused_activation(self.params), self.storage, **self.device.launcher_arguments(launcher.source))
+
+        def arrays() -> dict[str, Any]:
+            rng = np.random.default_rng(self.node.index)
+            return {
+                "a": check_values(rng, (rows, self.depth), self.storage),
+                "b": check_values(rng, (self.depth, self.units), self.storage),
+                "bias": check_values(rng, (self.units,), self.storage) if self.has_bias else None,
+            }
+
+        self.product = self.choose_kernel(
+            "FULLY_CONNECTED", MATMUL_TACTICS, problem, {"activation": activation, "storage": self.storage}, arrays,
+            lambda product, a: product(a["a"], a["b"], a["bias"]),
+        )
 
     def matmul(self, x: Any, bias: Any) -> Any:
         """``clamp(x @ weights + bias)`` in one launch, ``[rows, units]`` in the storage dtype."""
+        if self.product is None:
+            self.finish_prepare()
         return self.product(x, self.weights, bias)
 
     def run(self, args):
