@@ -110,6 +110,8 @@ class Device:
         self._counting: list[DeviceCounters] = [self._total]  # (a CUDA device: the delegate's bookkeeping)
         self._machine_seen = self._machine_counters()  # (an emulated device: the machine's counts)
         self._modules: dict[str, Any] = {}
+        self._cublas: Any = None
+        self._side_stream: Any = None
 
     def __repr__(self) -> str:
         return f"Device({self.name!r})"
@@ -120,6 +122,18 @@ class Device:
         """This device current, the delegate's stream current, the delegate's pool allocating."""
         with self.cuda_device, self.stream, self.xp.cuda.using_allocator(self._malloc):
             yield self
+
+    @contextlib.contextmanager
+    def side_stream(self) -> Iterator[Any]:
+        """A second non-blocking stream of this device current inside (inside ``active()``):
+        work that is not the delegate's (checking and timing candidate kernels at prepare) runs
+        there, so the delegate's stream, its counters and its graphs see none of it. Whoever
+        uses it synchronizes it before the delegate's stream touches what it wrote."""
+        if self._side_stream is None:
+            with self.cuda_device:
+                self._side_stream = self.xp.cuda.Stream(non_blocking=True)
+        with self._side_stream:
+            yield self._side_stream
 
     @property
     def counters(self) -> DeviceCounters:
@@ -251,6 +265,17 @@ class Device:
         if vendor:
             arguments["blas"] = self.cublas()
         return arguments
+
+    def cublas(self) -> Any:
+        """This device's cuBLAS handle and workspace (``cuda/cublas.py``'s ``CublasHandle``),
+        made at the first call: on the emulated machine its emulated library, else
+        ``libcublas`` itself. CublasError when the library cannot be loaded."""
+        if self._cublas is None:
+            from backends.gpu.cuda.cublas import CublasHandle, load_cublas
+
+            library = self.xp.machine.cublas if self.emulated else load_cublas()
+            self._cublas = CublasHandle(library, self)
+        return self._cublas
 
     def identity(self) -> tuple[str, str, str]:
         """What a decision measured here depends on: the GPU's name, its compute capability

@@ -270,14 +270,16 @@ def _check_and_time(device: Any, request: TacticRequest, applicable: Sequence[Ta
     passed: list[Tactic] = []
     failed: dict[str, str] = {}
     times: dict[str, float] = {}
-    with device.labelled(f"{request.label}: checking its kernels"):
-        arrays = {name: None if a is None else device.upload(a, a.dtype) for name, a in host_arrays.items()}
+    with device.labelled(f"{request.label}: checking its kernels"), device.side_stream() as stream:
+        xp = device.xp
+        arrays = {name: None if a is None else xp.asarray(a) for name, a in host_arrays.items()}
         for tactic in applicable:
             try:
                 launcher = tactic.build(device, request.arguments)
-                why = _mismatch(expected, device.download(request.call(launcher, arrays)))
+                why = _mismatch(expected, request.call(launcher, arrays).get(stream=stream))
                 if why is None and tactic.vendor:
-                    why = _mismatch(expected, _captured_output(device, lambda: request.call(launcher, arrays)), "replayed in a CUDA graph, ")
+                    replayed = _captured_output(device, stream, lambda: request.call(launcher, arrays))
+                    why = _mismatch(expected, replayed, "replayed in a CUDA graph, ")
             except Exception as error:  # a launch the device refused: this row cannot run the node
                 from backends.gpu.emulation import EmulatedDeviceError
 
@@ -289,7 +291,7 @@ def _check_and_time(device: Any, request: TacticRequest, applicable: Sequence[Ta
                 continue
             passed.append(tactic)
             if measured:
-                times[tactic.name] = _measure(device, lambda: request.call(launcher, arrays))
+                times[tactic.name] = _measure(device, stream, lambda: request.call(launcher, arrays))
     return passed, failed, times
 
 
@@ -325,29 +327,37 @@ def _mismatch(expected: np.ndarray, actual: np.ndarray, how: str = "") -> str | 
     )
 
 
-def _captured_output(device: Any, launch: Callable[[], Any]) -> np.ndarray:
-    """``launch()`` captured in a CUDA graph (into a pool of its own), replayed once, read back."""
-    xp, stream = device.xp, device.stream
+def _captured_output(device: Any, stream: Any, launch: Callable[[], Any]) -> np.ndarray:
+    """``launch()`` captured on ``stream`` in a CUDA graph (into a pool of its own), replayed
+    once, read back."""
+    xp = device.xp
     pool = xp.cuda.MemoryPool()
     with xp.cuda.using_allocator(pool.malloc):
         stream.begin_capture()
         try:
             out = launch()
-        finally:
-            graph = stream.end_capture()
-        device.launch_graph(graph, 0)
-        return device.download(out)
+        except BaseException:
+            try:
+                stream.end_capture()  # (invalidated by the failure: what matters is the failure)
+            except Exception:
+                pass
+            raise
+        graph = stream.end_capture()
+        graph.launch(stream=stream)
+        return out.get(stream=stream)
 
 
-def _measure(device: Any, launch: Callable[[], Any]) -> float:
-    """Microseconds per launch: one warm-up, then ``TIMED_LAUNCHES`` between two CUDA events."""
+def _measure(device: Any, stream: Any, launch: Callable[[], Any]) -> float:
+    """Microseconds per launch on ``stream``: one warm-up, then ``TIMED_LAUNCHES`` between two
+    CUDA events."""
+    events = device.xp.cuda.Event(), device.xp.cuda.Event()
     launch()
-    start = device.event()
+    events[0].record(stream)
     for _ in range(TIMED_LAUNCHES):
         launch()
-    end = device.event()
-    device.synchronize()
-    return device.elapsed_ms(start, end) * 1e3 / TIMED_LAUNCHES
+    events[1].record(stream)
+    stream.synchronize()
+    return device.elapsed_ms(*events) * 1e3 / TIMED_LAUNCHES
 
 
 def _key(device: Any, request: TacticRequest, table: Sequence[Tactic], source: str) -> str:

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from backends.cpu.kernels._window import WindowGeometry, taps_inside_input, window_view
-from backends.gpu.tactics import Tactic
+from backends.gpu.cuda.cublas import CublasConv2DCuda, cublas_reason, gemm_conv_reason
 from backends.gpu.cuda.sources import (
     _Launcher,
     _MAX_GRID_YZ,
@@ -34,6 +34,7 @@ from backends.gpu.cuda.sources import (
     activation_range,
     elementwise_launch_config,
 )
+from backends.gpu.tactics import Tactic
 from schema.enums import ActivationFunctionType, Padding
 
 #: Output pixels each thread of ``conv2d.cu`` computes (its CONV2D_PIXELS).
@@ -375,6 +376,9 @@ class Conv2DProblem:
     finite_filter: bool
     epilogue: Epilogue | None
     compute_capability: int
+    pre_padding: tuple[int, int, int, int] = (0, 0, 0, 0)
+    vendor_gemm: bool = False
+    allow_tf32: bool = False
 
 
 def finite_filter_reason(problem: Conv2DProblem) -> str | None:
@@ -396,6 +400,14 @@ def _tiles(tile: tuple[int, int]) -> Any:
     return lambda problem: conv2d_tiled_launch_config(problem.geometry, tile)
 
 
+def gemm_reason(compute: str) -> Any:
+    """When the vendor GEMM applies to a convolution: a 1x1 filter, stride 1, one group, no
+    padding (``cublas.gemm_conv_reason``: one product of its pixels by its filter), and the
+    delegate's options (``cublas.cublas_reason``)."""
+    options = cublas_reason(compute)
+    return lambda problem: gemm_conv_reason(problem.geometry, problem.pre_padding) or options(problem)
+
+
 #: CONV_2D's candidates (float32 and float16 storage), one row each: name, launcher, when it
 #: applies, launch shape, the launcher's options. The direct kernel first: the reference.
 CONV2D_TACTICS: tuple[Tactic, ...] = (
@@ -403,6 +415,9 @@ CONV2D_TACTICS: tuple[Tactic, ...] = (
     Tactic("tiled 64x64", Conv2DTiledCuda, finite_filter_reason, _tiles((64, 64)), {"tile": (64, 64)}),
     Tactic("tiled 128x32", Conv2DTiledCuda, finite_filter_reason, _tiles((128, 32)), {"tile": (128, 32)}),
     Tactic("mma 64x64", Conv2DMmaCuda, mma_reason, _tiles((64, 64)), {"tile": (64, 64)}),
+    Tactic("cuBLAS float32", CublasConv2DCuda, gemm_reason("float32"), options={"compute": "float32"}, vendor=True),
+    Tactic("cuBLAS TF32", CublasConv2DCuda, gemm_reason("tf32"), options={"compute": "tf32"}, vendor=True),
+    Tactic("cuBLAS float16", CublasConv2DCuda, gemm_reason("float16"), options={"compute": "float16"}, vendor=True),
 )
 
 

@@ -18,6 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from backends.gpu.cuda.conv2d import MMA_MIN_COMPUTE_CAPABILITY, NO_CLAMP
+from backends.gpu.cuda.cublas import CublasMatmulCuda, cublas_reason
 from backends.gpu.cuda.sources import (
     _Launcher,
     _MAX_GRID_YZ,
@@ -252,13 +253,16 @@ def matmul_bias_act_twin(
 class MatmulProblem:
     """What the product's candidates are chosen for: its shape (``MatmulShape``: batch, rows,
     columns, depth, the operands' strides), whether it adds a bias, its clamp, the storage
-    dtype and the device's compute capability."""
+    dtype, the device's compute capability, and the delegate's options for the vendor GEMM
+    (``vendor_gemm``, ``allow_tf32``: ``GpuDelegate``'s)."""
 
     shape: MatmulShape
     bias: bool
     bounds: tuple[float, float]
     storage: str
     compute_capability: int
+    vendor_gemm: bool = False
+    allow_tf32: bool = False
 
 
 def mma_reason(problem: MatmulProblem) -> str | None:
@@ -271,7 +275,7 @@ def mma_reason(problem: MatmulProblem) -> str | None:
 
 
 #: The float products' candidates (FULLY_CONNECTED, BATCH_MATMUL), one row each: name,
-#: launcher, when it applies, launch shape. The direct kernel first: the reference.
+#: launcher, when it applies, launch shape, options. The direct kernel first: the reference.
 MATMUL_TACTICS: tuple[Tactic, ...] = (
     Tactic("direct", MatmulBiasActivationCuda,
            launch_shape=lambda p: matmul_bias_act_launch_config(p.shape.batch, p.shape.m, p.shape.n)),
@@ -279,4 +283,7 @@ MATMUL_TACTICS: tuple[Tactic, ...] = (
            launch_shape=lambda p: matmul_tiled_launch_config(p.shape.batch, p.shape.m, p.shape.n)),
     Tactic("mma 64x64", MatmulBiasActivationMmaCuda, mma_reason,
            lambda p: matmul_tiled_launch_config(p.shape.batch, p.shape.m, p.shape.n)),
+    Tactic("cuBLAS float32", CublasMatmulCuda, cublas_reason("float32"), options={"compute": "float32"}, vendor=True),
+    Tactic("cuBLAS TF32", CublasMatmulCuda, cublas_reason("tf32"), options={"compute": "tf32"}, vendor=True),
+    Tactic("cuBLAS float16", CublasMatmulCuda, cublas_reason("float16"), options={"compute": "float16"}, vendor=True),
 )

@@ -154,9 +154,10 @@ class BatchMatMul(_Operands, FloatOp):
             batch = math.prod(int(d) for d in self.batch_shape) if self.modes[position] == "broadcast" else own
             shapes.append((batch, rows, cols))
             adjoints.append(self.adj[position])
+        settings = self.tactic_settings
         problem = MatmulProblem(
             MatmulShape.of(shapes[0], shapes[1], *adjoints), False, NO_CLAMP, self.storage.name,
-            self.device.compute_capability,
+            self.device.compute_capability, settings.vendor_gemm, settings.allow_tf32,
         )
 
         def arrays() -> dict[str, Any]:

@@ -279,8 +279,10 @@ class Conv2D(WeightsOp):
             "epilogue": self.epilogue, "pre_padding": self.pre_padding,
         }
         geometry = Conv2DGeometry.of(x_shape, filter_shape, arguments["stride"], arguments["dilation"], params.padding, self.pre_padding)
+        settings = self.tactic_settings
         problem = Conv2DProblem(
             geometry, self.storage.name, bool(np.isfinite(filters).all()), self.epilogue, self.device.compute_capability,
+            self.pre_padding, settings.vendor_gemm, settings.allow_tf32,
         )
         self.kernel = self.choose_kernel(
             "CONV_2D", CONV2D_TACTICS, problem, arguments,

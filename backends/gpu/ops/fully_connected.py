@@ -149,9 +149,10 @@ class FullyConnected(WeightsOp):
 
         rows = self.inputs[0].num_elements // self.depth
         activation = fused_activation(self.params)
+        settings = self.tactic_settings
         problem = MatmulProblem(
             MatmulShape.of((rows, self.depth), (self.depth, self.units)), self.has_bias, activation_range(activation),
-            self.storage.name, self.device.compute_capability,
+            self.storage.name, self.device.compute_capability, settings.vendor_gemm, settings.allow_tf32,
         )
 
         def arrays() -> dict[str, Any]:
