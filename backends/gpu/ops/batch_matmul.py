@@ -6,8 +6,9 @@ reference ``BatchMatMul``: ``out[..., i, j] = sum_k x'[..., i, k] * y'[..., k, j
 ``adj_y``); the batch axes (all but the last two) broadcast numpy-style, right-aligned.
 Either operand may be a constant or a runtime tensor.
 
-How: one launch of ``cuda/matmul.cu``'s ``matmul_bias_act`` (no bias, no clamp), on a
-device and in host emulation alike (there its numpy twin, as one launch). Each operand
+How: one of ``MATMUL_TACTICS`` (``cuda/matmul.py``: ``matmul.cu``'s ``matmul_bias_act`` with
+no bias and no clamp, its tiles, its tensor-core form, the vendor GEMM), chosen on the
+device at prepare (``backends/gpu/tactics.py``); in host emulation its numpy twin. Each operand
 enters as ``[B_op, R, C]``, where ``B_op`` is 1 when the operand has a single batch (shared
 by every batch of the output: batch stride 0) or the output's batch count B. A constant
 operand is laid out so once, at prepare (transposed there for an adjoint). A runtime

@@ -14,15 +14,16 @@ applied, as TFLite's).
 
 How (float): one launch of a hand-written kernel per node, bias and activation fused; in
 host emulation the kernel's numpy twin, as one launch too (``backends/gpu/cuda/conv2d.py``).
-Prepare picks the kernel variant from the shapes and records it in ``self.variant`` (the
-partition stats list it); ``backends/gpu/fusion.py`` may fold a PAD in front of a
-convolution and a residual ADD / RELU / PRELU after it (``fuse``: the kernels' epilogue).
-For tiny layers (and a filter holding inf or NaN) the direct NHWC convolution
-``cuda/conv2d.cu`` (each thread a few output pixels of one output channel, the sum over
-(ky, kx, i) in TFLite's order); otherwise the implicit GEMM over shared-memory tiles
-``cuda/conv2d_tiled.cu`` (the same sums in the same order), or in float16 storage on
-sm_80+ its tensor-core form ``cuda/conv2d_mma.cu``. The filter is laid out once at
-prepare as ``[groups, KH, KW, I, O/groups]``; no im2col, no padded copy.
+``backends/gpu/fusion.py`` may fold a PAD in front of a convolution and a residual ADD /
+RELU / PRELU after it (``fuse``: the kernels' epilogue). Then ``finish_prepare`` chooses the
+kernel among ``CONV2D_TACTICS`` (``backends/gpu/tactics.py``: checked on the device, the
+fastest kept, recorded in ``self.tactic``): the direct NHWC convolution ``cuda/conv2d.cu``
+(each thread a few output pixels of one output channel, the sum over (ky, kx, i) in TFLite's
+order; the only one for a filter holding inf or NaN), the implicit GEMM over shared-memory
+tiles ``cuda/conv2d_tiled.cu`` (the same sums in the same order), in float16 storage on
+sm_80+ its tensor-core form ``cuda/conv2d_mma.cu``, and for a 1x1 filter with stride 1 the
+vendor GEMM (``cuda/cublas.py``). The filter is laid out once at prepare as ``[groups, KH,
+KW, I, O/groups]``; no im2col, no padded copy.
 
 float16 storage: the kernels read and write halves and compute in float32; the weights
 and bias are uploaded as halves (no float32 copies). As TFLite's reference kernels, the

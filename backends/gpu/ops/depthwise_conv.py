@@ -21,10 +21,11 @@ kernels' own (``ConvQuantization.of``, through ``conv.QuantizedConvOp``, shared 
 quantized CONV_2D); the float op shares ``conv.WeightsOp`` with CONV_2D (the bias, and
 what ``backends/gpu/fusion.py`` folds in).
 
-How (float): the direct kernel ``cuda/depthwise_conv2d.cu``, or for larger layers
-``cuda/depthwise_conv2d_tiled.cu`` (each block's input patch staged in shared memory), on
-TFLite's filter layout, bias and activation fused; in host emulation the kernel's numpy
-twin, as one launch.
+How (float): one of ``DEPTHWISE_TACTICS`` (``cuda/depthwise.py``), chosen on the device at
+prepare (``backends/gpu/tactics.py``): the direct kernel ``cuda/depthwise_conv2d.cu`` (its
+fused entry point once ``fusion.py`` folded nodes in) or ``cuda/depthwise_conv2d_tiled.cu``
+(each block's input patch staged in shared memory), on TFLite's filter layout, bias and
+activation fused; in host emulation the kernel's numpy twin, as one launch.
 
 How (quantized): one launch of ``cuda/depthwise_conv2d_int8.cu`` per node: the int32
 accumulation with the zero points, the bias, ``MultiplyByQuantizedMultiplier`` per output

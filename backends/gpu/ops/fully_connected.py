@@ -3,10 +3,12 @@
 
 Float semantics are the CPU kernel's (``backends/cpu/kernels/fully_connected.py``), i.e.
 TFLite's reference kernel: ``[units, depth]`` weights, optional bias, the fused
-activation as a clamp (TANH rejected, as TFLite does). How: ``cuda/matmul.cu``'s
-``matmul_bias_act`` (the product with the bias and the clamp fused), or
-``cuda/matmul_tiled.cu`` for a product of many rows, with the weights transposed once at
-prepare; float16 storage as ``conv.py`` describes. The float op shares ``conv.WeightsOp``
+activation as a clamp (TANH rejected, as TFLite does). How: one of ``MATMUL_TACTICS``
+(``cuda/matmul.py``), chosen on the device at prepare (``backends/gpu/tactics.py``):
+``cuda/matmul.cu``'s ``matmul_bias_act`` (the product with the bias and the clamp fused),
+its shared-memory tiles ``cuda/matmul_tiled.cu``, its tensor-core form (float16 storage),
+or the vendor GEMM (``cuda/cublas.py``), with the weights transposed once at prepare;
+float16 storage as ``conv.py`` describes. The float op shares ``conv.WeightsOp``
 with the convolutions (the bias upload).
 
 Quantized semantics are the CPU kernel's (``backends/cpu/kernels/fully_connected_quantized.py``)::
