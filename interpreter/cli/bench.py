@@ -227,7 +227,7 @@ def _kernel_lines(out: Any, partitions: list[dict[str, Any]]) -> None:
     if not rows:
         return
     out.line()
-    out.line("kernels per partition (its steps counted by op, version and, in brackets, the kernel variant prepare chose)")
+    out.line("kernels per partition (its steps counted by op, version and, in brackets, the kernel prepare chose)")
     for entry in rows:
         counted = ", ".join(f"{v['kernel']} x{v['count']}" for v in entry["device"]["kernel_variants"])
         out.line(f"partition {entry['partition']} kernels: {counted}")
