@@ -1339,15 +1339,19 @@ class _CublasHandle:
     workspace: Block | None = None
 
 
-#: ``cudaDataType`` -> numpy, and the compute types, that the emulated cuBLAS runs.
-_CUBLAS_TYPES = {0: np.float32, 2: np.float16}
-_CUBLAS_COMPUTE_32F, _CUBLAS_COMPUTE_32F_FAST_TF32 = 68, 77
+#: ``cudaDataType`` -> numpy, and the (operand, result, compute) types the emulated cuBLAS runs:
+#: float32 (or TF32), float16 operands into float32, int8 into int32.
+_CUBLAS_TYPES = {0: np.float32, 2: np.float16, 3: np.int8, 10: np.int32}
+_CUBLAS_COMPUTE_32F, _CUBLAS_COMPUTE_32I, _CUBLAS_COMPUTE_32F_FAST_TF32 = 68, 72, 77
+_CUBLAS_COMBINATIONS = {(0, 0, 68), (0, 0, 77), (2, 0, 68), (3, 10, 72)}
 
 
 class EmulatedCublas:
     """``libcublas`` on an emulated machine, with ``cuda/cublas.py``'s ``CublasLibrary`` calls:
     handles, their stream and workspace, and ``cublasGemmStridedBatchedEx`` for float32 or
-    float16 operands into float32 (see the module docstring for the rules it keeps)."""
+    float16 operands into float32 and int8 operands into int32 (see the module docstring for
+    the rules it keeps). int8 also wants leading dimensions that are multiples of 4 (cuBLAS's
+    documented int8 restriction, as the project reads it: not checked on a GPU yet)."""
 
     def __init__(self, machine: "EmulatedMachine") -> None:
         self.machine = machine
@@ -1386,10 +1390,12 @@ class EmulatedCublas:
         """``C = op(A) @ op(B)`` (alpha 1, beta 0) for ``batch`` column-major products."""
         machine, state = self.machine, self._state(handle)
         name = "cublasGemmStridedBatchedEx"
-        if a_type not in _CUBLAS_TYPES or b_type != a_type or c_type != 0 or compute not in (
-            _CUBLAS_COMPUTE_32F, _CUBLAS_COMPUTE_32F_FAST_TF32
-        ) or (compute == _CUBLAS_COMPUTE_32F_FAST_TF32 and a_type != 0):
-            raise CublasEmulationError(f"{name}: CUBLAS_STATUS_NOT_SUPPORTED (types {a_type}, {b_type}, {c_type}, compute {compute})")
+        if b_type != a_type or (a_type, c_type, compute) not in _CUBLAS_COMBINATIONS or (
+            a_type == 3 and (lda % 4 or ldb % 4)
+        ):
+            raise CublasEmulationError(
+                f"{name}: CUBLAS_STATUS_NOT_SUPPORTED (types {a_type}, {b_type}, {c_type}, compute {compute}, lda {lda}, ldb {ldb})"
+            )
         a_rows, a_cols = (m, k) if transa == 0 else (k, m)
         b_rows, b_cols = (k, n) if transb == 0 else (n, k)
         if min(m, n, k, batch) < 0 or lda < max(1, a_rows) or ldb < max(1, b_rows) or ldc < max(1, m):
@@ -1401,7 +1407,7 @@ class EmulatedCublas:
             label = machine.label or name
             a_block, a_view = machine.memory_at(a, _CUBLAS_TYPES[a_type], (batch, a_rows, a_cols), (stride_a, 1, lda), label)
             b_block, b_view = machine.memory_at(b, _CUBLAS_TYPES[b_type], (batch, b_rows, b_cols), (stride_b, 1, ldb), label)
-            c_block, c_view = machine.memory_at(c, np.float32, (batch, m, n), (stride_c, 1, ldc), label)
+            c_block, c_view = machine.memory_at(c, _CUBLAS_TYPES[c_type], (batch, m, n), (stride_c, 1, ldc), label)
             if stream.capture is not None and state.workspace is None:
                 stream.capture.invalid = stream.capture.invalid or f"{name} without a workspace"
                 raise EmulatedDeviceError(
@@ -1410,16 +1416,17 @@ class EmulatedCublas:
                     "cublasSetWorkspace after cublasSetStream"
                 )
             tf32 = compute == _CUBLAS_COMPUTE_32F_FAST_TF32
+            exact = np.int64 if compute == _CUBLAS_COMPUTE_32I else np.float32  # (int: the sums wrap to int32)
 
             def run() -> None:
-                left = a_view.astype(np.float32) if transa == 0 else np.swapaxes(a_view, 1, 2).astype(np.float32)
-                right = b_view.astype(np.float32) if transb == 0 else np.swapaxes(b_view, 1, 2).astype(np.float32)
+                left = a_view.astype(exact) if transa == 0 else np.swapaxes(a_view, 1, 2).astype(exact)
+                right = b_view.astype(exact) if transb == 0 else np.swapaxes(b_view, 1, 2).astype(exact)
                 if tf32:
                     from backends.gpu.cuda.cublas import round_to_tf32
 
                     left, right = round_to_tf32(left), round_to_tf32(right)
                 with np.errstate(all="ignore"):
-                    c_view[...] = np.matmul(left, right)
+                    c_view[...] = np.matmul(left, right).astype(c_view.dtype)
 
             if stream.capture is None:
                 run()

@@ -247,3 +247,50 @@ def test_a_fused_pointwise_convolution_on_the_vendor_gemm_equals_the_cpu_path_in
     reference.allocate_tensors()
     tolerance = 1e-5 if precision == "float32" else 1e-2
     np.testing.assert_allclose(ours, run(reference), rtol=tolerance, atol=tolerance)
+
+
+# -- int8: cuBLAS's int8 x int8 -> int32 GEMM, then the requantization ------------------------------------
+
+FC_INT8 = __import__("pathlib").Path(__file__).parents[1] / "data" / "models" / "converter" / "fully_connected_int8.tflite"
+
+
+def int8_outputs(interpreter: Interpreter, invokes: int = 3) -> list[np.ndarray]:
+    outputs = []
+    for k in range(invokes):
+        for detail in interpreter.get_input_details():
+            values = np.random.default_rng(k).integers(-128, 128, detail["shape"]).astype(detail["dtype"])
+            interpreter.set_tensor(detail["index"], values)
+        interpreter.invoke()
+        outputs.append(interpreter.get_tensor(interpreter.get_output_details()[0]["index"]).copy())
+    return outputs
+
+
+@pytest.mark.parametrize("make_device", [lambda: "host", emulated_cuda_device], ids=["host", "emulated-cuda"])
+def test_the_int8_vendor_gemm_equals_the_cpu_path_bit_for_bit_in_a_graph(make_device):
+    delegate = GpuDelegate(make_device(), tactic_timing=prefer("cuBLAS int8"), placement_cache=PlacementCache())
+    interpreter = Interpreter(model_path=str(FC_INT8))
+    interpreter.modify_graph_with_delegate(delegate)
+    interpreter.allocate_tensors()
+    assert any(line.startswith("FULLY_CONNECTED v4 (node 0): cuBLAS int8 1.0 µs") for line in delegate.tactic_report())
+    ours = int8_outputs(interpreter)
+    assert delegate.partition_stats()[0].graph == "replaying"
+    reference = Interpreter(model_path=str(FC_INT8))
+    reference.allocate_tensors()
+    for got, want in zip(ours, int8_outputs(reference)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_the_int8_vendor_gemm_applies_to_signed_zero_centred_exact_products_with_aligned_sides():
+    from backends.gpu.cuda.cublas import FullyConnectedInt8Problem, fully_connected_int8_tactics
+
+    def reason(**changes):
+        fields = {"rows": 2, "depth": 64, "units": 32, "dtype": "int8", "filter_offset": 0, "exact": True, "vendor_gemm": True}
+        problem = FullyConnectedInt8Problem(**{**fields, **changes})
+        return fully_connected_int8_tactics()[1].reason(problem)
+
+    assert reason() is None
+    assert "signed int8" in reason(dtype="uint8")
+    assert "zero point" in reason(filter_offset=-3)
+    assert "multiples of 4" in reason(units=30)
+    assert "could wrap" in reason(exact=False)
+    assert "vendor_gemm=False" in reason(vendor_gemm=False)

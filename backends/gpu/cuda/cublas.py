@@ -1,6 +1,9 @@
 """The vendor GEMM among the candidates of the products: cuBLAS's ``cublasGemmStridedBatchedEx``
 for the float products (FULLY_CONNECTED, BATCH_MATMUL, CONV_2D 1x1 with stride 1), then one
-launch of ``gemm_epilogue.cu`` for the bias, the clamp and the convolution's epilogue.
+launch of ``gemm_epilogue.cu`` for the bias, the clamp and the convolution's epilogue; and its
+int8 x int8 -> int32 GEMM for the int8 FULLY_CONNECTED, then ``gemm_requantize_int8`` (the
+input's zero point through the weights' column sums, the bias, TFLite's double rescale from
+``fixed_point.cuh``): bit for bit what ``fully_connected_int8.cu`` stores.
 
 Why cuBLAS is called here through ctypes, not through CuPy
 -----------------------------------------------------------
@@ -67,8 +70,8 @@ from schema.enums import ActivationFunctionType, Padding
 # -- cuBLAS's constants (cublas_api.h, library_types.h) ----------------------------------------------
 
 CUBLAS_OP_N, CUBLAS_OP_T = 0, 1
-CUDA_R_32F, CUDA_R_16F = 0, 2
-CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32F_FAST_TF32 = 68, 77
+CUDA_R_32F, CUDA_R_16F, CUDA_R_8I, CUDA_R_32I = 0, 2, 3, 10
+CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32I, CUBLAS_COMPUTE_32F_FAST_TF32 = 68, 72, 77
 CUBLAS_GEMM_DEFAULT = -1
 CUBLAS_STATUS = {
     0: "CUBLAS_STATUS_SUCCESS", 1: "CUBLAS_STATUS_NOT_INITIALIZED", 3: "CUBLAS_STATUS_ALLOC_FAILED",
@@ -76,11 +79,12 @@ CUBLAS_STATUS = {
     13: "CUBLAS_STATUS_EXECUTION_FAILED", 14: "CUBLAS_STATUS_INTERNAL_ERROR", 15: "CUBLAS_STATUS_NOT_SUPPORTED",
 }
 
-#: The compute of each kind of candidate: (operand type, compute type).
+#: The compute of each kind of candidate: (operand type, result type, compute type).
 COMPUTE = {
-    "float32": (CUDA_R_32F, CUBLAS_COMPUTE_32F),
-    "tf32": (CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32),
-    "float16": (CUDA_R_16F, CUBLAS_COMPUTE_32F),
+    "float32": (CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F),
+    "tf32": (CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32),
+    "float16": (CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F),
+    "int8": (CUDA_R_8I, CUDA_R_32I, CUBLAS_COMPUTE_32I),
 }
 
 
@@ -127,9 +131,10 @@ class CublasLibrary:
         a: int, a_type: int, lda: int, stride_a: int, b: int, b_type: int, ldb: int, stride_b: int,
         c: int, c_type: int, ldc: int, stride_c: int, batch: int, compute: int,
     ) -> None:
-        """``C = 1 * op(A) @ op(B) + 0 * C`` for each of ``batch`` column-major products (float32
-        alpha and beta, host pointer mode)."""
-        one, zero = ctypes.c_float(1.0), ctypes.c_float(0.0)
+        """``C = 1 * op(A) @ op(B) + 0 * C`` for each of ``batch`` column-major products (alpha and
+        beta in host pointer mode: int32 for ``CUBLAS_COMPUTE_32I``, else float32)."""
+        scalar = ctypes.c_int32 if compute == CUBLAS_COMPUTE_32I else ctypes.c_float
+        one, zero = scalar(1), scalar(0)
         self._call(
             "cublasGemmStridedBatchedEx", ctypes.c_void_p(handle), transa, transb, m, n, k, ctypes.byref(one),
             ctypes.c_void_p(a), a_type, lda, ctypes.c_longlong(stride_a), ctypes.c_void_p(b), b_type, ldb,
@@ -193,14 +198,15 @@ class CublasHandle:
 
     def gemm(self, transa: int, transb: int, m: int, n: int, k: int, a: Any, lda: int, stride_a: int,
              b: Any, ldb: int, stride_b: int, c: Any, ldc: int, stride_c: int, batch: int, compute: str) -> None:
-        """One ``cublasGemmStridedBatchedEx`` into the float32 ``c``, on the current stream."""
-        operand_type, compute_type = COMPUTE[compute]
+        """One ``cublasGemmStridedBatchedEx`` into ``c`` (float32, int32 for ``"int8"``), on the
+        current stream."""
+        operand_type, result_type, compute_type = COMPUTE[compute]
         library, handle = self.library, self.handle
         library.set_stream(handle, self.device.xp.cuda.get_current_stream().ptr)
         library.set_workspace(handle, self.workspace.data.ptr, self.workspace.nbytes)  # (set_stream reset it)
         library.gemm_strided_batched(
             handle, transa, transb, m, n, k, a.data.ptr, operand_type, lda, stride_a, b.data.ptr, operand_type, ldb,
-            stride_b, c.data.ptr, CUDA_R_32F, ldc, stride_c, batch, compute_type,
+            stride_b, c.data.ptr, result_type, ldc, stride_c, batch, compute_type,
         )
 
 
@@ -259,7 +265,7 @@ class CublasGemmCuda(_Launcher):
     def __init__(self, storage: Any, compute: str, *, xp: Any = None, module: Any = None, host_device: Any = None,
                  blas: Any = None) -> None:
         self.storage = np.dtype(storage)
-        if compute not in COMPUTE or (compute == "float16") != (self.storage == np.float16):
+        if compute not in COMPUTE or compute == "int8" or (compute == "float16") != (self.storage == np.float16):
             raise ValueError(f"compute {compute!r} does not multiply {self.storage} operands")
         self.compute = compute
         self.blas = blas
@@ -382,6 +388,106 @@ def gemm_conv_reason(geometry: Any, pre_padding: Sequence[int]) -> str | None:
     return None
 
 
+# -- int8 FULLY_CONNECTED -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FullyConnectedInt8Problem:
+    """What the quantized FULLY_CONNECTED's candidates are chosen for: ``rows`` x ``depth`` by
+    ``depth`` x ``units``, the tensors' type, the weights' offset (``-z_w``, 0 for int8), whether
+    the vendor GEMM's int32 sums (without the zero points) and the corrected ones stay in int32
+    (``exact``), and the delegate's ``vendor_gemm``."""
+
+    rows: int
+    depth: int
+    units: int
+    dtype: str
+    filter_offset: int
+    exact: bool
+    vendor_gemm: bool = False
+
+
+def int8_gemm_reason(problem: FullyConnectedInt8Problem) -> str | None:
+    """When cuBLAS's int8 x int8 -> int32 GEMM applies to a quantized FULLY_CONNECTED."""
+    if not problem.vendor_gemm:
+        return "the vendor GEMM is off (GpuDelegate(vendor_gemm=False))"
+    if problem.dtype != "int8":
+        return f"cuBLAS multiplies signed int8 (CUDA_R_8I), the tensors are {problem.dtype}"
+    if problem.filter_offset:
+        return "the weights have a zero point (the int8 GEMM takes it as 0)"
+    if problem.depth % 4 or problem.units % 4:
+        return f"cuBLAS's int8 GEMM wants leading dimensions that are multiples of 4 (depth {problem.depth}, units {problem.units})"
+    if not problem.exact:
+        return "its int32 sums could wrap where TFLite's would not"
+    return None
+
+
+class CublasFullyConnectedInt8Cuda(_Launcher):
+    """``conv_int8.FullyConnectedInt8Cuda``'s quantized FULLY_CONNECTED (its arguments and its
+    bits) by cuBLAS's int8 x int8 -> int32 GEMM (``CUBLAS_COMPUTE_32I``), then
+    ``gemm_requantize_int8`` (the input's zero point through the weights' column sums, the bias,
+    ``fixed_point.cuh``'s ``rescale_double``, the clamp). The column sums are computed once per
+    weights array (one reduction at its first call, before any capture)."""
+
+    source = "gemm_epilogue.cu"
+
+    def __init__(self, stage: Any, *, xp: Any = None, module: Any = None, host_device: Any = None, blas: Any = None) -> None:
+        if stage.filter_offset:
+            raise ValueError("the int8 GEMM takes the weights' zero point as 0")
+        self.stage = stage
+        self.blas = blas
+        self._sums: tuple[Any, Any] | None = None  # (weights, their column sums)
+        super().__init__(xp, module, host_device)
+
+    def column_sums(self, w: Any) -> Any:
+        if self._sums is None or self._sums[0] is not w:
+            self._sums = (w, w.astype(np.int32).sum(axis=0, dtype=np.int32))
+        return self._sums[1]
+
+    def __call__(self, x: Any, w: Any, bias: Any, scales: Any, out: Any = None) -> Any:
+        from backends.gpu.cuda.matmul import MatmulShape
+
+        xp = self.xp
+        if x.dtype != np.int8 or w.dtype != np.int8 or x.ndim != 2 or w.ndim != 2 or x.shape[1] != w.shape[0]:
+            raise ValueError(f"expected int8 x [rows, depth] and weights [depth, units], got {x.dtype}{list(x.shape)} and "
+                             f"{w.dtype}{list(w.shape)}")
+        x, w = _contiguous(xp, x), _contiguous(xp, w)
+        out = _check_out(xp, out, (int(x.shape[0]), int(w.shape[1])), np.dtype(np.int8))
+        if out.size == 0:
+            return out
+        shape = MatmulShape.of(x.shape, w.shape)
+        sums = self.column_sums(w)
+        acc = xp.empty(out.shape, dtype=np.int32)
+        if self.host_device is not None:
+            self.host_device.launch_twin("cublasGemmStridedBatchedEx", int8_gemm_twin, (x, w), (acc,))
+        else:
+            gemm = ColumnMajorProduct.of(shape)
+            self.blas.gemm(gemm.transa, gemm.transb, gemm.m, gemm.n, gemm.k, w, gemm.lda, gemm.stride_a, x, gemm.ldb,
+                           gemm.stride_b, acc, gemm.ldc, gemm.stride_c, gemm.batch, "int8")
+        s = self.stage
+        null = np.uint64(0)
+        args = (acc, null if bias is None else bias, sums, scales, out, np.int64(out.size), np.int32(out.shape[1]),
+                np.int32(s.input_offset), np.int32(s.output_offset), np.int32(s.act_min), np.int32(s.act_max))
+        grid, block = elementwise_launch_config(out.size)
+        twin = functools.partial(requantize_int8_twin, stage=s)
+        self.launch("gemm_requantize_int8", grid, block, args, twin, (acc, bias, sums, scales), (out,))
+        return out
+
+
+@functools.lru_cache(maxsize=1)
+def fully_connected_int8_tactics() -> tuple:
+    """The quantized FULLY_CONNECTED's candidates, one row each: the hand-written kernel
+    (``conv_int8.FullyConnectedInt8Cuda``: the reference) and cuBLAS's int8 GEMM. (A function:
+    ``conv_int8.py`` imports ``conv2d.py``, which imports this module.)"""
+    from backends.gpu.cuda.conv_int8 import FullyConnectedInt8Cuda
+    from backends.gpu.tactics import Tactic
+
+    return (
+        Tactic("direct", FullyConnectedInt8Cuda),
+        Tactic("cuBLAS int8", CublasFullyConnectedInt8Cuda, int8_gemm_reason, vendor=True),
+    )
+
+
 # -- numpy twins (host emulation runs these; see _Launcher) -------------------------------------------
 
 
@@ -420,3 +526,22 @@ def gemm_epilogue_twin(acc: np.ndarray, bias: np.ndarray | None, residual: np.nd
     pixels = values.reshape(1, 1, -1, channels)
     out.reshape(-1, channels)[...] = epilogue_twin(pixels, None if residual is None else residual.reshape(1, 1, -1, residual.shape[-1]),
                                                    alpha, epilogue).reshape(-1, channels)
+
+
+def int8_gemm_twin(x: np.ndarray, w: np.ndarray, acc: np.ndarray) -> None:
+    """The int8 GEMM: exact int64 sums, wrapped to int32 (the candidate applies where none wraps)."""
+    acc[...] = np.matmul(x.astype(np.int64), w.astype(np.int64)).astype(np.int32)
+
+
+def requantize_int8_twin(acc: np.ndarray, bias: np.ndarray | None, sums: np.ndarray, scales: np.ndarray,
+                         out: np.ndarray, *, stage: Any) -> None:
+    """``gemm_requantize_int8`` in numpy: the zero point through the column sums, the bias (int32
+    wrap), then the CPU kernel's ``rescale_double``."""
+    from backends.cpu.kernels.fully_connected_quantized import rescale_double
+    from backends.cpu.quantization import wrap_int32
+
+    values = acc.astype(np.int64) + np.int64(stage.input_offset) * sums.astype(np.int64).reshape(-1)
+    if bias is not None:
+        values += bias.astype(np.int64).reshape(-1)
+    out[...] = rescale_double(wrap_int32(values), scales.reshape(-1), stage.output_offset, stage.act_min, stage.act_max,
+                              check_int32_conversion=True)

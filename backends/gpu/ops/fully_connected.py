@@ -55,7 +55,7 @@ from backends.cpu.kernels.fully_connected_quantized import (
     double_rescale_scale,
     input_abs_max,
 )
-from backends.cpu.quantization import activation_range_quantized, exact_float_dtype, legacy_params
+from backends.cpu.quantization import INT32_MAX, activation_range_quantized, exact_float_dtype, legacy_params
 from backends.gpu.cuda.sources import activation_range
 from backends.gpu.ops.base import Act, FloatOp, fused_activation, fused_activation_reason, input_tensor
 from backends.gpu.ops.conv import WeightsOp, bias_count_reason
@@ -257,7 +257,7 @@ class QuantizedFullyConnected(QuantizedOp):
         return row * input_abs_max(x.dtype, legacy_params(x)[1])
 
     def prepare(self) -> None:
-        from backends.gpu.cuda.conv_int8 import FullyConnectedInt8Cuda, OutputStage
+        from backends.gpu.cuda.conv_int8 import OutputStage
 
         x, weights, out = self.inputs[0], self.inputs[1], self.outputs[0]
         self.units, self.depth = (int(d) for d in weights.shape)
@@ -276,10 +276,43 @@ class QuantizedFullyConnected(QuantizedOp):
         if bias is not None:
             self.prepared_inputs.add(2)
         self.out_shape = tuple(out.shape)
-        self.kernel = FullyConnectedInt8Cuda(
-            OutputStage(-in_zp, -w_zp, out_zp, low, high), **self.device.launcher_arguments("fully_connected_int8.cu")
+        self.stage = OutputStage(-in_zp, -w_zp, out_zp, low, high)
+        self.host_scales = np.ascontiguousarray(scale, np.float64)
+        sums = np.abs(np.asarray(weights.data, np.int64)).sum(axis=1)  # per unit: sum |w|
+        largest_bias = int(np.abs(np.asarray(bias.data, np.int64)).max(initial=0)) if bias is not None else 0
+        # The vendor GEMM's sums without the zero point, and the zero point's correction, stay in int32.
+        self.vendor_exact = 256 * int(sums.max(initial=0)) + largest_bias <= INT32_MAX
+        self.kernel = None  # chosen by finish_prepare
+
+    def finish_prepare(self) -> None:
+        """The kernel: the row of ``cublas.fully_connected_int8_tactics()`` that wins on this node
+        (``fully_connected_int8.cu``, or cuBLAS's int8 GEMM then the requantization), checked
+        bit for bit against the twin on the device."""
+        from backends.gpu.cuda.cublas import FullyConnectedInt8Problem, fully_connected_int8_tactics
+        from backends.gpu.tactics import check_values
+
+        x = self.inputs[0]
+        rows = x.num_elements // self.depth
+        problem = FullyConnectedInt8Problem(
+            rows, self.depth, self.units, np.dtype(x.dtype).name, self.stage.filter_offset, self.vendor_exact,
+            self.tactic_settings.vendor_gemm,
+        )
+
+        def arrays() -> dict[str, Any]:
+            rng = np.random.default_rng(self.node.index)
+            return {
+                "x": check_values(rng, (rows, self.depth), x.dtype), "w": check_values(rng, (self.depth, self.units), x.dtype),
+                "bias": check_values(rng, (self.units,), np.int32) if self.bias is not None else None,
+                "scales": self.host_scales,
+            }
+
+        self.kernel = self.choose_kernel(
+            "FULLY_CONNECTED int8", fully_connected_int8_tactics(), problem, {"stage": self.stage}, arrays,
+            lambda kernel, a: kernel(a["x"], a["w"], a["bias"], a["scales"]),
         )
 
     def run(self, args):
+        if self.kernel is None:
+            self.finish_prepare()
         x = args[0].reshape(-1, self.depth)
         return [self.kernel(x, self.weights, self.bias, self.scales).reshape(self.out_shape)]
