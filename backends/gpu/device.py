@@ -112,6 +112,7 @@ class Device:
         self._modules: dict[str, Any] = {}
         self._cublas: Any = None
         self._side_stream: Any = None
+        self._identity: tuple[str, str, str] | None = None
 
     def __repr__(self) -> str:
         return f"Device({self.name!r})"
@@ -279,11 +280,13 @@ class Device:
 
     def identity(self) -> tuple[str, str, str]:
         """What a decision measured here depends on: the GPU's name, its compute capability
-        and the driver's version (CUDA's ``cudaDriverGetVersion``)."""
-        runtime = self.xp.cuda.runtime
-        name = runtime.getDeviceProperties(self.id)["name"]
-        name = name.decode() if isinstance(name, bytes) else str(name)
-        return name, str(self.cuda_device.compute_capability), str(runtime.driverGetVersion())
+        and the driver's version (CUDA's ``cudaDriverGetVersion``); asked once."""
+        if self._identity is None:
+            runtime = self.xp.cuda.runtime
+            name = runtime.getDeviceProperties(self.id)["name"]
+            name = name.decode() if isinstance(name, bytes) else str(name)
+            self._identity = (name, str(self.cuda_device.compute_capability), str(runtime.driverGetVersion()))
+        return self._identity
 
     @property
     def compute_capability(self) -> int:

@@ -280,6 +280,8 @@ def _check_and_time(device: Any, request: TacticRequest, applicable: Sequence[Ta
                 if why is None and tactic.vendor:
                     replayed = _captured_output(device, stream, lambda: request.call(launcher, arrays))
                     why = _mismatch(expected, replayed, "replayed in a CUDA graph, ")
+                if why is None and measured:
+                    times[tactic.name] = _measure(device, stream, lambda: request.call(launcher, arrays))
             except Exception as error:  # a launch the device refused: this row cannot run the node
                 from backends.gpu.emulation import EmulatedDeviceError
 
@@ -290,8 +292,6 @@ def _check_and_time(device: Any, request: TacticRequest, applicable: Sequence[Ta
                 failed[tactic.name] = why
                 continue
             passed.append(tactic)
-            if measured:
-                times[tactic.name] = _measure(device, stream, lambda: request.call(launcher, arrays))
     return passed, failed, times
 
 

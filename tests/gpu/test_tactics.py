@@ -255,3 +255,19 @@ def test_a_node_none_of_whose_candidates_passes_is_refused_with_its_name(monkeyp
     with pytest.raises(DelegatePrepareError, match=r"NoTacticError: CONV_2D v1 \(node 0\): no kernel passed its check on "
                        r"emulated cuda:0: direct: HostShimError: conv2d_f32: invalid launch configuration"):
         prepared(conv_model(), delegate)
+
+
+def test_on_a_device_the_candidates_are_timed_with_cuda_events_and_the_fastest_is_kept():
+    """The path a GPU takes: no injected times, so each candidate that passed its check is timed
+    on the device's side stream between two CUDA events. Here an emulated device stands in for
+    one (its events time the host shim's runs), which exercises that path on a CPU."""
+    device = emulated_cuda_device()
+    device.emulated = False  # (as a CUDA device: measure, and keep the delegate's own counters)
+    delegate = GpuDelegate(device, placement_cache=PlacementCache())
+    prepared(conv_model(), delegate)
+    choice = the_choice(delegate)
+    assert choice.source == "measured" and choice.checked
+    assert set(choice.times_us) == set(choice.passed) == {"direct", "tiled 64x64", "tiled 128x32"}
+    assert all(us > 0 for us in choice.times_us.values())
+    assert choice.chosen == min(choice.passed, key=lambda name: choice.times_us[name])
+    assert delegate.tactic_report()[0].endswith("(measured)")
