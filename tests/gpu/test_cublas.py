@@ -151,11 +151,11 @@ def test_a_gemm_captured_without_a_workspace_of_its_own_is_refused(monkeypatch):
 
 
 def _gemm_without_workspace(self, transa, transb, m, n, k, a, lda, stride_a, b, ldb, stride_b, c, ldc, stride_c, batch, compute):
-    operand_type, compute_type = cublas.COMPUTE[compute]
+    operand_type, result_type, compute_type = cublas.COMPUTE[compute]
     self.library.set_stream(self.handle, self.device.xp.cuda.get_current_stream().ptr)
     self.library.gemm_strided_batched(
         self.handle, transa, transb, m, n, k, a.data.ptr, operand_type, lda, stride_a, b.data.ptr, operand_type, ldb,
-        stride_b, c.data.ptr, cublas.CUDA_R_32F, ldc, stride_c, batch, compute_type,
+        stride_b, c.data.ptr, result_type, ldc, stride_c, batch, compute_type,
     )
 
 

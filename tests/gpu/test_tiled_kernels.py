@@ -150,7 +150,7 @@ def test_a_filter_with_inf_or_nan_leaves_only_the_direct_kernel_and_says_why():
 
 def test_the_tiled_grid_covers_every_output_once():
     g = geometry((3, 17, 9, 12), group_out=35, groups=2)
-    for tactic in CONV2D_TACTICS[1:]:
+    for tactic in (t for t in CONV2D_TACTICS if "tile" in t.options):
         tile_m, tile_n = tactic.options["tile"]
         grid, block = conv2d_tiled_launch_config(g, (tile_m, tile_n))
         assert block == (256, 1, 1)
