@@ -113,6 +113,7 @@ class Device:
         self._cublas: Any = None
         self._side_stream: Any = None
         self._identity: tuple[str, str, str] | None = None
+        self._resident_threads: int | None = None
 
     def __repr__(self) -> str:
         return f"Device({self.name!r})"
@@ -287,6 +288,19 @@ class Device:
             name = name.decode() if isinstance(name, bytes) else str(name)
             self._identity = (name, str(self.cuda_device.compute_capability), str(runtime.driverGetVersion()))
         return self._identity
+
+    @property
+    def resident_threads(self) -> int:
+        """The threads the GPU holds at once: its multiprocessors x the threads each holds
+        (CUDA's ``multiProcessorCount`` and ``maxThreadsPerMultiProcessor``; 0 where the
+        properties do not say). The tactics' fill rule (``tactics.emptier_reason``) compares
+        grids up to it. Asked once."""
+        if self._resident_threads is None:
+            properties = self.xp.cuda.runtime.getDeviceProperties(self.id)
+            self._resident_threads = int(properties.get("multiProcessorCount", 0)) * int(
+                properties.get("maxThreadsPerMultiProcessor", 0)
+            )
+        return self._resident_threads
 
     @property
     def compute_capability(self) -> int:

@@ -1496,7 +1496,9 @@ class _Runtime:
         return len(self.machine.devices)
 
     def getDeviceProperties(self, device_id: int) -> dict[str, Any]:
-        return {"name": self.name.encode(), "major": 9, "minor": 0, "totalGlobalMem": 80 * 2**30}
+        # sm_90 with an H200's 132 multiprocessors of 2,048 threads each.
+        return {"name": self.name.encode(), "major": 9, "minor": 0, "totalGlobalMem": 80 * 2**30,
+                "multiProcessorCount": 132, "maxThreadsPerMultiProcessor": 2048}
 
     streamCaptureModeGlobal = STREAM_CAPTURE_MODE_GLOBAL  # noqa: N815 (cupy's names)
     streamCaptureModeThreadLocal = STREAM_CAPTURE_MODE_THREAD_LOCAL  # noqa: N815

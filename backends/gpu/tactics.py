@@ -57,8 +57,47 @@ TIMED_LAUNCHES = 3
 CHECK_VALUES = (-2, 2)
 
 
+#: From this many outputs a node must keep the GPU as busy as its direct kernel would: a row whose
+#: grid leaves more of the GPU idle does not apply to it (``emptier_reason``; issue 31's audit
+#: found tiles of 4,096 outputs running such nodes on a few blocks of an idle GPU at batch 1).
+FILL_OUTPUTS = 16384
+
+
 def _always(problem: Any) -> str | None:
     return None
+
+
+def launch_blocks(shape: LaunchShape) -> int:
+    """The blocks of a launch shape ``(grid, block)``."""
+    (x, y, z), _ = shape
+    return int(x) * int(y) * int(z)
+
+
+def launch_threads(shape: LaunchShape) -> int:
+    """The threads of a launch shape ``(grid, block)``."""
+    _, (x, y, z) = shape
+    return launch_blocks(shape) * int(x) * int(y) * int(z)
+
+
+def emptier_reason(outputs: int, shape: LaunchShape, direct: LaunchShape, resident_threads: int) -> str | None:
+    """Why a row launching ``shape`` leaves the GPU emptier than the direct kernel's launch
+    ``direct`` on a node of ``outputs`` outputs, or None. From ``FILL_OUTPUTS`` outputs, the
+    row's threads must keep as much of the GPU busy as the direct kernel's: as many threads, up
+    to what the GPU holds at once (``resident_threads``: multiprocessors x threads each, from
+    ``Device.resident_threads``; 0: unknown, no cap). At batch 1 that is as many blocks of 256
+    threads as the direct kernel; where both grids fill the GPU (large batches) the fewer blocks
+    of a larger tile leave nothing idle, and the row applies."""
+    if outputs < FILL_OUTPUTS:
+        return None
+    row, reference = launch_threads(shape), launch_threads(direct)
+    if resident_threads > 0:
+        row, reference = min(row, resident_threads), min(reference, resident_threads)
+    if row >= reference:
+        return None
+    return (
+        f"its {launch_blocks(shape)} blocks would leave the GPU emptier than the direct kernel's {launch_blocks(direct)} "
+        f"({outputs} outputs)"
+    )
 
 
 @dataclass(frozen=True)
@@ -83,12 +122,12 @@ class Tactic:
 
     def reason(self, problem: Any) -> str | None:
         """Why this row cannot run ``problem``, or None."""
-        why = self.applies(problem)
-        if why is None and self.launch_shape is not None:
-            try:
+        try:
+            why = self.applies(problem)
+            if why is None and self.launch_shape is not None:
                 self.launch_shape(problem)
-            except ValueError as error:
-                return str(error)
+        except ValueError as error:  # a launch it cannot make (a grid past CUDA's limits)
+            return str(error)
         return why
 
     def build(self, device: Any, arguments: Mapping[str, Any]) -> Any:
@@ -131,7 +170,8 @@ class TacticChoice:
     """What prepare chose for one node, and why: the rows that applied and passed their
     check (table order), those whose check failed (with why), those that do not apply (with
     why), the times (microseconds, per timed row; empty when nothing was timed) and where
-    they came from (``"measured"``, ``"injected"``, or ``"table order"``)."""
+    they came from (``"measured"``, ``"injected"``, or ``"table order"``), and the launch shape
+    ``(grid, block)`` of each applicable row that declares one (``launches``)."""
 
     family: str
     chosen: str
@@ -142,6 +182,7 @@ class TacticChoice:
     source: str = "table order"
     checked: bool = True
     from_cache: bool = False
+    launches: dict[str, LaunchShape] = field(default_factory=dict)
 
     @property
     def runner_up(self) -> str | None:
@@ -171,7 +212,7 @@ class TacticChoice:
         return {
             "family": self.family, "chosen": self.chosen, "passed": list(self.passed), "failed": self.failed,
             "not_applicable": self.not_applicable, "times_us": self.times_us, "source": self.source,
-            "checked": self.checked,
+            "checked": self.checked, "launches": {name: [list(g), list(b)] for name, (g, b) in self.launches.items()},
         }
 
     @classmethod
@@ -185,6 +226,7 @@ class TacticChoice:
                 {str(k): str(v) for k, v in data["not_applicable"].items()},
                 {str(k): float(v) for k, v in data["times_us"].items()}, str(data["source"]), bool(data["checked"]),
                 from_cache=True,
+                launches={str(k): (_dim3(g), _dim3(b)) for k, (g, b) in data.get("launches", {}).items()},
             )
         except (AttributeError, KeyError, TypeError, ValueError):
             return None
@@ -192,6 +234,11 @@ class TacticChoice:
         if choice.chosen not in choice.passed or not set(choice.passed) <= known or not set(choice.failed) <= known:
             return None
         return choice
+
+
+def _dim3(values: Sequence[Any]) -> tuple[int, int, int]:
+    x, y, z = (int(v) for v in values)
+    return (x, y, z)
 
 
 class NoTacticError(RuntimeError):
@@ -255,8 +302,10 @@ def choose(device: Any, request: TacticRequest, settings: TacticSettings) -> tup
         }
     order = {t.name: position for position, t in enumerate(table)}
     chosen = min(passed, key=lambda t: (times.get(t.name, 0.0), order[t.name])) if times else passed[0]
+    launches = {t.name: t.launch_shape(request.problem) for t in applicable if t.launch_shape is not None}
     choice = TacticChoice(
         request.family, chosen.name, tuple(t.name for t in passed), failed, not_applicable, times, source, checked,
+        launches=launches,
     )
     settings.cache.put(key, choice.to_json())
     return chosen, choice
@@ -393,6 +442,6 @@ def report_lines(choices: Sequence[tuple[str, TacticChoice]]) -> list[str]:
 
 
 __all__ = [
-    "LaunchShape", "NoTacticError", "Tactic", "TacticChoice", "TacticRequest", "TacticSettings", "TacticTiming",
-    "TacticTrial", "check_values", "choose", "report_lines",
+    "FILL_OUTPUTS", "LaunchShape", "NoTacticError", "Tactic", "TacticChoice", "TacticRequest", "TacticSettings", "TacticTiming",
+    "TacticTrial", "check_values", "choose", "emptier_reason", "launch_blocks", "launch_threads", "report_lines",
 ]

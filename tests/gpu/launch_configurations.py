@@ -147,13 +147,17 @@ def walk_table(where, table, cases) -> None:
     assert not never, f"no case of the probe applies to the rows {never}: add one"
 
 
+#: The threads an H200 holds at once (132 multiprocessors of 2,048): the problems' fill rule.
+RESIDENT_THREADS = 132 * 2048
+
 #: CONV_2D cases: (input shape, output channels, groups, filter size, padding); the 1x1 unpadded
-#: one is a single product (the vendor GEMM's), the large ones fill the GPU at batch 1 and are
-#: thin (16 and 8 output channels: the narrow tensor-core tiles).
+#: one is a single product (the vendor GEMM's), the large ones at batch 1 take the tiles that fill
+#: the GPU and are thin (16 and 8 output channels: the narrow tensor-core tiles), the batch of 128
+#: the large tiles again.
 CONV2D_CASES = (
     ((1, 9, 9, 8), 16, 1, 3, "SAME"), ((2, 40, 40, 12), 96, 3, 3, "SAME"), ((1, 3, 3, 4), 1, 1, 3, "SAME"),
     ((1, 8, 8, 16), 32, 1, 1, "VALID"), ((1, 64, 64, 8), 16, 1, 3, "SAME"), ((1, 48, 48, 16), 8, 1, 3, "SAME"),
-    ((1, 32, 32, 24), 64, 1, 3, "SAME"),
+    ((1, 32, 32, 24), 64, 1, 3, "SAME"), ((128, 32, 32, 8), 64, 1, 3, "SAME"),
 )
 
 
@@ -167,7 +171,8 @@ def probe_conv2d(where):
             w = conv2d_filter_layout(_zeros((out_channels, size, size, shape[3] // groups)), groups).astype(storage)
             x, b = _zeros(shape, storage), _zeros(out_channels, storage)
             geometry = Conv2DGeometry.of(shape, w.shape, 1, 1, padding)
-            problem = Conv2DProblem(geometry, np.dtype(storage).name, True, epilogue, 90, vendor_gemm=True, allow_tf32=True)
+            problem = Conv2DProblem(geometry, np.dtype(storage).name, True, epilogue, 90, vendor_gemm=True, allow_tf32=True,
+                                    resident_threads=RESIDENT_THREADS)
             arguments = {"padding": padding, "storage": storage, "epilogue": epilogue}
             cases.append((problem, arguments, lambda launcher, x=x, w=w, b=b: launcher(x, w, b)))
     walk_table(where, CONV2D_TACTICS, cases)
@@ -194,10 +199,10 @@ def probe_depthwise(where):
 
     cases = []
     for storage, epilogue in itertools.product((F32, F16), (None, Epilogue())):
-        for shape in ((1, 9, 9, 8), (2, 33, 31, 40), (1, 64, 64, 24)):
+        for shape in ((1, 9, 9, 8), (2, 33, 31, 40), (1, 64, 64, 24), (128, 32, 32, 24)):
             x, w, b = _zeros(shape, storage), _zeros((1, 3, 3, shape[3]), storage), _zeros(shape[3], storage)
             geometry = DepthwiseGeometry.of(shape, w.shape, 1, 1, "SAME")
-            problem = DepthwiseProblem(geometry, np.dtype(storage).name, epilogue is not None, epilogue)
+            problem = DepthwiseProblem(geometry, np.dtype(storage).name, epilogue is not None, epilogue, RESIDENT_THREADS)
             arguments = {"storage": storage, "epilogue": epilogue}
             cases.append((problem, arguments, lambda launcher, x=x, w=w, b=b: launcher(x, w, b)))
     walk_table(where, DEPTHWISE_TACTICS, cases)

@@ -11,13 +11,19 @@ candidates' ``.cu`` kernels really run, through the host shim):
 - on the emulated CUDA device each candidate is checked against the node's numpy twin on inputs
   in {-2..2}: a candidate made to fail (a grid one tile short) is never chosen, however fast,
   and the reports (``PartitionStats.kernels``, ``GpuDelegate.tactic_report``) name it and why;
-- a node none of whose candidates passes is refused with an error naming it.
+- a node none of whose candidates passes is refused with an error naming it;
+- the rows fit the GPU and the layer (issue 31, item 4): recorded on the emulated device (an
+  H200's 132 multiprocessors) for face detection at batch 1, no candidate the tables can choose
+  for a CONV_2D or DEPTHWISE_CONV_2D of at least 16,384 outputs launches fewer blocks than its
+  direct kernel; a thin float16 layer's tensor-core tiles are at most twice its channels wide.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import pathlib
 
 import numpy as np
 import pytest
@@ -26,7 +32,7 @@ from backends.gpu import GpuDelegate, emulated_cuda_device
 from backends.gpu.cuda import conv2d
 from backends.gpu.cuda.conv2d import CONV2D_TACTICS, Conv2DTiledCuda
 from backends.gpu.placement import PlacementCache
-from backends.gpu.tactics import Tactic, TacticTrial
+from backends.gpu.tactics import FILL_OUTPUTS, Tactic, TacticTrial, launch_blocks
 from delegate_sdk.delegate import DelegatePrepareError
 from interpreter import Interpreter
 from schema.builder import ModelBuilder
@@ -35,14 +41,17 @@ from schema.enums import BuiltinOperator as B
 from schema.params import Conv2DParams, FullyConnectedParams
 
 SHAPE = (1, 12, 13, 6)
+#: The rows of CONV2D_TACTICS that apply to ``conv_model()`` in float32 (40 channels: every tile
+#: fits; 6,240 outputs: below the fill rule's threshold).
+CONV_ROWS = ("direct", "tiled 64x64", "tiled 128x32", "tiled 32x32", "tiled 64x16", "tiled 32x16")
 
 
-def conv_model(out_channels: int = 24) -> bytes:
+def conv_model(out_channels: int = 40, shape: tuple[int, ...] = SHAPE) -> bytes:
     rng = np.random.default_rng(7)
     builder = ModelBuilder()
     graph = builder.subgraph()
-    x = graph.add_input("x", list(SHAPE))
-    w = graph.add_constant("w", rng.uniform(-1, 1, (out_channels, 3, 3, SHAPE[3])).astype(np.float32))
+    x = graph.add_input("x", list(shape))
+    w = graph.add_constant("w", rng.uniform(-1, 1, (out_channels, 3, 3, shape[3])).astype(np.float32))
     b = graph.add_constant("b", rng.uniform(-1, 1, out_channels).astype(np.float32))
     out = graph.add_tensor("out", [1])
     graph.add_operator(B.CONV_2D, [x, w, b], [out], Conv2DParams(stride_h=1, stride_w=1, fused_activation_function=Act.RELU))
@@ -105,7 +114,7 @@ def test_with_injected_times_the_fastest_candidate_is_chosen(fastest):
     choice = the_choice(delegate)
     assert choice.chosen == fastest
     assert choice.source == "injected"
-    assert {trial.tactic for trial in times.trials} == {"direct", "tiled 64x64", "tiled 128x32"}  # the rows that apply
+    assert {trial.tactic for trial in times.trials} == set(CONV_ROWS)  # the rows that apply
     assert all(trial.op == "CONV_2D v1 (node 0)" and trial.family == "CONV_2D" for trial in times.trials)
 
 
@@ -151,7 +160,7 @@ def test_a_second_prepare_takes_the_decision_from_the_cache_in_memory():
     again = Times(direct=1.0)  # would choose otherwise: it is not asked
     delegate = GpuDelegate("host", tactic_timing=again, placement_cache=cache)
     prepared(conv_model(), delegate)
-    assert len(first.trials) == 3 and again.trials == []
+    assert len(first.trials) == len(CONV_ROWS) and again.trials == []
     choice = the_choice(delegate)
     assert (choice.chosen, choice.from_cache) == ("tiled 64x64", True)
     assert delegate.tactic_report() == ["CONV_2D v1 (node 0): tiled 64x64 2.0 µs, runner-up direct 100 µs (injected, cached)"]
@@ -170,11 +179,13 @@ def test_a_new_process_takes_the_decision_from_the_placement_cache_directory(tmp
 
 def test_another_shape_or_precision_is_another_decision():
     cache = PlacementCache()
-    prepared(conv_model(24), GpuDelegate("host", tactic_timing=Times(), placement_cache=cache))
+    prepared(conv_model(40), GpuDelegate("host", tactic_timing=Times(), placement_cache=cache))
     times = Times()
-    prepared(conv_model(40), GpuDelegate("host", tactic_timing=times, placement_cache=cache))
-    prepared(conv_model(24), GpuDelegate("host", "float16", tactic_timing=times, placement_cache=cache))
-    assert len(times.trials) == 3 + 4  # float16 on the emulated sm_90: the tensor cores apply too
+    prepared(conv_model(24), GpuDelegate("host", tactic_timing=times, placement_cache=cache))
+    prepared(conv_model(40), GpuDelegate("host", "float16", tactic_timing=times, placement_cache=cache))
+    # 24 channels: no 64-channel tile fits (5 rows); float16 on the emulated sm_90: the three
+    # tensor-core tiles too (9 rows).
+    assert len(times.trials) == 5 + 9
     assert len(cache) == 3
 
 
@@ -184,7 +195,7 @@ def test_a_damaged_cache_file_is_timed_again(tmp_path):
     (tmp_path / stored).write_text(json.dumps({"chosen": "no such kernel"}))
     times = Times()
     prepared(conv_model(), GpuDelegate("host", tactic_timing=times, placement_cache=PlacementCache(tmp_path)))
-    assert len(times.trials) == 3
+    assert len(times.trials) == len(CONV_ROWS)
 
 
 # -- the check on the device ---------------------------------------------------------------------------
@@ -207,7 +218,7 @@ def test_on_the_emulated_cuda_device_every_candidate_is_checked_against_the_twin
     prepared(conv_model(), delegate)
     choice = the_choice(delegate)
     assert choice.checked and choice.failed == {}
-    assert choice.passed == ("direct", "tiled 64x64", "tiled 128x32")
+    assert choice.passed == CONV_ROWS
 
 
 def test_a_candidate_that_fails_its_check_is_never_chosen_and_the_reports_name_it(monkeypatch):
@@ -267,7 +278,81 @@ def test_on_a_device_the_candidates_are_timed_with_cuda_events_and_the_fastest_i
     prepared(conv_model(), delegate)
     choice = the_choice(delegate)
     assert choice.source == "measured" and choice.checked
-    assert set(choice.times_us) == set(choice.passed) == {"direct", "tiled 64x64", "tiled 128x32"}
+    assert set(choice.times_us) == set(choice.passed) == set(CONV_ROWS)
     assert all(us > 0 for us in choice.times_us.values())
     assert choice.chosen == min(choice.passed, key=lambda name: choice.times_us[name])
     assert delegate.tactic_report()[0].endswith("(measured)")
+
+
+# -- the rows fit the GPU and the layer (issue 31, item 4) -----------------------------------------------
+
+FACE_DETECTION = pathlib.Path(__file__).parents[1] / "data" / "models" / "real" / "mp_face_detection_short_range.tflite"
+
+
+def window_choices(delegate: GpuDelegate) -> list[tuple[str, object, object]]:
+    """``(label, op, choice)`` of every CONV_2D and DEPTHWISE_CONV_2D step."""
+    return [
+        (label, op, op.tactic) for kernel in delegate.kernels for op, _, _, label in kernel.steps
+        if op.tactic is not None and op.tactic.family in ("CONV_2D", "DEPTHWISE_CONV_2D")
+    ]
+
+
+@pytest.mark.parametrize("precision", ["float32", "float16"])
+def test_no_candidate_for_a_large_convolution_of_face_detection_at_batch_1_launches_fewer_blocks_than_its_direct_kernel(precision):
+    delegate = GpuDelegate("host", precision, placement_cache=PlacementCache())  # the emulated device: sm_90, 132 SMs
+    prepared(FACE_DETECTION.read_bytes(), delegate)
+    large = [(label, op, choice) for label, op, choice in window_choices(delegate) if math.prod(op.outputs[0].shape) >= FILL_OUTPUTS]
+    assert len(large) == 18  # 10 CONV_2D and 8 DEPTHWISE_CONV_2D nodes of 16,384 outputs or more
+    for label, op, choice in large:
+        direct = launch_blocks(choice.launches["direct" if "direct" in choice.launches else "direct fused"])
+        candidates = {name: launch_blocks(shape) for name, shape in choice.launches.items()}
+        # Every row the tables can choose has its launch, but the vendor GEMM: cuBLAS picks its
+        # own kernels and grid for the shape (split-K included).
+        assert set(candidates) == {name for name in choice.passed if not name.startswith("cuBLAS")}
+        assert all(blocks >= direct for blocks in candidates.values()), (label, direct, candidates)
+        assert len(candidates) > 1, f"{label}: only the direct kernel"  # a tile that fills the GPU applies
+        emptier = [why for why in choice.not_applicable.values() if "leave the GPU emptier" in why]
+        assert all(f"than the direct kernel's {direct} " in why for why in emptier)
+
+
+def thin_model() -> bytes:
+    """Three float CONV_2D of 16, 8 and 2 output channels (65,536, 8,192 and 2,048 outputs)."""
+    rng = np.random.default_rng(11)
+    builder = ModelBuilder()
+    graph = builder.subgraph()
+    x, channels_in = graph.add_input("x", [1, 64, 64, 8]), 8
+    for index, (channels, stride) in enumerate(((16, 1), (8, 2), (2, 1))):
+        w = graph.add_constant(f"w{index}", rng.uniform(-1, 1, (channels, 3, 3, channels_in)).astype(np.float32))
+        out = graph.add_tensor(f"out{index}", [1])
+        graph.add_operator(B.CONV_2D, [x, w], [out], Conv2DParams(stride_h=stride, stride_w=stride))
+        x, channels_in = out, channels
+    graph.add_output(x)
+    return builder.build()
+
+
+def mma_tile_n(name: str) -> int:
+    return int(name.split("x")[-1])
+
+
+def test_thin_float16_layers_get_tensor_core_tiles_that_fit_them():
+    # The widest tile fastest: it may be chosen only where it fits.
+    times = Times(mma_64x64=1.0, mma_64x16=2.0, mma_128x8=2.0)
+    delegate = GpuDelegate("host", "float16", tactic_timing=times, placement_cache=PlacementCache())
+    prepared(thin_model(), delegate)
+    chosen = {}
+    for label, op, choice in window_choices(delegate):
+        channels = op.outputs[0].shape[-1]
+        mma = [name for name in choice.passed if name.startswith("mma")]
+        assert all(mma_tile_n(name) <= 2 * channels for name in mma), (label, mma)
+        assert "more than twice the layer's" in choice.not_applicable["mma 64x64"]
+        chosen[channels] = choice.chosen
+    assert chosen == {16: "mma 64x16", 8: "mma 64x16", 2: "direct"}  # 2 channels: no tile fits
+
+
+def test_face_detection_s_float16_layers_have_only_tensor_core_tiles_that_fit_them():
+    delegate = GpuDelegate("host", "float16", placement_cache=PlacementCache())
+    prepared(FACE_DETECTION.read_bytes(), delegate)
+    for label, op, choice in window_choices(delegate):
+        if choice.family == "CONV_2D":
+            mma = [name for name in choice.passed if name.startswith("mma")]
+            assert all(mma_tile_n(name) <= 2 * op.outputs[0].shape[-1] for name in mma), (label, mma)

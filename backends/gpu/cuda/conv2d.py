@@ -34,7 +34,7 @@ from backends.gpu.cuda.sources import (
     activation_range,
     elementwise_launch_config,
 )
-from backends.gpu.tactics import Tactic
+from backends.gpu.tactics import Tactic, emptier_reason
 from schema.enums import ActivationFunctionType, Padding
 
 #: Output pixels each thread of ``conv2d.cu`` computes (its CONV2D_PIXELS).
@@ -369,7 +369,8 @@ class Conv2DMmaCuda(Conv2DTiledCuda):
 class Conv2DProblem:
     """What the CONV_2D candidates are chosen for: the window and channels (``pre_padding``
     folded in), the storage dtype, whether the filter is finite, what ``fusion.py`` folded
-    in (``epilogue``), and the device's compute capability."""
+    in (``epilogue``), the device's compute capability and the threads it holds at once
+    (``Device.resident_threads``, for the fill rule; 0: unknown)."""
 
     geometry: Conv2DGeometry
     storage: str
@@ -379,6 +380,7 @@ class Conv2DProblem:
     pre_padding: tuple[int, int, int, int] = (0, 0, 0, 0)
     vendor_gemm: bool = False
     allow_tf32: bool = False
+    resident_threads: int = 0
 
 
 def finite_filter_reason(problem: Conv2DProblem) -> str | None:
@@ -396,8 +398,39 @@ def mma_reason(problem: Conv2DProblem) -> str | None:
     return finite_filter_reason(problem)
 
 
-def _tiles(tile: tuple[int, int]) -> Any:
-    return lambda problem: conv2d_tiled_launch_config(problem.geometry, tile)
+def fit_reason(tile: tuple[int, int], problem: Conv2DProblem) -> str | None:
+    """A tile fits a layer whose groups have at least half its TILE_N output channels: past
+    that, most of each block's columns would compute nothing (a 64-channel tile on a layer of
+    16 channels leaves three quarters of it idle)."""
+    group_out = problem.geometry.group_out
+    if tile[1] > 2 * group_out:
+        return f"its tile of {tile[1]} channels is more than twice the layer's {group_out} per group"
+    return None
+
+
+def tile_reason(kind: str, tile: tuple[int, int]) -> Any:
+    """When a row of tiles applies: the kind's own rule (a finite filter; the tensor cores'
+    ``mma_reason``), a tile that fits the layer's channels (``fit_reason``), and a grid that
+    keeps the GPU as busy as the direct kernel's (``tactics.emptier_reason``)."""
+    own = mma_reason if kind == "mma" else finite_filter_reason
+
+    def reason(problem: Conv2DProblem) -> str | None:
+        geometry = problem.geometry
+        return own(problem) or fit_reason(tile, problem) or emptier_reason(
+            math.prod(geometry.out_shape), conv2d_tiled_launch_config(geometry, tile), conv2d_launch_config(geometry),
+            problem.resident_threads,
+        )
+
+    return reason
+
+
+def _tiles(kind: str, tile: tuple[int, int]) -> dict[str, Any]:
+    """A row of tiles' applies, launch shape and options."""
+    return {
+        "applies": tile_reason(kind, tile),
+        "launch_shape": lambda problem: conv2d_tiled_launch_config(problem.geometry, tile),
+        "options": {"tile": tile},
+    }
 
 
 def gemm_reason(compute: str) -> Any:
@@ -409,12 +442,20 @@ def gemm_reason(compute: str) -> Any:
 
 
 #: CONV_2D's candidates (float32 and float16 storage), one row each: name, launcher, when it
-#: applies, launch shape, the launcher's options. The direct kernel first: the reference.
+#: applies, launch shape, the launcher's options. The direct kernel first: the reference. The
+#: tiles come in shapes for wide layers at large batches (64x64, 128x32: 4,096 outputs a block),
+#: for filling the GPU at batch 1 (32x32, 64x16: as many blocks as the direct kernel; 32x16:
+#: twice as many) and for thin layers (TILE_N 16 and 8).
 CONV2D_TACTICS: tuple[Tactic, ...] = (
     Tactic("direct", Conv2DCuda, launch_shape=lambda problem: conv2d_launch_config(problem.geometry)),
-    Tactic("tiled 64x64", Conv2DTiledCuda, finite_filter_reason, _tiles((64, 64)), {"tile": (64, 64)}),
-    Tactic("tiled 128x32", Conv2DTiledCuda, finite_filter_reason, _tiles((128, 32)), {"tile": (128, 32)}),
-    Tactic("mma 64x64", Conv2DMmaCuda, mma_reason, _tiles((64, 64)), {"tile": (64, 64)}),
+    Tactic("tiled 64x64", Conv2DTiledCuda, **_tiles("tiled", (64, 64))),
+    Tactic("tiled 128x32", Conv2DTiledCuda, **_tiles("tiled", (128, 32))),
+    Tactic("tiled 32x32", Conv2DTiledCuda, **_tiles("tiled", (32, 32))),
+    Tactic("tiled 64x16", Conv2DTiledCuda, **_tiles("tiled", (64, 16))),
+    Tactic("tiled 32x16", Conv2DTiledCuda, **_tiles("tiled", (32, 16))),
+    Tactic("mma 64x64", Conv2DMmaCuda, **_tiles("mma", (64, 64))),
+    Tactic("mma 64x16", Conv2DMmaCuda, **_tiles("mma", (64, 16))),
+    Tactic("mma 128x8", Conv2DMmaCuda, **_tiles("mma", (128, 8))),
     Tactic("cuBLAS float32", CublasConv2DCuda, gemm_reason("float32"), options={"compute": "float32"}, vendor=True),
     Tactic("cuBLAS TF32", CublasConv2DCuda, gemm_reason("tf32"), options={"compute": "tf32"}, vendor=True),
     Tactic("cuBLAS float16", CublasConv2DCuda, gemm_reason("float16"), options={"compute": "float16"}, vendor=True),

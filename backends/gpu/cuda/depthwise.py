@@ -36,7 +36,7 @@ from backends.gpu.cuda.sources import (
     activation_range,
     elementwise_launch_config,
 )
-from backends.gpu.tactics import Tactic
+from backends.gpu.tactics import Tactic, emptier_reason
 from schema.enums import ActivationFunctionType, Padding
 
 F32 = np.float32
@@ -310,30 +310,31 @@ class DepthwiseConv2DFusedCuda(DepthwiseConv2DCuda):
         return depthwise_launch_config(geometry.out_shape)
 
 
-#: ``depthwise_conv2d_tiled.cu``: output pixels per block side, output channels per block, the
-#: largest input patch (rows and columns) a block stages.
-DW_TILE = 8
+#: ``depthwise_conv2d_tiled.cu``'s tiles: output pixels per block side -> the largest input patch
+#: (rows and columns) a block stages; and the output channels per block.
+DW_PATCHES = {8: 20, 4: 12}
 DW_CHANNELS = 16
-DW_PATCH = 20
 
 
-def depthwise_patch(geometry: DepthwiseGeometry) -> tuple[int, int]:
-    """The input rows and columns a tile of DW_TILE x DW_TILE outputs reads."""
+def depthwise_patch(geometry: DepthwiseGeometry, tile: int = 8) -> tuple[int, int]:
+    """The input rows and columns a tile of ``tile`` x ``tile`` outputs reads."""
     g = geometry
-    return ((DW_TILE - 1) * g.stride_h + (g.filter_h - 1) * g.dilation_h + 1,
-            (DW_TILE - 1) * g.stride_w + (g.filter_w - 1) * g.dilation_w + 1)
+    return ((tile - 1) * g.stride_h + (g.filter_h - 1) * g.dilation_h + 1,
+            (tile - 1) * g.stride_w + (g.filter_w - 1) * g.dilation_w + 1)
 
 
-def depthwise_tiled_launch_config(geometry: DepthwiseGeometry) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """``(grid, block)`` of ``depthwise_conv2d_tiled_*``: x over the output tiles of one
-    image, y over groups of DW_CHANNELS output channels, z over the images; 256 threads."""
+def depthwise_tiled_launch_config(geometry: DepthwiseGeometry, tile: int = 8) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """``(grid, block)`` of ``depthwise_conv2d_tiled_<tile>x<tile>_*``: x over the output tiles
+    of one image, y over groups of DW_CHANNELS output channels, z over the images; 256 threads."""
     g = geometry
-    tiles = -(-g.out_h // DW_TILE) * -(-g.out_w // DW_TILE)
+    if tile not in DW_PATCHES:
+        raise ValueError(f"depthwise_conv2d_tiled.cu has tiles of {sorted(DW_PATCHES)} pixels a side, not {tile}")
+    tiles = -(-g.out_h // tile) * -(-g.out_w // tile)
     grid = (tiles, -(-g.out_channels // DW_CHANNELS), g.batches)
     if min(grid) <= 0:
         raise ValueError("nothing to launch for an empty output")
-    if max(depthwise_patch(g)) > DW_PATCH:
-        raise ValueError(f"a tile's input patch {depthwise_patch(g)} is larger than {DW_PATCH}x{DW_PATCH}")
+    if max(depthwise_patch(g, tile)) > DW_PATCHES[tile]:
+        raise ValueError(f"a tile's input patch {depthwise_patch(g, tile)} is larger than {DW_PATCHES[tile]}x{DW_PATCHES[tile]}")
     if grid[0] > 2**31 - 1 or grid[1] > 65535 or grid[2] > 65535:
         raise ValueError(f"a {list(g.out_shape)} output needs a grid of {grid}")
     return grid, (256, 1, 1)
@@ -341,18 +342,20 @@ def depthwise_tiled_launch_config(geometry: DepthwiseGeometry) -> tuple[tuple[in
 
 class DepthwiseConv2DTiledCuda(DepthwiseConv2DFusedCuda):
     """``DepthwiseConv2DFusedCuda`` run by ``depthwise_conv2d_tiled.cu`` (the input patch of
-    each tile of outputs staged in shared memory once): the same arguments and results
-    (the direct kernel's sums, in its order), the same twin. For a tile's input patch of
-    at most DW_PATCH rows and columns (``depthwise_tiled_launch_config``)."""
+    each tile of ``tile`` x ``tile`` outputs and DW_CHANNELS channels staged in shared memory
+    once): the same arguments and results (the direct kernel's sums, in its order), the same
+    twin. For a tile's input patch of at most ``DW_PATCHES[tile]`` rows and columns
+    (``depthwise_tiled_launch_config``)."""
 
     source = "depthwise_conv2d_tiled.cu"
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, tile: int = 8, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.kernel_name = _storage_kernel("depthwise_conv2d_tiled", self.storage)
+        self.tile = int(tile)
+        self.kernel_name = _storage_kernel(f"depthwise_conv2d_tiled_{self.tile}x{self.tile}", self.storage)
 
     def launch_config(self, geometry: DepthwiseGeometry) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-        return depthwise_tiled_launch_config(geometry)
+        return depthwise_tiled_launch_config(geometry, self.tile)
 
 
 def depthwise_sums(x: np.ndarray, w: np.ndarray, geometry: DepthwiseGeometry) -> np.ndarray:
@@ -381,13 +384,15 @@ def depthwise_conv2d_fused_twin(
 @dataclass(frozen=True)
 class DepthwiseProblem:
     """What the DEPTHWISE_CONV_2D candidates are chosen for: the window (``pre_padding``
-    folded in), the storage dtype and what ``fusion.py`` folded in (``fused``: a PAD in front
-    or an epilogue after)."""
+    folded in), the storage dtype, what ``fusion.py`` folded in (``fused``: a PAD in front
+    or an epilogue after), and the threads the device holds at once
+    (``Device.resident_threads``, for the fill rule; 0: unknown)."""
 
     geometry: DepthwiseGeometry
     storage: str
     fused: bool
     epilogue: Epilogue | None
+    resident_threads: int = 0
 
 
 def _unfused(problem: DepthwiseProblem) -> str | None:
@@ -402,10 +407,27 @@ def _direct_shape(problem: DepthwiseProblem) -> tuple[tuple[int, int, int], tupl
     return depthwise_launch_config(problem.geometry.out_shape)
 
 
+def _tiles(tile: int) -> dict[str, Any]:
+    """A row of tiles: it applies where its grid keeps the GPU as busy as the direct kernel's
+    (``tactics.emptier_reason``) and a tile's input patch fits (its launch shape)."""
+
+    def shape(problem: DepthwiseProblem) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        return depthwise_tiled_launch_config(problem.geometry, tile)
+
+    def applies(problem: DepthwiseProblem) -> str | None:
+        out_shape = problem.geometry.out_shape
+        return emptier_reason(math.prod(out_shape), shape(problem), _direct_shape(problem), problem.resident_threads)
+
+    return {"applies": applies, "launch_shape": shape, "options": {"tile": tile}}
+
+
 #: DEPTHWISE_CONV_2D's candidates (float32 and float16 storage), one row each: name, launcher,
-#: when it applies, launch shape. The direct kernel first: the reference.
+#: when it applies, launch shape, options. The direct kernel first: the reference. The tiles:
+#: 8x8 pixels of 16 channels (1,024 outputs a block, for large batches) and 4x4 (256 outputs a
+#: block: as many blocks as the direct kernel, for batch 1).
 DEPTHWISE_TACTICS: tuple[Tactic, ...] = (
     Tactic("direct", DepthwiseConv2DCuda, _unfused, _direct_shape),
     Tactic("direct fused", DepthwiseConv2DFusedCuda, _fused, _direct_shape),
-    Tactic("tiled 8x8x16", DepthwiseConv2DTiledCuda, launch_shape=lambda p: depthwise_tiled_launch_config(p.geometry)),
+    Tactic("tiled 8x8x16", DepthwiseConv2DTiledCuda, **_tiles(8)),
+    Tactic("tiled 4x4x16", DepthwiseConv2DTiledCuda, **_tiles(4)),
 )

@@ -183,14 +183,19 @@ class MatmulBiasActivationCuda(_Launcher):
 
 # -- the tiled products (matmul_tiled.cu, matmul_mma.cu) ----------------------------------------------
 
-#: Rows and columns of the output per block of ``matmul_tiled.cu`` and ``matmul_mma.cu``.
-MATMUL_TILE = 64
+#: The tiles of ``matmul_tiled.cu`` (rows, columns of the output per block) and of ``matmul_mma.cu``.
+MATMUL_TILES = ((64, 64), (32, 32))
+MATMUL_MMA_TILE = (64, 64)
 
 
-def matmul_tiled_launch_config(batch: int, m: int, n: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """``(grid, block)`` of ``matmul_bias_act_tiled_*``: x over tiles of 64 columns, y over
-    tiles of 64 rows, z over the batch; 256 threads."""
-    grid = (-(-n // MATMUL_TILE), -(-m // MATMUL_TILE), batch)
+def matmul_tiled_launch_config(
+    batch: int, m: int, n: int, tile: Sequence[int] = (64, 64)
+) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """``(grid, block)`` of ``matmul_bias_act_tiled_*`` and ``matmul_bias_act_mma_f16`` with tiles
+    of ``tile`` = (rows, columns): x over tiles of columns, y over tiles of rows, z over the
+    batch; 256 threads."""
+    tile_m, tile_n = (int(t) for t in tile)
+    grid = (-(-n // tile_n), -(-m // tile_m), batch)
     if min(grid) <= 0:
         raise ValueError(f"nothing to launch for a [{batch}, {m}, {n}] product")
     if grid[1] > _MAX_GRID_YZ or grid[2] > _MAX_GRID_YZ:
@@ -199,32 +204,44 @@ def matmul_tiled_launch_config(batch: int, m: int, n: int) -> tuple[tuple[int, i
 
 
 class MatmulBiasActivationTiledCuda(MatmulBiasActivationCuda):
-    """``MatmulBiasActivationCuda`` run by ``matmul_tiled.cu`` (shared-memory tiles of 64 x 64
-    outputs, a 4 x 4 register block per thread): the same arguments, results (the same sums
-    in the same order) and twin."""
+    """``MatmulBiasActivationCuda`` run by ``matmul_tiled.cu`` (shared-memory tiles of ``tile`` =
+    (rows, columns) outputs, one of ``MATMUL_TILES``: a register block of (rows / 16) x
+    (columns / 16) per thread): the same arguments, results (the same sums in the same order)
+    and twin."""
 
     source = "matmul_tiled.cu"
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, tile: Sequence[int] = (64, 64), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.kernel_name = _storage_kernel("matmul_bias_act_tiled", self.storage)
+        self.tile = tuple(int(t) for t in tile)
+        self.kernel_name = self.kernel_for(self.tile)
+
+    def kernel_for(self, tile: tuple[int, ...]) -> str:
+        if tile not in MATMUL_TILES:
+            raise ValueError(f"matmul_tiled.cu has tiles of {list(MATMUL_TILES)}, not {tile}")
+        return _storage_kernel(f"matmul_bias_act_tiled_{tile[0]}x{tile[1]}", self.storage)
 
     def launch_config(self, shape: MatmulShape) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-        return matmul_tiled_launch_config(shape.batch, shape.m, shape.n)
+        return matmul_tiled_launch_config(shape.batch, shape.m, shape.n, self.tile)
 
 
 class MatmulBiasActivationMmaCuda(MatmulBiasActivationTiledCuda):
     """``MatmulBiasActivationCuda`` in float16 storage on tensor cores (``matmul_mma.cu``:
-    mma.sync m16n8k16, float32 accumulation; sm_80+): the same arguments, results within
-    float16's bound (each step's 16 products added in the tensor core's order), the same twin."""
+    tiles of 64 x 64, mma.sync m16n8k16, float32 accumulation; sm_80+): the same arguments,
+    results within float16's bound (each step's 16 products added in the tensor core's order),
+    the same twin."""
 
     source = "matmul_mma.cu"
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, *args: Any, tile: Sequence[int] = MATMUL_MMA_TILE, **kwargs: Any) -> None:
+        super().__init__(*args, tile=tile, **kwargs)
         if self.storage != np.float16:
             raise TypeError("the tensor-core product stores float16")
-        self.kernel_name = "matmul_bias_act_mma_f16"
+
+    def kernel_for(self, tile: tuple[int, ...]) -> str:
+        if tile != MATMUL_MMA_TILE:
+            raise ValueError(f"matmul_mma.cu has tiles of {MATMUL_MMA_TILE}, not {tile}")
+        return "matmul_bias_act_mma_f16"
 
 
 def matmul_bias_act_twin(
@@ -274,15 +291,20 @@ def mma_reason(problem: MatmulProblem) -> str | None:
     return None
 
 
+def _tiles(tile: tuple[int, int]) -> Any:
+    return lambda p: matmul_tiled_launch_config(p.shape.batch, p.shape.m, p.shape.n, tile)
+
+
 #: The float products' candidates (FULLY_CONNECTED, BATCH_MATMUL), one row each: name,
 #: launcher, when it applies, launch shape, options. The direct kernel first: the reference.
+#: The tiles: 64x64 (4,096 outputs a block) and 32x32 (1,024: as many blocks as the direct
+#: kernel, for the products a 64x64 tile would run on few blocks).
 MATMUL_TACTICS: tuple[Tactic, ...] = (
     Tactic("direct", MatmulBiasActivationCuda,
            launch_shape=lambda p: matmul_bias_act_launch_config(p.shape.batch, p.shape.m, p.shape.n)),
-    Tactic("tiled 64x64", MatmulBiasActivationTiledCuda,
-           launch_shape=lambda p: matmul_tiled_launch_config(p.shape.batch, p.shape.m, p.shape.n)),
-    Tactic("mma 64x64", MatmulBiasActivationMmaCuda, mma_reason,
-           lambda p: matmul_tiled_launch_config(p.shape.batch, p.shape.m, p.shape.n)),
+    Tactic("tiled 64x64", MatmulBiasActivationTiledCuda, launch_shape=_tiles((64, 64)), options={"tile": (64, 64)}),
+    Tactic("tiled 32x32", MatmulBiasActivationTiledCuda, launch_shape=_tiles((32, 32)), options={"tile": (32, 32)}),
+    Tactic("mma 64x64", MatmulBiasActivationMmaCuda, mma_reason, _tiles(MATMUL_MMA_TILE)),
     Tactic("cuBLAS float32", CublasMatmulCuda, cublas_reason("float32"), options={"compute": "float32"}, vendor=True),
     Tactic("cuBLAS TF32", CublasMatmulCuda, cublas_reason("tf32"), options={"compute": "tf32"}, vendor=True),
     Tactic("cuBLAS float16", CublasMatmulCuda, cublas_reason("float16"), options={"compute": "float16"}, vendor=True),

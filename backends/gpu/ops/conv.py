@@ -283,7 +283,7 @@ class Conv2D(WeightsOp):
         settings = self.tactic_settings
         problem = Conv2DProblem(
             geometry, self.storage.name, bool(np.isfinite(filters).all()), self.epilogue, self.device.compute_capability,
-            self.pre_padding, settings.vendor_gemm, settings.allow_tf32,
+            self.pre_padding, settings.vendor_gemm, settings.allow_tf32, self.device.resident_threads,
         )
         self.kernel = self.choose_kernel(
             "CONV_2D", CONV2D_TACTICS, problem, arguments,

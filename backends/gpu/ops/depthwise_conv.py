@@ -125,7 +125,7 @@ class DepthwiseConv2D(WeightsOp):
         }
         geometry = depthwise_geometry(x_shape, w_shape, arguments["stride"], arguments["dilation"], params.padding, self.pre_padding)
         fused = self.epilogue is not None or any(self.pre_padding)
-        problem = DepthwiseProblem(geometry, self.storage.name, fused, self.epilogue)
+        problem = DepthwiseProblem(geometry, self.storage.name, fused, self.epilogue, self.device.resident_threads)
         self.kernel = self.choose_kernel(
             "DEPTHWISE_CONV_2D", DEPTHWISE_TACTICS, problem, arguments,
             lambda: self.check_arrays(x_shape, w_shape, geometry.out_shape), _call_depthwise,
