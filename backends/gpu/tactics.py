@@ -11,7 +11,9 @@ At prepare (``GpuOp.choose_kernel``, after ``fusion.py`` folded its nodes in), :
 
 1. keeps the rows that apply to the node's problem (the others are listed with why not);
 2. checks each on the device, once per device and problem: every input (data, weights,
-   bias, residual, alpha) holds integers in {-2..2}, so every float sum is exact in any order,
+   bias, residual, alpha) holds integers in {-2..2}, so every float sum is exact in any order
+   (a convolution's check input keeps the node's channels, filter and padding on fewer rows
+   and columns: ``ops/conv.py``'s ``WeightsOp.check_input_shape``),
    and the result must equal the node's numpy twin exactly (values equal: IEEE ``==``, so
    the sign of a zero aside; int8 exact). A vendor row is also run captured in a CUDA graph
    and replayed, which must give the same values. A row that fails is never chosen, and the
@@ -250,7 +252,9 @@ class TacticRequest:
     """One node's choice: its ``family`` table and ``problem``, the launchers' ``arguments``
     (the node's own: stride, activation, storage...), the check ``arrays`` (host arrays in
     the storage dtype, integers in {-2..2}; None for an absent input) and ``call(launcher,
-    arrays) -> output``, one launch on device arrays. ``label`` names the node in errors."""
+    arrays) -> output``, one launch on device arrays. ``label`` names the node in errors.
+    ``timed_arrays``: the arrays a device times the rows on, the node's real shapes (default:
+    the check's; a convolution checks on a smaller input that runs the same code paths)."""
 
     family: str
     table: Sequence[Tactic]
@@ -261,6 +265,7 @@ class TacticRequest:
     label: str
     node: int
     precision: str
+    timed_arrays: Callable[[], dict[str, np.ndarray | None]] | None = None
 
 
 def check_values(rng: np.random.Generator, shape: Sequence[int], dtype: Any) -> np.ndarray:
@@ -322,6 +327,9 @@ def _check_and_time(device: Any, request: TacticRequest, applicable: Sequence[Ta
     with device.labelled(f"{request.label}: checking its kernels"), device.side_stream() as stream:
         xp = device.xp
         arrays = {name: None if a is None else xp.asarray(a) for name, a in host_arrays.items()}
+        timed = arrays
+        if measured and request.timed_arrays is not None:
+            timed = {name: None if a is None else xp.asarray(a) for name, a in request.timed_arrays().items()}
         for tactic in applicable:
             try:
                 launcher = tactic.build(device, request.arguments)
@@ -330,7 +338,7 @@ def _check_and_time(device: Any, request: TacticRequest, applicable: Sequence[Ta
                     replayed = _captured_output(device, stream, lambda: request.call(launcher, arrays))
                     why = _mismatch(expected, replayed, "replayed in a CUDA graph, ")
                 if why is None and measured:
-                    times[tactic.name] = _measure(device, stream, lambda: request.call(launcher, arrays))
+                    times[tactic.name] = _measure(device, stream, lambda: request.call(launcher, timed))
             except Exception as error:  # a launch the device refused: this row cannot run the node
                 from backends.gpu.emulation import EmulatedDeviceError
 

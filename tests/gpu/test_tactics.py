@@ -12,6 +12,8 @@ candidates' ``.cu`` kernels really run, through the host shim):
   in {-2..2}: a candidate made to fail (a grid one tile short) is never chosen, however fast,
   and the reports (``PartitionStats.kernels``, ``GpuDelegate.tactic_report``) name it and why;
 - a node none of whose candidates passes is refused with an error naming it;
+- a convolution is checked on a smaller input with its own channels, filter and padding (a few
+  blocks through the shim), and a broken candidate is still caught there;
 - the rows fit the GPU and the layer (issue 31, item 4): recorded on the emulated device (an
   H200's 132 multiprocessors) for face detection at batch 1, no candidate the tables can choose
   for a CONV_2D or DEPTHWISE_CONV_2D of at least 16,384 outputs launches fewer blocks than its
@@ -20,6 +22,7 @@ candidates' ``.cu`` kernels really run, through the host shim):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -282,6 +285,27 @@ def test_on_a_device_the_candidates_are_timed_with_cuda_events_and_the_fastest_i
     assert all(us > 0 for us in choice.times_us.values())
     assert choice.chosen == min(choice.passed, key=lambda name: choice.times_us[name])
     assert delegate.tactic_report()[0].endswith("(measured)")
+
+
+def test_a_large_convolution_is_checked_on_a_smaller_input_with_its_padding_and_a_broken_candidate_is_caught(monkeypatch):
+    from backends.cpu.common import compute_padding
+
+    monkeypatch.setattr(conv2d, "CONV2D_TACTICS", (*CONV2D_TACTICS, BROKEN))
+    shape = (1, 41, 40, 6)  # 41 x 40 outputs of 24 channels
+    delegate = GpuDelegate(emulated_cuda_device(), tactic_timing=Times(one_tile_short=0.5), placement_cache=PlacementCache())
+    interpreter = prepared(conv_model(24, shape), delegate)
+    choice = the_choice(delegate)
+    assert "outputs differ from the twin" in choice.failed["one tile short"] and choice.chosen != "one tile short"
+    ((op, *_),) = delegate.kernels[0].steps
+    assert op.check_input_shape(shape, (3, 3)) == (1, 12, 12, 6)  # 12 x 12 outputs, the same SAME padding
+    assert op.check_input_shape((3, 41, 41, 6), (5, 5)) == (2, 12, 12, 6)
+    op.params = dataclasses.replace(op.params, stride_h=2)  # (the method reads the op's stride and padding)
+    assert op.check_input_shape((1, 41, 40, 6), (3, 3)) == (1, 23, 12, 6)
+    small, real = compute_padding(op.params.padding, 23, 3, 2), compute_padding(op.params.padding, 41, 3, 2)
+    assert (small.out_size, small.before, small.after) == (12, real.before, real.after) == (12, 1, 1)
+    reference = Interpreter(model_content=conv_model(24, shape))
+    reference.allocate_tensors()
+    np.testing.assert_allclose(run(interpreter), run(reference), rtol=1e-5, atol=1e-5)
 
 
 # -- the rows fit the GPU and the layer (issue 31, item 4) -----------------------------------------------

@@ -146,11 +146,15 @@ class GpuOp:
     def choose_kernel(
         self, family: str, table: Sequence[Any], problem: Any, arguments: dict[str, Any],
         arrays: Callable[[], dict[str, Any]], call: Callable[[Any, Any], Any],
+        timed_arrays: Callable[[], dict[str, Any]] | None = None,
     ) -> Any:
         """The launcher of the row of ``table`` that runs this node (``tactics.choose``: the rows
         that apply, checked on the device against the twin with ``arrays()``, the fastest by
-        ``call(launcher, device arrays)``), recorded in ``self.tactic``."""
-        request = TacticRequest(family, table, problem, arguments, arrays, call, self.label, self.node.index, self.storage.name)
+        ``call(launcher, device arrays)`` on ``timed_arrays()``, default the check's), recorded
+        in ``self.tactic``."""
+        request = TacticRequest(
+            family, table, problem, arguments, arrays, call, self.label, self.node.index, self.storage.name, timed_arrays,
+        )
         tactic, self.tactic = choose_tactic(self.device, request, self.tactic_settings)
         return tactic.build(self.device, arguments)
 

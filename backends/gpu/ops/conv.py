@@ -74,6 +74,10 @@ from backends.gpu.ops.quantized_base import QuantizedOp, parameter_reason, per_t
 from schema.enums import BuiltinOperator, TensorType
 
 B = BuiltinOperator
+
+#: The most output rows and columns of a convolution's candidate check (``WeightsOp.check_input_shape``):
+#: 12 x 12 = 144 pixels, two tiles of the largest tile of pixels (128) and of the depthwise 8 x 8.
+CHECK_OUTPUT_SIDE = 12
 T = TensorType
 
 
@@ -189,22 +193,60 @@ class WeightsOp(FloatOp):
         residual = None if self.residual_position is None else args[self.residual_position]
         return {"residual": residual, "alpha": self.alpha}
 
-    def check_arrays(self, x_shape: Sequence[int], w_shape: Sequence[int], out_shape: Sequence[int]) -> dict[str, Any]:
-        """The inputs a candidate kernel is checked with (``tactics.check_values``: integers in
-        {-2..2} in the storage dtype): ``x``, the laid-out filter ``w``, the bias ``b``, and what
+    def candidate_arrays(self, x_shape: Sequence[int], w_shape: Sequence[int], filter_hw: Sequence[int], out_channels: int):
+        """What a candidate kernel of this window is checked and timed with
+        (``tactics.TacticRequest``'s ``arrays`` and ``timed_arrays``): makers of the inputs
+        (``window_arrays``) of the check, on ``check_input_shape(x_shape)``, and of the timing,
+        on the node's own input shape ``x_shape`` (before a folded PAD)."""
+        check_shape = self.check_input_shape(x_shape, filter_hw)
+        return (lambda: self.window_arrays(check_shape, w_shape, filter_hw, out_channels),
+                lambda: self.window_arrays(x_shape, w_shape, filter_hw, out_channels))
+
+    def window_sizes(self, x_shape: Sequence[int], filter_hw: Sequence[int]) -> list[Any]:
+        """TFLite's output size and padding (``AxisPadding``) of the rows and the columns of the
+        window over ``x_shape`` with the folded PAD (``pre_padding``) in front."""
+        from backends.cpu.common import compute_padding
+
+        params, (top, bottom, left, right) = self.params, self.pre_padding
+        return [
+            compute_padding(params.padding, int(size) + before + after, int(k), stride, dilation)
+            for size, before, after, k, stride, dilation in (
+                (x_shape[1], top, bottom, filter_hw[0], params.stride_h, params.dilation_h_factor),
+                (x_shape[2], left, right, filter_hw[1], params.stride_w, params.dilation_w_factor),
+            )
+        ]
+
+    def check_input_shape(self, x_shape: Sequence[int], filter_hw: Sequence[int]) -> tuple[int, ...]:
+        """The input shape of the candidates' check: at most ``CHECK_OUTPUT_SIDE`` output rows
+        and columns and 2 images, with every channel, the filter and the padding on every side
+        of the node itself (rows and columns dropped a stride at a time: TFLite's padding stays
+        the same), so that each code path of a kernel runs (the borders, the interior, a
+        partial tile and a second one of every tile shape, each channel tile and step of depth)
+        on a few blocks: the host shim runs a GPU's block as 256 threads, one block at a time."""
+        params = self.params
+        shape = [min(int(x_shape[0]), 2), int(x_shape[1]), int(x_shape[2]), int(x_shape[3])]
+        for axis, (size, stride) in enumerate(zip(self.window_sizes(x_shape, filter_hw), (params.stride_h, params.stride_w))):
+            dropped = min(max(size.out_size - CHECK_OUTPUT_SIDE, 0), (shape[axis + 1] - 1) // stride)
+            shape[axis + 1] -= dropped * stride
+        return tuple(shape)
+
+    def window_arrays(self, x_shape: Sequence[int], w_shape: Sequence[int], filter_hw: Sequence[int], out_channels: int) -> dict[str, Any]:
+        """Inputs of a candidate kernel (``tactics.check_values``: integers in {-2..2} in the
+        storage dtype): ``x`` of ``x_shape``, the laid-out filter ``w``, the bias ``b``, and what
         the epilogue reads (``residual``, ``alpha``); None for what the node does not have."""
         from backends.gpu.tactics import check_values
 
         rng = np.random.default_rng(self.node.index)
         epilogue, storage = self.epilogue, self.storage
+        rows, columns = (size.out_size for size in self.window_sizes(x_shape, filter_hw))
         residual = alpha = None
         if epilogue is not None and epilogue.residual_channels:
-            residual = check_values(rng, (*out_shape[:3], epilogue.residual_channels), storage)
+            residual = check_values(rng, (x_shape[0], rows, columns, epilogue.residual_channels), storage)
         if epilogue is not None and epilogue.prelu:
-            alpha = check_values(rng, (out_shape[3],), storage)
+            alpha = check_values(rng, (out_channels,), storage)
         return {
             "x": check_values(rng, x_shape, storage), "w": check_values(rng, w_shape, storage),
-            "b": check_values(rng, (out_shape[3],), storage) if self.has_bias else None,
+            "b": check_values(rng, (out_channels,), storage) if self.has_bias else None,
             "residual": residual, "alpha": alpha,
         }
 
@@ -285,10 +327,8 @@ class Conv2D(WeightsOp):
             geometry, self.storage.name, bool(np.isfinite(filters).all()), self.epilogue, self.device.compute_capability,
             self.pre_padding, settings.vendor_gemm, settings.allow_tf32, self.device.resident_threads,
         )
-        self.kernel = self.choose_kernel(
-            "CONV_2D", CONV2D_TACTICS, problem, arguments,
-            lambda: self.check_arrays(x_shape, filter_shape, geometry.out_shape), _call_convolution,
-        )
+        checked, timed = self.candidate_arrays(x_shape, filter_shape, (kh, kw), out_channels)
+        self.kernel = self.choose_kernel("CONV_2D", CONV2D_TACTICS, problem, arguments, checked, _call_convolution, timed)
 
     def run(self, args):
         if self.kernel is None:
@@ -297,7 +337,7 @@ class Conv2D(WeightsOp):
 
 
 def _call_convolution(kernel: Any, arrays: dict[str, Any]) -> Any:
-    """One launch of a convolution candidate on the check arrays (``WeightsOp.check_arrays``)."""
+    """One launch of a convolution candidate on its arrays (``WeightsOp.window_arrays``)."""
     return kernel(arrays["x"], arrays["w"], arrays["b"], residual=arrays["residual"], alpha=arrays["alpha"])
 
 

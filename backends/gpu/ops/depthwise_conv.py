@@ -126,10 +126,8 @@ class DepthwiseConv2D(WeightsOp):
         geometry = depthwise_geometry(x_shape, w_shape, arguments["stride"], arguments["dilation"], params.padding, self.pre_padding)
         fused = self.epilogue is not None or any(self.pre_padding)
         problem = DepthwiseProblem(geometry, self.storage.name, fused, self.epilogue, self.device.resident_threads)
-        self.kernel = self.choose_kernel(
-            "DEPTHWISE_CONV_2D", DEPTHWISE_TACTICS, problem, arguments,
-            lambda: self.check_arrays(x_shape, w_shape, geometry.out_shape), _call_depthwise,
-        )
+        checked, timed = self.candidate_arrays(x_shape, w_shape, w_shape[1:3], w_shape[3])
+        self.kernel = self.choose_kernel("DEPTHWISE_CONV_2D", DEPTHWISE_TACTICS, problem, arguments, checked, _call_depthwise, timed)
 
     def run(self, args):
         if self.kernel is None:
@@ -138,7 +136,7 @@ class DepthwiseConv2D(WeightsOp):
 
 
 def _call_depthwise(kernel: Any, arrays: dict[str, Any]) -> Any:
-    """One launch of a depthwise candidate on the check arrays (``WeightsOp.check_arrays``):
+    """One launch of a depthwise candidate on its arrays (``WeightsOp.window_arrays``):
     the plain entry point takes no residual nor alpha."""
     extra = {k: arrays[k] for k in ("residual", "alpha") if arrays[k] is not None}
     return kernel(arrays["x"], arrays["w"], arrays["b"], **extra)
