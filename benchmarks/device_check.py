@@ -27,7 +27,12 @@ what it measured. Sections:
 8. issue 25's figures: ``benchmarks/gpu_threads.py`` (4 threads against one, each beside its
    target; the host-side cost of an invoke; placement="auto" against the CPU path on every
    bundled model), its report embedded and kept as ``DIR/gpu-threads.md`` (``--host``
-   rehearses the threads and the host cost).
+   rehearses the threads and the host cost);
+9. issue 31's figures: the kernel each node of the MediaPipe float models chose among its
+   candidates (``backends/gpu/tactics.py``) in float32 and float16, with the runner-up, both
+   times and every candidate that failed its check on the device; the first prepare of face
+   detection (checks and timings, target <= 3 s) and a cached one (target <= 0.1 s)
+   (``--host`` rehearses it on mini_mobilenet_float32 in float32, where nothing is timed).
 
 Every section catches its own failures (they go into the report) and the run goes on;
 the exit status is 1 when a check failed. ``--host`` runs every section the same way on
@@ -88,6 +93,9 @@ class Settings:
         self.float16_batch = 2 if host else 8
         self.float16_models = ("mini_mobilenet_float32",) if host else ("mp_pose_detection", "mp_palm_detection_lite")
         self.device_ms_models = ("mini_mobilenet_float32",) if host else ("mp_pose_detection", "mp_palm_detection_lite")
+        self.tactic_models = ("mini_mobilenet_float32",) if host else (
+            "mp_face_detection_short_range", "mp_face_landmark", "mp_palm_detection_lite", "mp_pose_detection")
+        self.tactic_precisions = ("float32",) if host else ("float32", "float16")
         self.models = bundled_models()
         if host:  # the emulated device runs the hand-written kernels on the CPU: keep CI short
             keep = ("mini_mobilenet_float32", "concat_float32", "mp_face_detection_short_range", "mini_mobilenet_int8",
@@ -445,9 +453,9 @@ def issue24_section(report: Report, settings: Settings) -> None:
             graph = sum(s.graph_nodes for s in stats)
             variants: dict[str, int] = {}
             for s in stats:
-                for kernel in s.kernels:
-                    if kernel.endswith("]"):
-                        variant = kernel[kernel.rindex("[") + 1 : -1]
+                for kind in s.kinds:
+                    if kind.endswith("]"):
+                        variant = kind[kind.rindex("[") + 1 : -1]
                         variants[variant] = variants.get(variant, 0) + 1
             fused = sum(1 for s in stats for kernel in s.kernels if kernel.startswith("fused: "))
             ratio = graph / nodes if nodes else 0.0
@@ -546,6 +554,65 @@ def issue25_section(report: Report, settings: Settings) -> None:
         report.fail(f"gpu_threads: exit {result.returncode}")
 
 
+#: Issue 31's targets: a first prepare of face detection (every node's candidates checked and
+#: timed) and a cached one, in seconds.
+TARGET_FIRST_PREPARE_S = 3.0
+TARGET_CACHED_PREPARE_S = 0.1
+
+
+def prepared_in(path: pathlib.Path, delegate: GpuDelegate) -> float:
+    """Seconds to apply ``delegate`` to a new interpreter of ``path`` and allocate its tensors."""
+    interpreter = Interpreter(model_path=str(path))
+    started = time.perf_counter()
+    interpreter.modify_graph_with_delegate(delegate)
+    interpreter.allocate_tensors()
+    return time.perf_counter() - started
+
+
+def issue31_section(report: Report, settings: Settings) -> None:
+    from backends.gpu.placement import PlacementCache
+
+    models = {p.stem: p for p in bundled_models()}
+    report.add("Each node with several candidate kernels chose one at prepare (`backends/gpu/tactics.py`): on a GPU "
+               "the fastest by CUDA events among those that passed their check against the twin; `--host` (the "
+               "emulated CUDA device) checks every candidate but times nothing, so it takes the table's first.", "")
+    prepare_rows: list[list[Any]] = []
+    node_rows: list[list[Any]] = []
+    for name in settings.tactic_models:
+        for precision in settings.tactic_precisions:
+            def one(name: str = name, precision: str = precision) -> None:
+                device, cache = settings.device(), PlacementCache()  # a cache of its own: nothing decided yet
+                delegate = GpuDelegate(device=device, precision=precision, placement_cache=cache)
+                first = prepared_in(models[name], delegate)
+                cached = prepared_in(models[name], GpuDelegate(device=device, precision=precision, placement_cache=cache))
+                targets = name == "mp_face_detection_short_range"  # (issue 31's targets are face detection's)
+                prepare_rows.append([name, precision, f"{first:.2f}", met(first, TARGET_FIRST_PREPARE_S, True) if targets else "-",
+                                     f"{cached:.3f}", met(cached, TARGET_CACHED_PREPARE_S, True) if targets else "-"])
+                for kernel in delegate.kernels:
+                    for label, choice in kernel.tactics():
+                        node_rows.append([name, precision, label, *tactic_cells(choice)])
+            guarded(report, node_rows, f"{name} {precision}", 7, one)
+    report.add("### First and cached prepare (face detection's targets: <= 3 s and <= 0.1 s)", "")
+    report.table(["model", "precision", "first prepare s", "met", "cached prepare s", "met"], prepare_rows)
+    report.add("### The kernel each node chose", "")
+    report.table(["model", "precision", "node", "chosen", "runner-up", "failed its check", "not applicable"], node_rows)
+    failed = [row for row in node_rows if row[5] != "-"]
+    if failed:
+        report.fail(f"{len(failed)} node(s) had a candidate that failed its check on the device")
+
+
+def tactic_cells(choice: Any) -> list[str]:
+    """The chosen kernel and the runner-up (with their times), the failed and not applicable candidates."""
+    def timed(name: str | None) -> str:
+        if name is None:
+            return "-"
+        us = choice.times_us.get(name)
+        return name if us is None else f"{name} ({us:.1f} µs)"
+
+    failed = "; ".join(f"{n}: {why}" for n, why in choice.failed.items()) or "-"
+    return [timed(choice.chosen), timed(choice.runner_up), failed, ", ".join(choice.not_applicable) or "-"]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=pathlib.Path, required=True, help="directory for device-check.md")
@@ -568,6 +635,7 @@ def main(argv: list[str] | None = None) -> int:
     report.section("6. Counters per invoke", lambda: counters_section(report, counters))
     report.section("7. Issue 24: graph nodes, throughput, float16", lambda: issue24_section(report, settings))
     report.section("8. Issue 25: threads and placement", lambda: issue25_section(report, settings))
+    report.section("9. Issue 31: kernels chosen by measurement", lambda: issue31_section(report, settings))
     verdict = "all checks passed" if not report.failures else f"{len(report.failures)} check(s) failed"
     report.add("## Result", "", f"{verdict} in {time.perf_counter() - start:.0f} s.", "", *(f"- {f}" for f in report.failures))
     print(report.path.read_text())

@@ -20,13 +20,8 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
-# One line per op, ops grouped by family: the comment line between two groups keeps two
-# branches that close gaps in different groups from touching the same lines).
 #: Builtin (op, versions) LiteRT registers and the CPU does not run.
-KNOWN_GAPS: dict[str, tuple[int, ...]] = {
-    # text: embeddings, hashtables, hashing
-    # shape, data movement and scatter
-}
+KNOWN_GAPS: dict[str, tuple[int, ...]] = {}
 
 #: The StableHLO builtins LiteRT's resolver registers (the other StableHLO ops of the schema
 #: it does not run either) that the CPU does not run.

@@ -38,6 +38,7 @@ from backends.gpu.fusion import fuse_steps
 from backends.gpu.ops import gpu_custom_support_table, gpu_op_classes, gpu_support_table, select_op_class
 from backends.gpu.ops.base import GpuOp
 from backends.gpu.ops.variables import DeviceVariable, DeviceVariables
+from backends.gpu.tactics import TacticChoice, TacticSettings, TacticTiming, report_lines
 from backends.gpu.placement import (
     PLACEMENTS,
     SHARED_CACHE,
@@ -83,8 +84,18 @@ class GpuDelegate(SimpleDelegate):
         ``placement.Trial`` and returning ``placement.TrialTimes``); default: trials on a
         private copy of the subgraph, on this delegate's device.
       placement_cache: where ``"auto"`` keeps its decisions (by subgraph content, device
-        and options): default the process-wide ``placement.SHARED_CACHE``;
-        ``PlacementCache(directory)`` also keeps them on disk for the next process.
+        and options), and where every node keeps the kernel it chose (``tactics.py``):
+        default the process-wide ``placement.SHARED_CACHE``; ``PlacementCache(directory)``
+        also keeps them on disk for the next process.
+      tactic_timing: the time of each candidate kernel of a node (a callable taking a
+        ``tactics.TacticTrial`` and returning microseconds), for the emulated device; default:
+        measured with CUDA events on a device, and on an emulated device the first candidate
+        of the node's table that applies and passes its check (``backends/gpu/tactics.py``).
+      allow_tf32: let cuBLAS round float32 operands to TF32 (10 mantissa bits) on tensor
+        cores: a faster candidate for the float32 products, no longer float32's precision.
+        Off by default (float32 results stay within float32's rounding of TFLite's).
+      vendor_gemm: the vendor GEMM (cuBLAS, ``cuda/cublas.py``) is among the candidates of
+        the products (FULLY_CONNECTED, BATCH_MATMUL, CONV_2D 1x1 with stride 1).
     """
 
     name = "GpuDelegate"
@@ -104,6 +115,9 @@ class GpuDelegate(SimpleDelegate):
         placement: str = "all",
         placement_timing: PlacementTiming | None = None,
         placement_cache: PlacementCache | None = None,
+        tactic_timing: TacticTiming | None = None,
+        allow_tf32: bool = False,
+        vendor_gemm: bool = True,
     ) -> None:
         super().__init__(
             max_delegated_partitions=max_delegated_partitions,
@@ -119,6 +133,8 @@ class GpuDelegate(SimpleDelegate):
         self.placement = placement
         self.placement_timing = placement_timing
         self.placement_cache = placement_cache if placement_cache is not None else SHARED_CACHE
+        #: How every node chooses among its candidate kernels (``backends/gpu/tactics.py``).
+        self.tactic_settings = TacticSettings(tactic_timing, self.placement_cache, bool(allow_tf32), bool(vendor_gemm))
         #: One decision per subgraph that "auto" placed (in the order they were applied).
         self.placement_decisions: list[PlacementDecision] = []
         self.storage = np.dtype(PRECISIONS[precision])
@@ -265,7 +281,11 @@ class GpuDelegate(SimpleDelegate):
         timing = self.placement_timing
         try:
             if timing is None:
-                trial_delegate = GpuDelegate(self.device, self.precision, cuda_graphs=self.cuda_graphs)
+                trial_delegate = GpuDelegate(
+                    self.device, self.precision, cuda_graphs=self.cuda_graphs, placement_cache=self.placement_cache,
+                    tactic_timing=self.tactic_settings.timing, allow_tf32=self.tactic_settings.allow_tf32,
+                    vendor_gemm=self.tactic_settings.vendor_gemm,
+                )
                 timing = SubgraphTiming(context, GpuPartitionKernel, trial_delegate)
             decision = decide(subgraph, candidates, timing)
         except PlacementUnavailable as why:
@@ -280,6 +300,11 @@ class GpuDelegate(SimpleDelegate):
     def placement_report(self) -> list[str]:
         """What ``placement="auto"`` decided, per subgraph (empty for ``"all"``)."""
         return [line for decision in self.placement_decisions for line in decision.lines()]
+
+    def tactic_report(self) -> list[str]:
+        """Per node that chose among kernels: the kernel, the runner-up and both times, and
+        every candidate that failed its check (``tactics.report_lines``)."""
+        return report_lines([choice for kernel in self.kernels for choice in kernel.tactics()])
 
     kernel_class = None  # built per delegate below, so each kernel knows its delegate
 
@@ -334,16 +359,21 @@ class PartitionStats:
     graph: str  # "replaying", "not captured yet", "off", or why capture failed
     graph_nodes: int
     #: What each launch of the partition runs: its nodes (several when fusion.py folded them
-    #: into one kernel) and, for an op with kernel variants, the variant prepare chose.
+    #: into one kernel) and, for an op with candidate kernels, the one prepare chose, the
+    #: runner-up with both times, and the candidates that failed their check
+    #: (``tactics.TacticChoice.summary``: ``"CONV_2D v1 (node 3) [tiled 64x64 12.0 µs,
+    #: runner-up direct 15.3 µs]"``).
     kernels: tuple[str, ...] = ()
+    #: The same steps by kind: each label without its node indices, with only the chosen
+    #: kernel (``"CONV_2D v1 [tiled 64x64]"``).
+    kinds: tuple[str, ...] = ()
 
     def kernel_variants(self) -> list[tuple[str, int]]:
-        """``kernels`` counted by kind: each label without its node indices (``"CONV_2D v1
-        [tiled]"``, ``"fused: DEPTHWISE_CONV_2D v2 + ADD v1 [direct]"``), with how many
-        of the partition's steps run it; the most frequent first, ties in name order."""
+        """``kinds`` counted (``"CONV_2D v1 [tiled 64x64]"``, ``"fused: DEPTHWISE_CONV_2D v2 +
+        ADD v1 [direct fused]"``), with how many of the partition's steps run each; the most
+        frequent first, ties in name order."""
         counts: dict[str, int] = {}
-        for label in self.kernels:
-            kind = _NODE_INDEX.sub("", label)
+        for kind in self.kinds or tuple(_NODE_INDEX.sub("", label) for label in self.kernels):
             counts[kind] = counts.get(kind, 0) + 1
         return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
 
@@ -414,6 +444,7 @@ class GpuPartitionKernel(DelegateKernel):
                 op = op_class(device, inner, registration.builtin_code, registration.version, tensors, storage)
                 op.environment = self.environment
                 op.float32_tensors = self.float32_kept
+                op.tactic_settings = self.delegate.tactic_settings
                 label = f"{registration.op_name} v{registration.version} (node {inner.index})"
                 with device.labelled(label):
                     op.prepare()
@@ -425,6 +456,9 @@ class GpuPartitionKernel(DelegateKernel):
                 self.steps.append((op, inner, reads, label))
             if not self.delegate.expose_intermediates:  # fold conv -> ADD -> RELU/PRELU, PAD -> conv (fusion.py)
                 self.steps = fuse_steps(self.steps, tensors, keep=set(node.outputs))
+            for op, _, _, label in self.steps:  # each op's kernel, chosen among its candidates (tactics.py)
+                with device.labelled(label):
+                    op.finish_prepare()
             handoffs = self.delegate.handoffs
             self.handed_in = {
                 t: handoffs[(id(context), t)] for t in node.inputs if (id(context), t) in handoffs and self._read_on_device(t)
@@ -670,5 +704,10 @@ class GpuPartitionKernel(DelegateKernel):
         return PartitionStats(
             partition, tuple(self.params.nodes_to_replace), self.last_invoke, self.total, self.invokes,
             self.device_ms, graph, self.graph_nodes,
-            tuple(label + (f" [{op.variant}]" if getattr(op, "variant", None) else "") for op, _, _, label in self.steps),
+            tuple(label + (f" [{op.tactic.summary()}]" if op.tactic else "") for op, _, _, label in self.steps),
+            tuple(_NODE_INDEX.sub("", label) + (f" [{op.tactic.chosen}]" if op.tactic else "") for op, _, _, label in self.steps),
         )
+
+    def tactics(self) -> list[tuple[str, TacticChoice]]:
+        """``(label, choice)`` of each step that chose among kernels."""
+        return [(label, op.tactic) for op, _, _, label in self.steps if op.tactic is not None]

@@ -110,6 +110,10 @@ class Device:
         self._counting: list[DeviceCounters] = [self._total]  # (a CUDA device: the delegate's bookkeeping)
         self._machine_seen = self._machine_counters()  # (an emulated device: the machine's counts)
         self._modules: dict[str, Any] = {}
+        self._cublas: Any = None
+        self._side_stream: Any = None
+        self._identity: tuple[str, str, str] | None = None
+        self._resident_threads: int | None = None
 
     def __repr__(self) -> str:
         return f"Device({self.name!r})"
@@ -120,6 +124,18 @@ class Device:
         """This device current, the delegate's stream current, the delegate's pool allocating."""
         with self.cuda_device, self.stream, self.xp.cuda.using_allocator(self._malloc):
             yield self
+
+    @contextlib.contextmanager
+    def side_stream(self) -> Iterator[Any]:
+        """A second non-blocking stream of this device current inside (inside ``active()``):
+        work that is not the delegate's (checking and timing candidate kernels at prepare) runs
+        there, so the delegate's stream, its counters and its graphs see none of it. Whoever
+        uses it synchronizes it before the delegate's stream touches what it wrote."""
+        if self._side_stream is None:
+            with self.cuda_device:
+                self._side_stream = self.xp.cuda.Stream(non_blocking=True)
+        with self._side_stream:
+            yield self._side_stream
 
     @property
     def counters(self) -> DeviceCounters:
@@ -241,13 +257,55 @@ class Device:
                 module = self._modules[source] = self.xp.RawModule(code=read_source(source), options=CUPY_OPTIONS)
         return module
 
-    def launcher_arguments(self, source: str) -> dict[str, Any]:
-        """What a kernel launcher of ``cuda/sources.py`` takes to run ``source``'s kernels
-        here: this device's compiled module, or (host emulation) this device for the
-        numpy twins."""
+    def launcher_arguments(self, source: str, vendor: bool = False) -> dict[str, Any]:
+        """What a kernel launcher (``cuda/sources.py``'s ``_Launcher``) takes to run
+        ``source``'s kernels here: this device's compiled module, or (host emulation) this
+        device for the numpy twins; with ``vendor``, also this device's cuBLAS handle."""
         if self.is_host:
             return {"host_device": self}
-        return {"xp": self.xp, "module": self.module(source)}
+        arguments = {"xp": self.xp, "module": self.module(source)}
+        if vendor:
+            arguments["blas"] = self.cublas()
+        return arguments
+
+    def cublas(self) -> Any:
+        """This device's cuBLAS handle and workspace (``cuda/cublas.py``'s ``CublasHandle``),
+        made at the first call: on the emulated machine its emulated library, else
+        ``libcublas`` itself. CublasError when the library cannot be loaded."""
+        if self._cublas is None:
+            from backends.gpu.cuda.cublas import CublasHandle, load_cublas
+
+            library = self.xp.machine.cublas if self.emulated else load_cublas()
+            self._cublas = CublasHandle(library, self)
+        return self._cublas
+
+    def identity(self) -> tuple[str, str, str]:
+        """What a decision measured here depends on: the GPU's name, its compute capability
+        and the driver's version (CUDA's ``cudaDriverGetVersion``); asked once."""
+        if self._identity is None:
+            runtime = self.xp.cuda.runtime
+            name = runtime.getDeviceProperties(self.id)["name"]
+            name = name.decode() if isinstance(name, bytes) else str(name)
+            self._identity = (name, str(self.cuda_device.compute_capability), str(runtime.driverGetVersion()))
+        return self._identity
+
+    @property
+    def resident_threads(self) -> int:
+        """The threads the GPU holds at once: its multiprocessors x the threads each holds
+        (CUDA's ``multiProcessorCount`` and ``maxThreadsPerMultiProcessor``; 0 where the
+        properties do not say). The tactics' fill rule (``tactics.emptier_reason``) compares
+        grids up to it. Asked once."""
+        if self._resident_threads is None:
+            properties = self.xp.cuda.runtime.getDeviceProperties(self.id)
+            self._resident_threads = int(properties.get("multiProcessorCount", 0)) * int(
+                properties.get("maxThreadsPerMultiProcessor", 0)
+            )
+        return self._resident_threads
+
+    @property
+    def compute_capability(self) -> int:
+        """``80`` for sm_80..."""
+        return int(self.cuda_device.compute_capability)
 
     def launch_twin(self, name: str, twin: Any, inputs: Any, outputs: Any) -> None:
         """Host emulation only: run the numpy twin of a hand-written kernel as one launch

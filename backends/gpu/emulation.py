@@ -69,6 +69,13 @@ The rules, and how a violation shows:
   capturing (``cupy_backends/cuda/libs/cublas.pyx``: setStream). The second applies on
   machines made with ``cupy_library_rules=True`` (the emulated CUDA device the device
   branch runs on); host emulation's numpy branch is not CuPy's and keeps ``matmul``.
+* **cuBLAS itself** (``libcublas``, which ``cuda/cublas.py`` calls without CuPy):
+  :class:`EmulatedCublas` runs ``cublasGemmStridedBatchedEx``'s column-major arithmetic on the
+  memory its pointers name, on the stream of its handle (``cublasSetStream``; the legacy default
+  stream until then), ordered and race-checked like any launch, captured and replayed like any
+  kernel. As in cuBLAS, ``cublasSetStream`` resets the handle's workspace; a capture of a GEMM
+  whose handle has no workspace of its own (``cublasSetWorkspace``) is refused (cuBLAS would
+  allocate one inside the graph: memory nodes, one workspace per captured graph).
 
 ``RawModule`` builds the source with the host shim (``cuda/host.py``, g++) and runs it on
 the CPU under the same rules; every pointer argument counts as read and written.
@@ -795,6 +802,7 @@ class EmulatedMachine:
         self.device_stats = [MachineStats() for _ in range(device_count)]
         self.stream_stats: dict[tuple[int, int], MachineStats] = {}
         self.module: Any = None  # the EmulatedCupy over this machine
+        self.cublas = EmulatedCublas(self)  # libcublas on this machine (cuda/cublas.py's calls)
 
     # -- per host thread -----------------------------------------------------------------------
     @property
@@ -1238,6 +1246,36 @@ class EmulatedMachine:
             out[...] = array._raw
         return out
 
+    # -- memory by address (what a library call's pointers name) ----------------------------------
+    @_locked
+    def stream_at(self, pointer: int, device_id: int) -> Stream:
+        """The stream whose handle is ``pointer`` (0: the device's legacy default stream)."""
+        for stream in self.streams_of(device_id):
+            if stream.ptr == int(pointer):
+                return stream
+        raise RuntimeError(f"cudaErrorInvalidResourceHandle: no stream {int(pointer):#x} on device {device_id}")
+
+    @_locked
+    def memory_at(self, pointer: int, dtype: Any, shape: Sequence[int], strides: Sequence[int], label: str) -> tuple[Block, np.ndarray]:
+        """The block holding ``pointer`` and a view of ``shape`` / element ``strides`` from there."""
+        dtype = np.dtype(dtype)
+        extent = 1 + sum((int(n) - 1) * int(st) for n, st in zip(shape, strides)) if all(shape) else 0
+        for pool in list(self.pools):
+            for block in list(pool.blocks):
+                start = int(block.memory.ctypes.data)
+                if start <= int(pointer) < start + block.size:
+                    if block.released or not block.live:
+                        raise FreedMemoryError(f"{label}: a pointer into memory its pool gave back")
+                    if block.device_id != self.current_device:
+                        raise WrongDeviceError(f"{label}: memory of device {block.device_id} used on device {self.current_device}")
+                    offset = int(pointer) - start
+                    if offset + extent * dtype.itemsize > block.size:
+                        raise EmulatedDeviceError(f"{label}: reads past the end of its allocation")
+                    view = np.ndarray(tuple(int(n) for n in shape), dtype, buffer=block.memory, offset=offset,
+                                      strides=tuple(int(st) * dtype.itemsize for st in strides))
+                    return block, view
+        raise EmulatedDeviceError(f"{label}: {int(pointer):#x} is not device memory of this machine")
+
     @_locked
     def unread_uploads(self) -> list[str]:
         """Labels of live blocks written by a host-to-device copy and never read since."""
@@ -1297,6 +1335,121 @@ def _replay_call(function: Callable, args: Any, kwargs: dict[str, Any], targets:
 
 
 # ---------------------------------------------------------------------------------------------
+# cuBLAS
+# ---------------------------------------------------------------------------------------------
+
+
+def CublasEmulationError(message: str) -> RuntimeError:  # noqa: N802 (raised like a class)
+    """What a cuBLAS call that returns an error status raises: ``cuda.cublas.CublasError``, as
+    on a device."""
+    from backends.gpu.cuda.cublas import CublasError
+
+    return CublasError(message)
+
+
+@dataclass
+class _CublasHandle:
+    device_id: int
+    stream_pointer: int = 0  # the legacy default stream until cublasSetStream
+    workspace: Block | None = None
+
+
+#: ``cudaDataType`` -> numpy, and the (operand, result, compute) types the emulated cuBLAS runs:
+#: float32 (or TF32), float16 operands into float32, int8 into int32.
+_CUBLAS_TYPES = {0: np.float32, 2: np.float16, 3: np.int8, 10: np.int32}
+_CUBLAS_COMPUTE_32F, _CUBLAS_COMPUTE_32I, _CUBLAS_COMPUTE_32F_FAST_TF32 = 68, 72, 77
+_CUBLAS_COMBINATIONS = {(0, 0, 68), (0, 0, 77), (2, 0, 68), (3, 10, 72)}
+
+
+class EmulatedCublas:
+    """``libcublas`` on an emulated machine, with ``cuda/cublas.py``'s ``CublasLibrary`` calls:
+    handles, their stream and workspace, and ``cublasGemmStridedBatchedEx`` for float32 or
+    float16 operands into float32 and int8 operands into int32 (see the module docstring for
+    the rules it keeps). int8 also wants leading dimensions that are multiples of 4 (cuBLAS's
+    documented int8 restriction, as the project reads it: not checked on a GPU yet)."""
+
+    def __init__(self, machine: "EmulatedMachine") -> None:
+        self.machine = machine
+        self.handles: dict[int, _CublasHandle] = {}
+
+    def _state(self, handle: int) -> _CublasHandle:
+        state = self.handles.get(int(handle))
+        if state is None:
+            raise CublasEmulationError("CUBLAS_STATUS_NOT_INITIALIZED: not a live cuBLAS handle")
+        return state
+
+    def create(self) -> int:
+        handle = next(self.machine.handles)
+        self.handles[handle] = _CublasHandle(self.machine.current_device)
+        return handle
+
+    def destroy(self, handle: int) -> None:
+        self.handles.pop(int(handle), None)
+
+    def set_stream(self, handle: int, stream: int) -> None:
+        state = self._state(handle)
+        self.machine.stream_at(stream, state.device_id)
+        state.stream_pointer = int(stream)
+        state.workspace = None  # cublasSetStream resets the workspace to cuBLAS's default pool
+
+    def set_workspace(self, handle: int, pointer: int, nbytes: int) -> None:
+        state = self._state(handle)
+        block, _ = self.machine.memory_at(pointer, np.uint8, (int(nbytes),), (1,), "cublasSetWorkspace")
+        state.workspace = block
+
+    def gemm_strided_batched(
+        self, handle: int, transa: int, transb: int, m: int, n: int, k: int,
+        a: int, a_type: int, lda: int, stride_a: int, b: int, b_type: int, ldb: int, stride_b: int,
+        c: int, c_type: int, ldc: int, stride_c: int, batch: int, compute: int,
+    ) -> None:
+        """``C = op(A) @ op(B)`` (alpha 1, beta 0) for ``batch`` column-major products."""
+        machine, state = self.machine, self._state(handle)
+        name = "cublasGemmStridedBatchedEx"
+        if b_type != a_type or (a_type, c_type, compute) not in _CUBLAS_COMBINATIONS or (
+            a_type == 3 and (lda % 4 or ldb % 4)
+        ):
+            raise CublasEmulationError(
+                f"{name}: CUBLAS_STATUS_NOT_SUPPORTED (types {a_type}, {b_type}, {c_type}, compute {compute}, lda {lda}, ldb {ldb})"
+            )
+        a_rows, a_cols = (m, k) if transa == 0 else (k, m)
+        b_rows, b_cols = (k, n) if transb == 0 else (n, k)
+        if min(m, n, k, batch) < 0 or lda < max(1, a_rows) or ldb < max(1, b_rows) or ldc < max(1, m):
+            raise CublasEmulationError(f"{name}: CUBLAS_STATUS_INVALID_VALUE (m={m} n={n} k={k} lda={lda} ldb={ldb} ldc={ldc})")
+        with machine.lock:
+            if machine.current_device != state.device_id:
+                raise WrongDeviceError(f"{name}: a handle of device {state.device_id} used on device {machine.current_device}")
+            stream = machine.stream_at(state.stream_pointer, state.device_id)
+            label = machine.label or name
+            a_block, a_view = machine.memory_at(a, _CUBLAS_TYPES[a_type], (batch, a_rows, a_cols), (stride_a, 1, lda), label)
+            b_block, b_view = machine.memory_at(b, _CUBLAS_TYPES[b_type], (batch, b_rows, b_cols), (stride_b, 1, ldb), label)
+            c_block, c_view = machine.memory_at(c, _CUBLAS_TYPES[c_type], (batch, m, n), (stride_c, 1, ldc), label)
+            if stream.capture is not None and state.workspace is None:
+                stream.capture.invalid = stream.capture.invalid or f"{name} without a workspace"
+                raise EmulatedDeviceError(
+                    f"{label}: {name} captured on a handle with no workspace of its own: cuBLAS would allocate one "
+                    "inside the graph (cudaMallocAsync memory nodes, a new workspace per capture); call "
+                    "cublasSetWorkspace after cublasSetStream"
+                )
+            tf32 = compute == _CUBLAS_COMPUTE_32F_FAST_TF32
+            exact = np.int64 if compute == _CUBLAS_COMPUTE_32I else np.float32  # (int: the sums wrap to int32)
+
+            def run() -> None:
+                left = a_view.astype(exact) if transa == 0 else np.swapaxes(a_view, 1, 2).astype(exact)
+                right = b_view.astype(exact) if transb == 0 else np.swapaxes(b_view, 1, 2).astype(exact)
+                if tf32:
+                    from backends.gpu.cuda.cublas import round_to_tf32
+
+                    left, right = round_to_tf32(left), round_to_tf32(right)
+                with np.errstate(all="ignore"):
+                    c_view[...] = np.matmul(left, right).astype(c_view.dtype)
+
+            if stream.capture is None:
+                run()
+            writes = [c_block] + ([state.workspace] if state.workspace is not None else [])
+            machine._launch(stream, name, [a_block, b_block], writes, run)
+
+
+# ---------------------------------------------------------------------------------------------
 # The cupy-shaped module
 # ---------------------------------------------------------------------------------------------
 
@@ -1343,7 +1496,9 @@ class _Runtime:
         return len(self.machine.devices)
 
     def getDeviceProperties(self, device_id: int) -> dict[str, Any]:
-        return {"name": self.name.encode(), "major": 9, "minor": 0, "totalGlobalMem": 80 * 2**30}
+        # sm_90 with an H200's 132 multiprocessors of 2,048 threads each.
+        return {"name": self.name.encode(), "major": 9, "minor": 0, "totalGlobalMem": 80 * 2**30,
+                "multiProcessorCount": 132, "maxThreadsPerMultiProcessor": 2048}
 
     streamCaptureModeGlobal = STREAM_CAPTURE_MODE_GLOBAL  # noqa: N815 (cupy's names)
     streamCaptureModeThreadLocal = STREAM_CAPTURE_MODE_THREAD_LOCAL  # noqa: N815

@@ -201,7 +201,9 @@ def decide(subgraph: int, candidates: Sequence[Candidate], timing: PlacementTimi
 
 class PlacementCache:
     """Decisions by key (subgraph content + device + delegate options): in memory, and
-    as one JSON file per key in ``directory`` when given (shared by processes)."""
+    as one JSON file per key in ``directory`` when given (shared by processes). The kernel
+    each node chose among its candidates is kept here too (``tactics.py``: keys
+    ``tactic-<digest>``)."""
 
     def __init__(self, directory: str | os.PathLike | None = None) -> None:
         self.directory = os.fspath(directory) if directory is not None else None

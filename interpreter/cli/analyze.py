@@ -18,6 +18,7 @@ from interpreter.cli.common import (
     parse_caps,
     parse_op,
     placement_lines,
+    tactic_lines,
 )
 from interpreter.cli.output import Printer, Styled, Table, format_bytes, format_shape, print_json
 
@@ -63,11 +64,17 @@ def main(args: argparse.Namespace) -> int:
         data = analysis.to_json()
         data["graph"] = {"path": str(args.graph), "note": graph_note} if args.graph else None
         data["placement"] = placement_lines(choice.delegate)
+        data["tactics"] = tactic_lines(choice.delegate)
         print_json(data)
     else:
         show(analysis, Printer())
         for line in placement_lines(choice.delegate):
             Printer().line(line)
+        tactics = tactic_lines(choice.delegate)
+        if tactics:
+            Printer().line("kernels chosen per node (the fastest candidate, the runner-up, both times; candidates that failed their check):")
+        for line in tactics:
+            Printer().line(f"  {line}")
         if args.graph is not None:
             Printer().line(f"graph: {args.graph}" + (f" ({graph_note})" if graph_note else ""))
     return 0

@@ -22,6 +22,7 @@ from interpreter.cli.common import (
     load_model,
     make_delegate,
     placement_lines,
+    tactic_lines,
     set_inputs,
 )
 from interpreter.cli.output import Printer, Styled, Table, print_json, progress
@@ -135,6 +136,7 @@ def main(args: argparse.Namespace) -> int:
         "partitions": partitions,
         "steps": step_rows,
         "placement": placement_lines(choice.delegate),
+        "tactics": tactic_lines(choice.delegate),
         "litert": None,
     }
     if args.compare_litert:
@@ -167,6 +169,11 @@ def main(args: argparse.Namespace) -> int:
         out.table(table)
         _device_table(out, partitions)
         _kernel_lines(out, partitions)
+    if result["tactics"]:
+        out.line()
+        out.line("kernels chosen per node (the fastest candidate, the runner-up, both times; candidates that failed their check)")
+        for line in result["tactics"]:
+            out.line(f"  {line}")
     litert = result["litert"]
     if litert is not None:
         out.line()
@@ -220,7 +227,7 @@ def _kernel_lines(out: Any, partitions: list[dict[str, Any]]) -> None:
     if not rows:
         return
     out.line()
-    out.line("kernels per partition (its steps counted by op, version and, in brackets, the kernel variant prepare chose)")
+    out.line("kernels per partition (its steps counted by op, version and, in brackets, the kernel prepare chose)")
     for entry in rows:
         counted = ", ".join(f"{v['kernel']} x{v['count']}" for v in entry["device"]["kernel_variants"])
         out.line(f"partition {entry['partition']} kernels: {counted}")

@@ -374,3 +374,11 @@ def placement_lines(delegate: Any) -> list[str]:
     """What ``GpuDelegate(placement="auto")`` decided (empty for other delegates and "all")."""
     report = getattr(delegate, "placement_report", None)
     return list(report()) if callable(report) else []
+
+
+def tactic_lines(delegate: Any) -> list[str]:
+    """The kernel each GPU node chose among its candidates, the runner-up with both times,
+    and the candidates that failed their check (``GpuDelegate.tactic_report``; empty for
+    other delegates)."""
+    report = getattr(delegate, "tactic_report", None)
+    return list(report()) if callable(report) else []

@@ -10,6 +10,7 @@ import numpy as np
 
 from backends.gpu import GpuDelegate
 from backends.gpu.delegate import PartitionStats
+from backends.gpu.placement import PlacementCache
 from cli_helpers import DWCONV_DIL2, MINI_MOBILENET_FLOAT
 from interpreter import Interpreter
 from interpreter.example_model import build_example_model
@@ -80,7 +81,8 @@ def gpu_host_partition_stats(model: bytes, **options) -> list[PartitionStats]:
 
 
 def convolution_chain_model() -> bytes:
-    """Three float CONV_2D whose shapes call for two kernel variants (two tiled alike, one other)."""
+    """Three float CONV_2D, each with several candidate kernels; on host emulation each takes the
+    first of its table (``tactics.py``: no times there), so one kind runs three times."""
     rng = np.random.default_rng(3)
     builder = ModelBuilder()
     graph = builder.subgraph("main")
@@ -115,7 +117,7 @@ def test_the_json_lists_each_steps_kernel_as_partition_stats_kernels(cli):
 def test_the_json_counts_the_kernel_variants_as_partition_stats_kernel_variants(cli, tmp_path):
     model = convolution_chain_model()
     (stats,) = gpu_host_partition_stats(model)
-    assert max(count for _, count in stats.kernel_variants()) == 2  # the model has a variant run twice
+    assert stats.kernel_variants() == [("CONV_2D v1 [direct]", 3)]
     (tmp_path / "convs.tflite").write_bytes(model)
     result = cli("bench", tmp_path / "convs.tflite", "--delegate", "gpu-host", "--runs", "2", "--json")
     assert result.returncode == 0, result.stderr
@@ -146,3 +148,21 @@ def test_a_cpu_only_bench_prints_no_kernels(cli):
     result = cli("bench", DWCONV_DIL2, "--runs", "2")
     assert result.returncode == 0, result.stderr
     assert "kernels per partition" not in result.stdout and kernel_lines(result.stdout) == {}
+
+
+def test_bench_and_analyze_show_the_kernel_each_node_chose_and_its_candidates(cli, tmp_path):
+    (tmp_path / "convs.tflite").write_bytes(convolution_chain_model())
+    delegate = GpuDelegate(device="host", placement_cache=PlacementCache())  # as a new process: nothing cached
+    interpreter = Interpreter(model_content=convolution_chain_model())
+    interpreter.modify_graph_with_delegate(delegate)
+    interpreter.allocate_tensors()
+    expected = delegate.tactic_report()
+    assert [line.split(":")[0] for line in expected] == [f"CONV_2D v1 (node {n})" for n in range(3)]
+    bench = cli("bench", tmp_path / "convs.tflite", "--delegate", "gpu-host", "--runs", "2", "--json")
+    assert bench.returncode == 0, bench.stderr
+    assert bench.json()["tactics"] == expected
+    text = cli("bench", tmp_path / "convs.tflite", "--delegate", "gpu-host", "--runs", "2")
+    assert all(f"  {line}" in text.stdout.splitlines() for line in expected)
+    analyze = cli("analyze", tmp_path / "convs.tflite", "--delegate", "gpu-host", "--json")
+    assert analyze.returncode == 0, analyze.stderr
+    assert analyze.json()["tactics"] == expected

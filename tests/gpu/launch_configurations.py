@@ -7,8 +7,10 @@ shape that a GPU would refuse fails without a GPU.
 Nothing here copies a launch shape: each probe calls a launcher (``backends/gpu/cuda``) with
 ``xp=numpy`` and a :class:`RecordingModule` for its ``module``, so the launcher runs its own
 checks and its own launch-config function, and the module records the launch instead of
-running a kernel. A probe that walks a candidate table (``CONV2D_VARIANTS``,
-``MATMUL_VARIANTS``, ...) covers a candidate added to it without an edit here.
+running a kernel. The probes of the op families with candidates walk their tables
+(``CONV2D_TACTICS``, ``DEPTHWISE_TACTICS``, ``MATMUL_TACTICS``, the int8 FULLY_CONNECTED's:
+:func:`walk_table`), every row on every case it applies to, so a row added to a table is
+covered without an edit here, and a row's declared launch shape is checked against its launch.
 
 To extend: write a function ``probe_<family>(where)`` that calls launchers built with
 ``**where(launcher_source)`` and decorate it with :func:`probe`. ``launch_configurations()``
@@ -109,50 +111,101 @@ def _zeros(shape, dtype=F32) -> np.ndarray:
     return np.zeros(shape, dtype)
 
 
+class _BlasStandIn:
+    """A device's cuBLAS handle (a vendor row's ``blas=``) for the probes: the vendor's GEMM is
+    not ours to assemble; the kernel the row launches after it (``gemm_epilogue.cu``) is."""
+
+    def gemm(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def walk_table(where, table, cases) -> None:
+    """Launch every row of a candidates' table (``backends/gpu/tactics.py``) on every case it
+    applies to, as ``Tactic.build`` makes it (the row's options, a recording module, a cuBLAS
+    stand-in for a vendor row). ``cases``: ``(problem, arguments, call)``, ``call(launcher)``
+    launching once. A row that declares its launch shape must launch exactly that (the
+    block counts ``test_tactics.py`` reads from the tables are then the launches'), and every
+    row must apply to some case: a new row is covered without an edit here."""
+    launched = set()
+    for problem, arguments, call in cases:
+        for tactic in table:
+            if tactic.reason(problem) is not None:
+                continue
+            extra = {"blas": _BlasStandIn()} if tactic.vendor else {}
+            launcher = tactic.launcher(**arguments, **tactic.options, **where(tactic.launcher.source), **extra)
+            module = where(tactic.launcher.source)["module"]
+            before = len(module.launches)
+            call(launcher)
+            if tactic.launch_shape is not None:
+                shapes = [(launch.grid, launch.block) for launch in module.launches[before:]]
+                declared = tactic.launch_shape(problem)
+                assert shapes == [tuple(tuple(d) for d in declared)], (
+                    f"row {tactic.name!r} declares the launch {declared} but launched {shapes} for {problem}"
+                )
+            launched.add(tactic.name)
+    never = [tactic.name for tactic in table if tactic.name not in launched]
+    assert not never, f"no case of the probe applies to the rows {never}: add one"
+
+
+#: The threads an H200 holds at once (132 multiprocessors of 2,048): the problems' fill rule.
+RESIDENT_THREADS = 132 * 2048
+
+#: CONV_2D cases: (input shape, output channels, groups, filter size, padding); the 1x1 unpadded
+#: one is a single product (the vendor GEMM's), the large ones at batch 1 take the tiles that fill
+#: the GPU and are thin (16 and 8 output channels: the narrow tensor-core tiles), the batch of 128
+#: the large tiles again.
+CONV2D_CASES = (
+    ((1, 9, 9, 8), 16, 1, 3, "SAME"), ((2, 40, 40, 12), 96, 3, 3, "SAME"), ((1, 3, 3, 4), 1, 1, 3, "SAME"),
+    ((1, 8, 8, 16), 32, 1, 1, "VALID"), ((1, 64, 64, 8), 16, 1, 3, "SAME"), ((1, 48, 48, 16), 8, 1, 3, "SAME"),
+    ((1, 32, 32, 24), 64, 1, 3, "SAME"), ((128, 32, 32, 8), 64, 1, 3, "SAME"),
+)
+
+
 @probe
 def probe_conv2d(where):
-    from backends.gpu.cuda.conv2d import (
-        CONV2D_VARIANTS, Epilogue, conv2d_filter_layout, conv2d_launcher, variant_source,
-    )
+    from backends.gpu.cuda.conv2d import CONV2D_TACTICS, Conv2DGeometry, Conv2DProblem, Epilogue, conv2d_filter_layout
 
-    for variant, storage in itertools.product(CONV2D_VARIANTS, (F32, F16)):
-        if variant.startswith("mma") and storage != F16:
-            continue
-        for shape, out_channels, groups in (((1, 9, 9, 8), 16, 1), ((2, 40, 40, 12), 96, 3), ((1, 3, 3, 4), 1, 1)):
-            w = conv2d_filter_layout(_zeros((out_channels, 3, 3, shape[3] // groups)), groups).astype(storage)
+    cases = []
+    for storage, epilogue in itertools.product((F32, F16), (None, Epilogue())):
+        for shape, out_channels, groups, size, padding in CONV2D_CASES:
+            w = conv2d_filter_layout(_zeros((out_channels, size, size, shape[3] // groups)), groups).astype(storage)
             x, b = _zeros(shape, storage), _zeros(out_channels, storage)
-            for epilogue in (None, Epilogue()):
-                launcher = conv2d_launcher(variant)(variant=variant, storage=storage, epilogue=epilogue, **where(variant_source(variant)))
-                launcher(x, w, b)
+            geometry = Conv2DGeometry.of(shape, w.shape, 1, 1, padding)
+            problem = Conv2DProblem(geometry, np.dtype(storage).name, True, epilogue, 90, vendor_gemm=True, allow_tf32=True,
+                                    resident_threads=RESIDENT_THREADS)
+            arguments = {"padding": padding, "storage": storage, "epilogue": epilogue}
+            cases.append((problem, arguments, lambda launcher, x=x, w=w, b=b: launcher(x, w, b)))
+    walk_table(where, CONV2D_TACTICS, cases)
 
 
 @probe
 def probe_matmul(where):
-    from backends.gpu.cuda.conv2d import MATMUL_VARIANTS, matmul_launcher
+    from backends.gpu.cuda.matmul import MATMUL_TACTICS, NO_CLAMP, MatmulProblem, MatmulShape
 
-    for variant, storage in itertools.product(MATMUL_VARIANTS, (F32, F16)):
-        if variant.startswith("mma") and storage != F16:
-            continue
-        cls = matmul_launcher(variant)
-        for m, n in itertools.product(EXTENTS, (1, 70, 300)):
-            launcher = cls(None, storage, **where(cls.source))
-            launcher(_zeros((m, 8), storage), _zeros((8, n), storage))
-        cls(None, storage, **where(cls.source))(_zeros((3, 20, 8), storage), _zeros((3, 8, 30), storage))
+    cases = []
+    for storage in (F32, F16):
+        operands = [((m, 8), (8, n)) for m, n in itertools.product(EXTENTS, (1, 70, 300))] + [((3, 20, 8), (3, 8, 30))]
+        for a_shape, b_shape in operands:
+            a, b = _zeros(a_shape, storage), _zeros(b_shape, storage)
+            problem = MatmulProblem(MatmulShape.of(a_shape, b_shape), False, NO_CLAMP, np.dtype(storage).name, 90, True, True)
+            cases.append((problem, {"storage": storage}, lambda launcher, a=a, b=b: launcher(a, b)))
+    walk_table(where, MATMUL_TACTICS, cases)
 
 
 @probe
 def probe_depthwise(where):
-    from backends.gpu.cuda.sources import DepthwiseConv2DCuda
     from backends.gpu.cuda.conv2d import Epilogue
-    from backends.gpu.cuda.windows import DepthwiseConv2DFusedCuda, DepthwiseConv2DTiledCuda
+    from backends.gpu.cuda.depthwise import DEPTHWISE_TACTICS, DepthwiseGeometry, DepthwiseProblem
 
-    for storage in (F32, F16):
-        for shape in ((1, 9, 9, 8), (2, 33, 31, 40)):
+    cases = []
+    for storage, epilogue in itertools.product((F32, F16), (None, Epilogue())):
+        for shape in ((1, 9, 9, 8), (2, 33, 31, 40), (1, 64, 64, 24), (128, 32, 32, 24)):
             x, w, b = _zeros(shape, storage), _zeros((1, 3, 3, shape[3]), storage), _zeros(shape[3], storage)
-            DepthwiseConv2DCuda(storage=storage, **where(DepthwiseConv2DCuda.source))(x, w, b)
-            DepthwiseConv2DFusedCuda(storage=storage, epilogue=Epilogue(), **where(DepthwiseConv2DFusedCuda.source))(x, w, b)
-            DepthwiseConv2DTiledCuda(storage=storage, **where(DepthwiseConv2DTiledCuda.source))(x, w, b)
-            DepthwiseConv2DTiledCuda(storage=storage, epilogue=Epilogue(), **where(DepthwiseConv2DTiledCuda.source))(x, w, b)
+            geometry = DepthwiseGeometry.of(shape, w.shape, 1, 1, "SAME")
+            problem = DepthwiseProblem(geometry, np.dtype(storage).name, epilogue is not None, epilogue, RESIDENT_THREADS)
+            arguments = {"storage": storage, "epilogue": epilogue}
+            cases.append((problem, arguments, lambda launcher, x=x, w=w, b=b: launcher(x, w, b)))
+    walk_table(where, DEPTHWISE_TACTICS, cases)
 
 
 @probe
@@ -236,13 +289,17 @@ def probe_quantized_convolutions(where):
 
 @probe
 def probe_quantized_products(where):
-    from backends.gpu.cuda.conv_int8 import BatchMatmulInt8Cuda, FullyConnectedInt8Cuda, OutputStage
+    from backends.gpu.cuda.conv_int8 import BatchMatmulInt8Cuda, OutputStage
+    from backends.gpu.cuda.cublas import FullyConnectedInt8Problem, fully_connected_int8_tactics
 
     stage = OutputStage(0, 0, 0, -128, 127)
+    cases = []
     for dtype in (np.int8, np.uint8):
         for rows, units in itertools.product(EXTENTS, (1, 2, 10, 33, 1000)):
-            x, w = _zeros((rows, 64), dtype), _zeros((64, units), dtype)
-            FullyConnectedInt8Cuda(stage, **where(FullyConnectedInt8Cuda.source))(x, w, None, np.ones(units, np.float64))
+            x, w, scales = _zeros((rows, 64), dtype), _zeros((64, units), dtype), np.ones(units, np.float64)
+            problem = FullyConnectedInt8Problem(rows, 64, units, np.dtype(dtype).name, 0, True, vendor_gemm=True)
+            cases.append((problem, {"stage": stage}, lambda launcher, x=x, w=w, scales=scales: launcher(x, w, None, scales)))
+    walk_table(where, fully_connected_int8_tactics(), cases)
     for m, n in itertools.product(EXTENTS, (1, 70)):
         BatchMatmulInt8Cuda(stage, 1 << 30, 0, **where(BatchMatmulInt8Cuda.source))(_zeros((2, m, 8), np.int8), _zeros((2, 8, n), np.int8))
 

@@ -20,11 +20,10 @@ from backends.gpu.cuda.conv2d import (
     CONV2D_PIXELS,
     Conv2DCuda,
     Conv2DGeometry,
-    MatmulBiasActivationCuda,
     conv2d_filter_layout,
     conv2d_launch_config,
-    matmul_bias_act_launch_config,
 )
+from backends.gpu.cuda.matmul import MatmulBiasActivationCuda, matmul_bias_act_launch_config
 from backends.gpu.cuda.sources import activation_range
 from interpreter import Interpreter
 from kernel_twin import assert_close_to_reference, assert_equals_twin, assert_twin_matches, run_both_ways
@@ -286,7 +285,8 @@ def test_matmul_bias_act_uses_every_thread_of_a_block_for_one_row():
 def test_the_kernels_match_their_twins_on_a_device(cuda_device, storage):
     """conv2d.cu and matmul_bias_act as CuPy compiles and runs them (CuPy's -ftz=true
     flushes float32 subnormals: normal-sized random values have none)."""
-    from backends.gpu.cuda.conv2d import conv2d_twin, matmul_bias_act_twin
+    from backends.gpu.cuda.conv2d import conv2d_twin
+    from backends.gpu.cuda.matmul import matmul_bias_act_twin
 
     device = cuda_device()
     with device.active():

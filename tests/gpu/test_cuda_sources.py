@@ -11,7 +11,8 @@ import pytest
 
 from backends.gpu.cuda import sources
 from backends.gpu.cuda.nvrtc import CudaCompileError, check_all_sources, compile_source, cupy_nvrtc_options
-from backends.gpu.cuda.sources import KERNELS, SOURCES, depthwise_launch_config, read_source
+from backends.gpu.cuda.sources import KERNELS, SOURCES, read_source
+from backends.gpu.cuda.depthwise import depthwise_launch_config
 from schema.enums import ActivationFunctionType as Act
 from schema.enums import Padding
 
@@ -103,7 +104,7 @@ def test_depthwise_launch_config_covers_every_output_element_once():
 @pytest.mark.parametrize("storage", [np.float32, np.float16], ids=["f32", "f16"])
 def test_rawmodule_launcher_matches_the_host_shim_on_a_device(cuda_device, storage):
     from backends.gpu.cuda.host import run_depthwise_conv2d_host
-    from backends.gpu.cuda.sources import DepthwiseConv2DCuda
+    from backends.gpu.cuda.depthwise import DepthwiseConv2DCuda
 
     rng = np.random.default_rng(0)
     x = rng.uniform(-2, 2, (2, 9, 8, 3)).astype(storage)

@@ -25,6 +25,7 @@ from backends.gpu import GpuDelegate, emulated_cuda_device
 from backends.gpu.delegate import GpuPartitionKernel
 from backends.gpu.device import open_device
 from backends.gpu.emulation import EmulatedCupy, FreedMemoryError, MachineStats
+from backends.gpu.placement import PlacementCache
 from interpreter.example_model import build_example_model
 from interpreter.testing import assert_matches_cpu
 
@@ -55,13 +56,15 @@ def test_the_device_branch_runs_on_device_1_of_2_like_the_cpu_and_only_there():
     device = emulated_cuda_device(device_id=1, device_count=2)
     machine = device.xp.machine
     before = machine.work_on()
-    delegate = GpuDelegate(device=device)
+    cache = PlacementCache()  # nothing decided: prepare checks the candidate kernels on the device
+    delegate = GpuDelegate(device=device, placement_cache=cache)
     assert_matches_cpu(build_example_model(), lambda: delegate, invokes=4)
-    assert_matches_cpu(MOBILENET.read_bytes(), lambda: GpuDelegate(device=device), invokes=4, atol=1e-5)
+    assert_matches_cpu(MOBILENET.read_bytes(), lambda: GpuDelegate(device=device, placement_cache=cache), invokes=4, atol=1e-5)
     assert delegate.partition_stats()[0].graph == "replaying"
-    # every launch, copy, wait and allocation: on device 1, on the delegate's stream
+    # every launch, copy, wait and allocation: on device 1, on the delegate's stream (and, for
+    # prepare's checks of the candidate kernels, on the device's side stream)
     assert device.stream.device_id == 1
-    assert streams_that_worked(machine, before) == {(1, device.stream.ptr)}
+    assert streams_that_worked(machine, before) == {(1, device.stream.ptr), (1, device._side_stream.ptr)}
     assert machine.device_stats[0].allocations == 0 and machine.device_stats[0].launches == 0
     arrays = device_arrays(delegate)
     assert arrays and all(a.data.device_id == 1 and a.data.block.stream is device.stream for a in arrays)
@@ -113,9 +116,10 @@ def test_open_device_opens_the_cuda_device_it_is_asked_for(monkeypatch):
 def test_a_gpu_delegate_on_device_1_of_a_cuda_machine_works_on_device_1_only(monkeypatch):
     fake = RecordingCupy()
     monkeypatch.setitem(sys.modules, "cupy", fake)
-    delegate = GpuDelegate(device=1)
+    delegate = GpuDelegate(device=1, placement_cache=PlacementCache())
     assert_matches_cpu(build_example_model(), lambda: delegate, invokes=3)
-    assert streams_that_worked(fake.machine, {}) <= {(1, 0), (1, delegate.device.stream.ptr)}  # (the probe: 1's default stream)
+    side = delegate.device._side_stream  # (where prepare checked the candidate kernels)
+    assert streams_that_worked(fake.machine, {}) <= {(1, 0), (1, delegate.device.stream.ptr), (1, side.ptr)}  # (the probe: 1's default stream)
     assert fake.machine.device_stats[0] == MachineStats() and set(fake.devices_asked) == {1}
 
 

@@ -26,8 +26,7 @@ from oracle import run_litert
 
 from backends.gpu import GpuDelegate, emulated_cuda_device
 from backends.gpu.cuda.conv2d import NO_CLAMP, Conv2DCuda, Epilogue, conv2d_filter_layout
-from backends.gpu.cuda.windows import DepthwiseConv2DFusedCuda
-from backends.gpu.cuda.sources import DepthwiseConv2DCuda
+from backends.gpu.cuda.depthwise import DepthwiseConv2DCuda, DepthwiseConv2DFusedCuda
 from interpreter import Interpreter
 from schema.builder import ModelBuilder
 from schema.enums import ActivationFunctionType as Act

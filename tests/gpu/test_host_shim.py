@@ -17,7 +17,8 @@ import pytest
 
 from backends.gpu.cuda import host, sources
 from backends.gpu.cuda.host import HostModule, HostShimError, run_bias_activation_host, run_depthwise_conv2d_host
-from backends.gpu.cuda.sources import FLT_MAX, DepthwiseGeometry, activation_range, read_source
+from backends.gpu.cuda.depthwise import DepthwiseConv2DCuda, DepthwiseGeometry
+from backends.gpu.cuda.sources import FLT_MAX, activation_range, read_source
 from kernel_twin import assert_close_to_reference
 from oracle import run_litert, run_ours
 from schema.builder import ModelBuilder
@@ -243,7 +244,7 @@ def host_cupy(monkeypatch):
 @pytest.mark.parametrize("storage", [np.float32, np.float16], ids=["f32", "f16"])
 def test_cupy_depthwise_launcher_passes_the_arguments_the_kernel_expects(host_cupy, storage, bias):
     x, w, b = random_case((2, 7, 6, 2), (3, 3), 2, seed=9, bias=bias)
-    op = sources.DepthwiseConv2DCuda(stride=(2, 1), dilation=(1, 3), padding="same", activation=Act.RELU6, storage=storage)
+    op = DepthwiseConv2DCuda(stride=(2, 1), dilation=(1, 3), padding="same", activation=Act.RELU6, storage=storage)
     b_arg = None if b is None else b.astype(storage)
     got = op(x.astype(storage), w.astype(storage), b_arg)
     want = run_depthwise_conv2d_host(x.astype(storage), w.astype(storage), b_arg, (2, 1), (1, 3), Padding.SAME, Act.RELU6, 2)

@@ -29,7 +29,7 @@ import pytest
 from backends.cpu.quantization import quantize_multiplier
 from backends.gpu import GpuDelegate, emulated_cuda_device
 from backends.gpu.cuda.conv2d import Conv2DGeometry, conv2d_filter_layout, conv2d_launch_config
-from backends.gpu.cuda.conv2d import MatmulShape, matmul_bias_act_launch_config
+from backends.gpu.cuda.matmul import MatmulShape, matmul_bias_act_launch_config
 from backends.gpu.cuda.conv_int8 import (
     OutputStage,
     batch_matmul_int8_args,
@@ -44,7 +44,7 @@ from backends.gpu.cuda.conv_int8 import (
     quantized_kernel_name,
 )
 from backends.gpu.cuda.host import shipped_module
-from backends.gpu.cuda.sources import DepthwiseGeometry, depthwise_launch_config
+from backends.gpu.cuda.depthwise import DepthwiseGeometry, depthwise_launch_config
 from interpreter import Interpreter
 from interpreter.testing import assert_matches_cpu
 from gpu_helpers import assert_tensors_equal_litert
@@ -553,13 +553,15 @@ def test_every_tensor_of_every_int8_model_on_the_emulated_device_equals_builtin_
 ASAN_SCRIPT = r'''
 import sys
 import numpy as np
-from backends.gpu.cuda.conv2d import Conv2DGeometry, MatmulShape, conv2d_filter_layout
+from backends.gpu.cuda.conv2d import Conv2DGeometry, conv2d_filter_layout
+from backends.gpu.cuda.matmul import MatmulShape
 from backends.gpu.cuda.conv_int8 import (
     OutputStage, batch_matmul_int8_args, batch_matmul_int8_twin, conv2d_int8_args, conv2d_int8_twin,
     depthwise_conv2d_int8_twin, depthwise_int8_args, fully_connected_int8_args, fully_connected_int8_twin,
 )
 from backends.gpu.cuda.host import HostModule
-from backends.gpu.cuda.sources import DepthwiseGeometry, read_source
+from backends.gpu.cuda.sources import read_source
+from backends.gpu.cuda.depthwise import DepthwiseGeometry
 from backends.cpu.quantization import quantize_multiplier
 
 FLAGS = ("-fsanitize=address", "-fno-omit-frame-pointer", "-g")

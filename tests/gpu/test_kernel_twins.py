@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backends.gpu.cuda.sources import BiasActivationCuda, DepthwiseConv2DCuda
+from backends.gpu.cuda.depthwise import DepthwiseConv2DCuda
+from backends.gpu.cuda.sources import BiasActivationCuda
 from kernel_twin import assert_twin_matches, run_both_ways
 from schema.enums import ActivationFunctionType as Act
 

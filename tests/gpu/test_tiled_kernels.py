@@ -9,10 +9,12 @@ multiple of TILE_K, 1x1 and 7x7 filters, stride 2, dilation, groups, batch 1 and
   holds on a device too (its fused multiply-adds, flush-to-zero, a tensor core's order);
 - its numpy twin (host emulation's launch) computes what the kernel computes (within
   kernel_twin.TWIN_TOLERANCE), with as many launches;
-- prepare picks the variant from the shapes (direct for tiny layers and non-finite filters)
-  and the partition stats record it (``kernel_variants`` counts them by label, without the
-  node indices, for ``litedelegate bench``); a model whose convolution is tiled equals the CPU
-  kernels (TFLite's reference) on the emulated CUDA device.
+- the candidates' tables (``CONV2D_TACTICS``, ``DEPTHWISE_TACTICS``, ``MATMUL_TACTICS``) say
+  which rows apply (the tiles need a finite filter and a patch that fits, the tensor cores
+  float16 on sm_80+), and the partition stats record the row prepare chose
+  (``kernel_variants`` counts them by kind, for ``litedelegate bench``); a model whose
+  convolution is tiled equals the CPU kernels (TFLite's reference) on the emulated CUDA
+  device. How a row is chosen is ``test_tactics.py``'s.
 The direct kernel itself is checked against a float64 reference of TFLite's loop in
 ``test_conv_kernels.py``.
 """
@@ -27,16 +29,20 @@ from backends.gpu import GpuDelegate, emulated_cuda_device
 from backends.gpu.delegate import PartitionStats
 from backends.gpu.device import DeviceCounters
 from backends.gpu.cuda.conv2d import (
-    CONV2D_TILES,
-    TINY_OUTPUTS,
+    CONV2D_TACTICS,
     Conv2DCuda,
     Conv2DGeometry,
+    Conv2DMmaCuda,
+    Conv2DProblem,
     Conv2DTiledCuda,
     Epilogue,
     conv2d_filter_layout,
+    conv2d_launch_config,
     conv2d_tiled_launch_config,
-    conv2d_variant,
 )
+from backends.gpu.cuda.depthwise import DEPTHWISE_TACTICS
+from backends.gpu.cuda.matmul import MATMUL_TILES
+from backends.gpu.placement import PlacementCache
 from interpreter import Interpreter
 from schema.builder import ModelBuilder
 from schema.enums import ActivationFunctionType as Act
@@ -44,7 +50,10 @@ from schema.enums import BuiltinOperator as B
 from schema.params import Conv2DParams
 
 RNG = np.random.default_rng(2024)
-TILED = [variant for variant in CONV2D_TILES if variant.startswith("tiled")]
+#: The tiles of each kernel, as its table's rows have them: every row is checked here.
+TILED = [tactic.options["tile"] for tactic in CONV2D_TACTICS if tactic.launcher is Conv2DTiledCuda]
+MMA_TILES = [tactic.options["tile"] for tactic in CONV2D_TACTICS if tactic.launcher is Conv2DMmaCuda]
+DEPTHWISE_TILES = [tactic.options["tile"] for tactic in DEPTHWISE_TACTICS if "tile" in tactic.options]
 
 # (input shape, filter hw, groups, out channels per group, stride, dilation, padding)
 EDGE_CASES = {
@@ -73,13 +82,13 @@ def conv_inputs(shape, filter_hw, groups, group_out, storage):
 
 
 @pytest.mark.parametrize("storage", [np.float32, np.float16])
-@pytest.mark.parametrize("variant", TILED)
+@pytest.mark.parametrize("tile", TILED, ids=str)
 @pytest.mark.parametrize("case", list(EDGE_CASES))
-def test_tiled_conv2d_equals_the_direct_kernel_and_its_twin(case, variant, storage):
+def test_tiled_conv2d_equals_the_direct_kernel_and_its_twin(case, tile, storage):
     shape, filter_hw, groups, group_out, stride, dilation, padding = EDGE_CASES[case]
     x, w, b = conv_inputs(shape, filter_hw, groups, group_out, storage)
     tiled = run_both_ways(
-        lambda **where: Conv2DTiledCuda(stride, dilation, padding, Act.RELU6, storage, variant=variant, **where),
+        lambda **where: Conv2DTiledCuda(stride, dilation, padding, Act.RELU6, storage, tile=tile, **where),
         "conv2d_tiled.cu", [x, w, b],
     )
     direct = run_both_ways(
@@ -89,8 +98,8 @@ def test_tiled_conv2d_equals_the_direct_kernel_and_its_twin(case, variant, stora
     assert_twin_matches(tiled)
 
 
-@pytest.mark.parametrize("variant", TILED)
-def test_tiled_conv2d_without_bias_and_with_a_fused_epilogue_and_padding_matches_its_twin(variant):
+@pytest.mark.parametrize("tile", TILED, ids=str)
+def test_tiled_conv2d_without_bias_and_with_a_fused_epilogue_and_padding_matches_its_twin(tile):
     shape, filter_hw, groups, group_out = (2, 7, 6, 9), (3, 3), 1, 37
     x, w, _ = conv_inputs(shape, filter_hw, groups, group_out, np.float32)
     epilogue = Epilogue(residual_channels=30, add_bounds=(-1.5, 3.0), prelu=True, post_bounds=(-0.5, np.inf))
@@ -102,7 +111,7 @@ def test_tiled_conv2d_without_bias_and_with_a_fused_epilogue_and_padding_matches
         return lambda **where: launcher(1, 1, "SAME", Act.NONE, np.float32, epilogue=epilogue, pre_padding=pre, **extra, **where)
 
     call = lambda launcher, x, w, r, a: launcher(x, w, None, residual=r, alpha=a)  # noqa: E731
-    tiled = run_both_ways(make(Conv2DTiledCuda, variant=variant), "conv2d_tiled.cu", [x, w, residual, alpha], call)
+    tiled = run_both_ways(make(Conv2DTiledCuda, tile=tile), "conv2d_tiled.cu", [x, w, residual, alpha], call)
     direct = run_both_ways(make(Conv2DCuda), "conv2d.cu", [x, w, residual, alpha], call)
     np.testing.assert_array_equal(tiled.kernel[0], direct.kernel[0])
     assert_twin_matches(tiled)
@@ -112,40 +121,86 @@ def test_tiled_conv2d_propagates_nan_inputs_as_the_direct_kernel():
     x, w, b = conv_inputs((1, 9, 9, 17), (3, 3), 1, 33, np.float32)
     x[0, 4, 4, 3] = np.nan
     x[0, 0, 0, 0] = np.inf
-    tiled = run_both_ways(lambda **where: Conv2DTiledCuda(variant="tiled 64x64", **where), "conv2d_tiled.cu", [x, w, b])
+    tiled = run_both_ways(lambda **where: Conv2DTiledCuda(tile=(64, 64), **where), "conv2d_tiled.cu", [x, w, b])
     direct = run_both_ways(lambda **where: Conv2DCuda(**where), "conv2d.cu", [x, w, b])
     np.testing.assert_array_equal(tiled.kernel[0], direct.kernel[0])
     assert np.isnan(tiled.kernel[0]).any()
 
 
-# -- which variant --------------------------------------------------------------------------------
+# -- which rows apply ----------------------------------------------------------------------------
 
 
 def geometry(shape, filter_hw=(3, 3), group_out=16, groups=1):
     return Conv2DGeometry.of(shape, (groups, *filter_hw, shape[3] // groups, group_out), 1, 1, "SAME")
 
 
-def test_a_tiny_layer_stays_on_the_direct_kernel():
-    assert conv2d_variant(geometry((1, 8, 8, 16), group_out=16)) == "direct"  # 1024 outputs
-    assert 8 * 8 * 16 < TINY_OUTPUTS
+def applying(table, problem) -> list[str]:
+    return [tactic.name for tactic in table if tactic.reason(problem) is None]
 
 
-def test_thin_layers_take_the_tall_tiles_and_wide_ones_the_square_tiles():
-    assert conv2d_variant(geometry((1, 64, 64, 24), group_out=24)) == "tiled 128x32"
-    assert conv2d_variant(geometry((1, 32, 32, 24), group_out=96)) == "tiled 64x64"
+def conv_problem(g, storage="float32", finite_filter=True, compute_capability=90) -> Conv2DProblem:
+    return Conv2DProblem(g, storage, finite_filter, None, compute_capability)
 
 
-def test_a_filter_with_inf_or_nan_stays_on_the_direct_kernel():
-    assert conv2d_variant(geometry((1, 64, 64, 24), group_out=24), finite_filter=False) == "direct"
+def test_every_float32_tile_that_fits_applies_to_a_finite_filter_below_the_fill_threshold():
+    # 64 output channels, 8 x 8 pixels: 4,096 outputs (below tactics.FILL_OUTPUTS).
+    assert applying(CONV2D_TACTICS, conv_problem(geometry((1, 8, 8, 16), group_out=64))) == [
+        "direct", "tiled 64x64", "tiled 128x32", "tiled 32x32", "tiled 64x16", "tiled 32x16",
+    ]
+
+
+def test_a_tile_more_than_twice_as_wide_as_the_layer_s_channels_does_not_apply_and_says_why():
+    problem = conv_problem(geometry((1, 8, 8, 16), group_out=16))
+    assert applying(CONV2D_TACTICS, problem) == ["direct", "tiled 128x32", "tiled 32x32", "tiled 64x16", "tiled 32x16"]
+    assert CONV2D_TACTICS[1].reason(problem) == "its tile of 64 channels is more than twice the layer's 16 per group"
+    thin = conv_problem(geometry((1, 8, 8, 16), group_out=8, groups=2), "float16")  # 8 channels per group
+    assert [name for name in applying(CONV2D_TACTICS, thin) if "x" in name] == [
+        "tiled 64x16", "tiled 32x16", "mma 64x16", "mma 128x8",
+    ]
+
+
+def test_a_tile_whose_grid_leaves_the_gpu_emptier_than_the_direct_kernel_does_not_apply_to_a_large_layer():
+    # 64 x 64 pixels of 16 channels: 65,536 outputs, 64 direct blocks.
+    g = geometry((1, 64, 64, 8), group_out=16)
+    assert conv2d_launch_config(g) == ((64, 1, 1), (256, 1, 1))
+    problem = conv_problem(g, "float16")
+    assert applying(CONV2D_TACTICS, problem) == ["direct", "tiled 32x32", "tiled 64x16", "tiled 32x16", "mma 64x16", "mma 128x8"]
+    reasons = {tactic.name: tactic.reason(problem) for tactic in CONV2D_TACTICS}
+    assert reasons["tiled 128x32"] == "its 32 blocks would leave the GPU emptier than the direct kernel's 64 (65536 outputs)"
+
+
+def test_where_every_grid_fills_the_gpu_a_larger_tile_applies_again():
+    # Batch 64: the direct kernel's 8,192 blocks and a 128x32 tile's 2,048 both more than the
+    # 1,056 blocks of 256 threads an H200 holds (132 multiprocessors of 2,048 threads).
+    g = geometry((64, 64, 64, 8), group_out=32)
+    resident = 132 * 2048
+    small = Conv2DProblem(geometry((1, 64, 64, 8), group_out=32), "float32", True, None, 90, resident_threads=resident)
+    large = Conv2DProblem(g, "float32", True, None, 90, resident_threads=resident)
+    assert "tiled 128x32" not in applying(CONV2D_TACTICS, small)
+    assert "tiled 128x32" in applying(CONV2D_TACTICS, large)
+
+
+def test_a_filter_with_inf_or_nan_leaves_only_the_direct_kernel_and_says_why():
+    problem = conv_problem(geometry((1, 64, 64, 24), group_out=24), "float16", finite_filter=False)
+    assert applying(CONV2D_TACTICS, problem) == ["direct"]
+    reasons = {tactic.name: tactic.reason(problem) for tactic in CONV2D_TACTICS}
+    assert "inf or NaN" in reasons["tiled 64x64"] and "inf or NaN" in reasons["mma 64x64"]
 
 
 def test_the_tiled_grid_covers_every_output_once():
     g = geometry((3, 17, 9, 12), group_out=35, groups=2)
-    for variant, (tile_m, tile_n) in CONV2D_TILES.items():
-        grid, block = conv2d_tiled_launch_config(g, variant)
+    for tactic in (t for t in CONV2D_TACTICS if "tile" in t.options):
+        tile_m, tile_n = tactic.options["tile"]
+        grid, block = conv2d_tiled_launch_config(g, (tile_m, tile_n))
         assert block == (256, 1, 1)
         assert grid[0] * tile_m >= 3 * 17 * 9 > (grid[0] - 1) * tile_m
         assert grid[1] == 2 * -(-35 // tile_n)
+        assert tactic.launch_shape(conv_problem(g)) == (grid, block)
+
+
+def timing_that_prefers(name: str):
+    """An injected timing (``GpuDelegate(tactic_timing=...)``) where ``name`` is fastest."""
+    return lambda trial: 1.0 if trial.tactic == name else 2.0
 
 
 def conv_model(shape, out_channels, filter_value=None) -> bytes:
@@ -164,19 +219,19 @@ def conv_model(shape, out_channels, filter_value=None) -> bytes:
     return builder.build()
 
 
-@pytest.mark.parametrize("out_channels, variant", [(24, "tiled 128x32"), (40, "tiled 64x64")])
-def test_a_tiled_convolution_in_a_model_equals_the_cpu_on_the_emulated_cuda_device(out_channels, variant):
-    model = conv_model((2, 20, 21, 6), out_channels)
-    delegate = GpuDelegate(device=emulated_cuda_device())
+@pytest.mark.parametrize("shape, out_channels, variant", [((2, 20, 21, 6), 24, "tiled 32x32"), ((1, 16, 15, 6), 40, "tiled 64x64")])
+def test_a_tiled_convolution_in_a_model_equals_the_cpu_on_the_emulated_cuda_device(shape, out_channels, variant):
+    model = conv_model(shape, out_channels)
+    delegate = GpuDelegate(device=emulated_cuda_device(), tactic_timing=timing_that_prefers(variant), placement_cache=PlacementCache())
     interpreter = Interpreter(model_content=model)
     interpreter.modify_graph_with_delegate(delegate)
     interpreter.allocate_tensors()
-    x = RNG.uniform(-1, 1, (2, 20, 21, 6)).astype(np.float32)
+    x = RNG.uniform(-1, 1, shape).astype(np.float32)
     interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
     interpreter.invoke()
     ours = interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
     (stats,) = delegate.partition_stats()
-    assert stats.kernels == (f"CONV_2D v1 (node 0) [{variant}]",)
+    assert stats.kinds == (f"CONV_2D v1 [{variant}]",)
     reference = Interpreter(model_content=model)  # the CPU kernels: TFLite's reference
     reference.allocate_tensors()
     reference.set_tensor(reference.get_input_details()[0]["index"], x)
@@ -185,15 +240,16 @@ def test_a_tiled_convolution_in_a_model_equals_the_cpu_on_the_emulated_cuda_devi
 
 
 def test_the_partition_stats_record_the_direct_choice_for_a_non_finite_filter():
-    delegate = GpuDelegate(device="host")
+    delegate = GpuDelegate(device="host", tactic_timing=timing_that_prefers("tiled 64x64"), placement_cache=PlacementCache())
     interpreter = Interpreter(model_content=conv_model((1, 40, 40, 6), 24, filter_value=np.inf))
     interpreter.modify_graph_with_delegate(delegate)
     interpreter.allocate_tensors()
     (stats,) = delegate.partition_stats()
-    assert stats.kernels == ("CONV_2D v1 (node 0) [direct]",)
+    assert stats.kinds == ("CONV_2D v1 [direct]",)
+    assert stats.kernels == ("CONV_2D v1 (node 0) [direct 2.0 µs]",)  # the only row that applies: no runner-up
 
 
-def stats_with_kernels(*labels: str) -> PartitionStats:
+def stats_with_kernels(*labels: str) -> PartitionStats:  # (labels only: their kinds are counted from them)
     return PartitionStats(0, tuple(range(len(labels))), DeviceCounters(), DeviceCounters(), 0, None, "off", 0, labels)
 
 
@@ -235,17 +291,17 @@ DEPTHWISE_EDGE_CASES = {
 
 
 @pytest.mark.parametrize("storage", [np.float32, np.float16])
+@pytest.mark.parametrize("tile", DEPTHWISE_TILES)
 @pytest.mark.parametrize("case", list(DEPTHWISE_EDGE_CASES))
-def test_tiled_depthwise_equals_the_direct_kernel_and_its_twin(case, storage):
-    from backends.gpu.cuda.sources import DepthwiseConv2DCuda
-    from backends.gpu.cuda.windows import DepthwiseConv2DTiledCuda
+def test_tiled_depthwise_equals_the_direct_kernel_and_its_twin(case, tile, storage):
+    from backends.gpu.cuda.depthwise import DepthwiseConv2DCuda, DepthwiseConv2DTiledCuda
 
     shape, filter_hw, multiplier, stride, dilation, padding = DEPTHWISE_EDGE_CASES[case]
     x = exact_values(RNG, shape, storage)
     w = exact_values(RNG, (1, *filter_hw, shape[3] * multiplier), storage)
     b = exact_values(RNG, shape[3] * multiplier, storage)
     tiled = run_both_ways(
-        lambda **where: DepthwiseConv2DTiledCuda(stride, dilation, padding, Act.RELU6, storage, **where),
+        lambda **where: DepthwiseConv2DTiledCuda(stride, dilation, padding, Act.RELU6, storage, tile=tile, **where),
         "depthwise_conv2d_tiled.cu", [x, w, b],
     )
     direct = run_both_ways(
@@ -256,8 +312,9 @@ def test_tiled_depthwise_equals_the_direct_kernel_and_its_twin(case, storage):
     assert_twin_matches(tiled)
 
 
-def test_tiled_depthwise_with_a_fused_epilogue_and_padding_matches_its_twin_and_the_fused_direct_kernel():
-    from backends.gpu.cuda.windows import DepthwiseConv2DFusedCuda, DepthwiseConv2DTiledCuda
+@pytest.mark.parametrize("tile", DEPTHWISE_TILES)
+def test_tiled_depthwise_with_a_fused_epilogue_and_padding_matches_its_twin_and_the_fused_direct_kernel(tile):
+    from backends.gpu.cuda.depthwise import DepthwiseConv2DFusedCuda, DepthwiseConv2DTiledCuda
 
     x = exact_values(RNG, (2, 10, 9, 20))
     w = exact_values(RNG, (1, 3, 3, 20))
@@ -266,28 +323,36 @@ def test_tiled_depthwise_with_a_fused_epilogue_and_padding_matches_its_twin_and_
     residual = exact_values(RNG, (2, 13, 10, 12))
     alpha = (RNG.integers(0, 3, 20) / 4).astype(np.float32)
 
-    def make(launcher):
-        return lambda **where: launcher(1, 1, "SAME", Act.NONE, np.float32, epilogue=epilogue, pre_padding=pre, **where)
+    def make(launcher, **extra):
+        return lambda **where: launcher(1, 1, "SAME", Act.NONE, np.float32, epilogue=epilogue, pre_padding=pre, **extra, **where)
 
     call = lambda launcher, x, w, r, a: launcher(x, w, None, residual=r, alpha=a)  # noqa: E731
-    tiled = run_both_ways(make(DepthwiseConv2DTiledCuda), "depthwise_conv2d_tiled.cu", [x, w, residual, alpha], call)
+    tiled = run_both_ways(make(DepthwiseConv2DTiledCuda, tile=tile), "depthwise_conv2d_tiled.cu", [x, w, residual, alpha], call)
     direct = run_both_ways(make(DepthwiseConv2DFusedCuda), "depthwise_conv2d.cu", [x, w, residual, alpha], call)
     np.testing.assert_array_equal(tiled.kernel[0], direct.kernel[0])
     assert_twin_matches(tiled)
 
 
-def test_depthwise_variant_tiles_what_fits_and_leaves_the_rest_direct():
-    from backends.gpu.cuda.sources import DepthwiseGeometry
-    from backends.gpu.cuda.windows import depthwise_variant
+def depthwise_rows(shape, filter_hw, stride=1, dilation=1, fused=False):
+    from backends.gpu.cuda.depthwise import DepthwiseGeometry, DepthwiseProblem
 
-    def variant(shape, filter_hw, stride=1, dilation=1):
-        return depthwise_variant(DepthwiseGeometry.of(shape, (1, *filter_hw, shape[3]), stride, dilation, "SAME"))
+    g = DepthwiseGeometry.of(shape, (1, *filter_hw, shape[3]), stride, dilation, "SAME")
+    return applying(DEPTHWISE_TACTICS, DepthwiseProblem(g, "float32", fused, None))
 
-    assert variant((1, 64, 64, 24), (3, 3)) == "tiled 8x8x16"
-    assert variant((1, 64, 64, 24), (5, 5), stride=2) == "tiled 8x8x16"  # a 19x19 patch
-    assert variant((1, 64, 64, 24), (7, 7), stride=2) == "direct"  # 21x21: larger than the tile's patch
-    assert variant((1, 64, 64, 24), (3, 3), dilation=8) == "direct"
-    assert variant((1, 8, 8, 24), (3, 3)) == "direct"  # tiny
+
+def test_the_depthwise_tiles_apply_where_a_tile_s_input_patch_fits():
+    # 24 channels of 16 x 16 pixels (stride 1): 6,144 outputs, below tactics.FILL_OUTPUTS.
+    assert depthwise_rows((1, 16, 16, 24), (3, 3)) == ["direct", "tiled 8x8x16", "tiled 4x4x16"]
+    assert depthwise_rows((1, 16, 16, 24), (5, 5), stride=2) == ["direct", "tiled 8x8x16", "tiled 4x4x16"]  # 19x19, 11x11
+    assert depthwise_rows((1, 16, 16, 24), (7, 7), stride=2) == ["direct"]  # 21x21 and 13x13: larger than the patches
+    assert depthwise_rows((1, 16, 16, 24), (3, 3), dilation=8) == ["direct"]
+    assert depthwise_rows((1, 8, 8, 24), (3, 3), fused=True) == ["direct fused", "tiled 8x8x16", "tiled 4x4x16"]
+
+
+def test_a_depthwise_tile_that_leaves_the_gpu_emptier_than_the_direct_kernel_does_not_apply_to_a_large_layer():
+    # 64 x 64 pixels of 24 channels: 98,304 outputs, 384 direct blocks of 256; 8 x 8 tiles
+    # of 16 channels: 128 blocks; 4 x 4 tiles: 512.
+    assert depthwise_rows((1, 64, 64, 24), (3, 3)) == ["direct", "tiled 4x4x16"]
 
 
 # -- FULLY_CONNECTED / BATCH_MATMUL: the tiled product ------------------------------------------------
@@ -304,9 +369,10 @@ MATMUL_EDGE_CASES = {
 
 
 @pytest.mark.parametrize("storage", [np.float32, np.float16])
+@pytest.mark.parametrize("tile", MATMUL_TILES, ids=str)
 @pytest.mark.parametrize("case", list(MATMUL_EDGE_CASES))
-def test_tiled_matmul_equals_the_direct_kernel_and_its_twin(case, storage):
-    from backends.gpu.cuda.conv2d import MatmulBiasActivationCuda, MatmulBiasActivationTiledCuda
+def test_tiled_matmul_equals_the_direct_kernel_and_its_twin(case, tile, storage):
+    from backends.gpu.cuda.matmul import MatmulBiasActivationCuda, MatmulBiasActivationTiledCuda
 
     a_shape, b_shape, adjoint_a, adjoint_b, with_bias = MATMUL_EDGE_CASES[case]
     a = exact_values(RNG, a_shape, storage)
@@ -316,21 +382,11 @@ def test_tiled_matmul_equals_the_direct_kernel_and_its_twin(case, storage):
     call = lambda launcher, a, b, bias: launcher(a, b, bias, adjoint_a=adjoint_a, adjoint_b=adjoint_b)  # noqa: E731
     activation = Act.RELU if with_bias else None
     tiled = run_both_ways(
-        lambda **where: MatmulBiasActivationTiledCuda(activation, storage, **where), "matmul_tiled.cu", [a, b, bias], call
+        lambda **where: MatmulBiasActivationTiledCuda(activation, storage, tile=tile, **where), "matmul_tiled.cu", [a, b, bias], call
     )
     direct = run_both_ways(lambda **where: MatmulBiasActivationCuda(activation, storage, **where), "matmul.cu", [a, b, bias], call)
     np.testing.assert_array_equal(tiled.kernel[0], direct.kernel[0])
     assert_twin_matches(tiled)
-
-
-def test_matmul_variant_tiles_products_of_many_rows_and_columns_only():
-    from backends.gpu.cuda.conv2d import matmul_variant
-
-    assert matmul_variant(1, 1, 1000) == "direct"  # a FULLY_CONNECTED of one row
-    assert matmul_variant(1, 8, 4096) == "direct"
-    assert matmul_variant(1, 256, 256) == "tiled 64x64"
-    assert matmul_variant(64, 32, 32) == "tiled 64x64"
-    assert matmul_variant(1, 64, 64) == "direct"  # tiny
 
 
 # -- float16 on tensor cores (conv2d_mma.cu) ----------------------------------------------------------
@@ -343,14 +399,14 @@ MMA_CASES = ["channels-not-a-multiple-of-the-tile", "k-not-a-multiple-of-tile-k"
              "dilated-strided-valid", "groups", "batch-128"]
 
 
+@pytest.mark.parametrize("tile", MMA_TILES, ids=str)
 @pytest.mark.parametrize("case", MMA_CASES)
-def test_tensor_core_conv2d_equals_the_direct_kernel_on_the_shim_and_its_twin(case):
-    from backends.gpu.cuda.conv2d import Conv2DMmaCuda
-
+def test_tensor_core_conv2d_equals_the_direct_kernel_on_the_shim_and_its_twin(case, tile):
     shape, filter_hw, groups, group_out, stride, dilation, padding = EDGE_CASES[case]
     x, w, b = conv_inputs(shape, filter_hw, groups, group_out, np.float16)
     mma = run_both_ways(
-        lambda **where: Conv2DMmaCuda(stride, dilation, padding, Act.RELU6, np.float16, **where), "conv2d_mma.cu", [x, w, b]
+        lambda **where: Conv2DMmaCuda(stride, dilation, padding, Act.RELU6, np.float16, tile=tile, **where),
+        "conv2d_mma.cu", [x, w, b],
     )
     direct = run_both_ways(
         lambda **where: Conv2DCuda(stride, dilation, padding, Act.RELU6, np.float16, **where), "conv2d.cu", [x, w, b]
@@ -359,32 +415,31 @@ def test_tensor_core_conv2d_equals_the_direct_kernel_on_the_shim_and_its_twin(ca
     assert_twin_matches(mma)
 
 
-def test_tensor_core_conv2d_with_a_fused_epilogue_matches_its_twin():
-    from backends.gpu.cuda.conv2d import Conv2DMmaCuda
-
+@pytest.mark.parametrize("tile", MMA_TILES, ids=str)
+def test_tensor_core_conv2d_with_a_fused_epilogue_matches_its_twin(tile):
     x, w, _ = conv_inputs((2, 7, 6, 9), (3, 3), 1, 37, np.float16)
     epilogue = Epilogue(residual_channels=30, add_bounds=(-1.5, 3.0), prelu=True, post_bounds=(-0.5, np.inf))
     residual = exact_values(RNG, (2, 10, 9, 30), np.float16)
     alpha = (RNG.integers(0, 3, 37) / 4).astype(np.float16)
     call = lambda launcher, x, w, r, a: launcher(x, w, None, residual=r, alpha=a)  # noqa: E731
     mma = run_both_ways(
-        lambda **where: Conv2DMmaCuda(1, 1, "SAME", Act.NONE, np.float16, epilogue=epilogue, pre_padding=(2, 1, 0, 3), **where),
+        lambda **where: Conv2DMmaCuda(1, 1, "SAME", Act.NONE, np.float16, epilogue=epilogue, pre_padding=(2, 1, 0, 3), tile=tile, **where),
         "conv2d_mma.cu", [x, w, residual, alpha], call,
     )
     assert_twin_matches(mma)
 
 
-def test_float16_layers_take_tensor_cores_from_sm_80_and_float32_never():
-    g = geometry((1, 64, 64, 24), group_out=24)
-    assert conv2d_variant(g, storage=np.float16, compute_capability=80) == "mma 64x64"
-    assert conv2d_variant(g, storage=np.float16, compute_capability=75) == "tiled 128x32"
-    assert conv2d_variant(g, storage=np.float32, compute_capability=90) == "tiled 128x32"
-    assert conv2d_variant(geometry((1, 8, 8, 16)), storage=np.float16, compute_capability=90) == "direct"
+def test_the_tensor_cores_apply_to_float16_from_sm_80_and_never_to_float32():
+    g = geometry((1, 8, 8, 24), group_out=64)
+    mma = [name for name in applying(CONV2D_TACTICS, conv_problem(g, "float16", compute_capability=80)) if "mma" in name]
+    assert mma == ["mma 64x64", "mma 64x16", "mma 128x8"]
+    assert not [name for name in applying(CONV2D_TACTICS, conv_problem(g, "float16", compute_capability=75)) if "mma" in name]
+    assert not [name for name in applying(CONV2D_TACTICS, conv_problem(g, "float32", compute_capability=90)) if "mma" in name]
 
 
 @pytest.mark.parametrize("case", list(MATMUL_EDGE_CASES))
 def test_tensor_core_matmul_equals_the_direct_kernel_on_the_shim_and_its_twin(case):
-    from backends.gpu.cuda.conv2d import MatmulBiasActivationCuda, MatmulBiasActivationMmaCuda
+    from backends.gpu.cuda.matmul import MatmulBiasActivationCuda, MatmulBiasActivationMmaCuda
 
     a_shape, b_shape, adjoint_a, adjoint_b, with_bias = MATMUL_EDGE_CASES[case]
     a = exact_values(RNG, a_shape, np.float16)
@@ -399,10 +454,13 @@ def test_tensor_core_matmul_equals_the_direct_kernel_on_the_shim_and_its_twin(ca
     assert_twin_matches(mma)
 
 
-def test_float16_products_take_tensor_cores_from_sm_80():
-    from backends.gpu.cuda.conv2d import matmul_variant
+def test_float16_products_may_take_tensor_cores_from_sm_80():
+    from backends.gpu.cuda.matmul import MATMUL_TACTICS, NO_CLAMP, MatmulProblem, MatmulShape
 
-    assert matmul_variant(1, 256, 256, np.float16, 80) == "mma 64x64"
-    assert matmul_variant(1, 256, 256, np.float16, 75) == "tiled 64x64"
-    assert matmul_variant(1, 256, 256, np.float32, 90) == "tiled 64x64"
-    assert matmul_variant(1, 1, 4096, np.float16, 90) == "direct"
+    def rows(storage, compute_capability):
+        problem = MatmulProblem(MatmulShape.of((256, 64), (64, 256)), False, NO_CLAMP, storage, compute_capability)
+        return [name for name in applying(MATMUL_TACTICS, problem) if not name.startswith("cuBLAS")]
+
+    assert rows("float16", 80) == ["direct", "tiled 64x64", "tiled 32x32", "mma 64x64"]
+    assert rows("float16", 75) == ["direct", "tiled 64x64", "tiled 32x32"]
+    assert rows("float32", 90) == ["direct", "tiled 64x64", "tiled 32x32"]

@@ -1,9 +1,9 @@
-"""Launchers, launch shapes and numpy twins of ``conv2d.cu`` (CONV_2D as one direct
-convolution kernel) and of ``matmul.cu``'s fused entry points ``matmul_bias_act_f32/_f16``
-(a matrix product with its bias and clamp: FULLY_CONNECTED, BATCH_MATMUL, the patches
-product of TRANSPOSE_CONV), one launch each.
+"""Launchers, launch shapes and numpy twins of the float CONV_2D kernels: ``conv2d.cu`` (one
+direct convolution kernel), ``conv2d_tiled.cu`` (an implicit GEMM over shared-memory tiles)
+and ``conv2d_mma.cu`` (its tensor-core form), one launch each; and the fused epilogue
+(``epilogue.cuh``) the convolutions share.
 
-Both launchers follow ``sources._Launcher``: on a device they launch the ``.cu`` kernel,
+The launchers follow ``sources._Launcher``: on a device they launch the ``.cu`` kernel,
 in host emulation (``host_device=...``) their numpy twin, as one launch of the emulated
 machine. The twins compute what the kernels compute, in float32, except for the order
 of the float sums (numpy/BLAS order against the kernels' sequential fused multiply-adds):
@@ -21,10 +21,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from backends.cpu.kernels._window import WindowGeometry, taps_inside_input, window_view
+from backends.gpu.cuda.cublas import CublasConv2DCuda, cublas_reason, gemm_conv_reason
 from backends.gpu.cuda.sources import (
-    MATMUL_ROWS,
     _Launcher,
     _MAX_GRID_YZ,
+    _check_out,
     _clamp_into,
     _contiguous,
     _pair,
@@ -33,6 +34,7 @@ from backends.gpu.cuda.sources import (
     activation_range,
     elementwise_launch_config,
 )
+from backends.gpu.tactics import Tactic, emptier_reason
 from schema.enums import ActivationFunctionType, Padding
 
 #: Output pixels each thread of ``conv2d.cu`` computes (its CONV2D_PIXELS).
@@ -215,62 +217,33 @@ def conv2d_launch_config(geometry: Conv2DGeometry) -> tuple[tuple[int, int, int]
     return elementwise_launch_config(-(-pixels // CONV2D_PIXELS) * geometry.out_channels)
 
 
-# -- the tiled variant (conv2d_tiled.cu) and the choice between the two -----------------------------
+# -- the tiles (conv2d_tiled.cu, conv2d_mma.cu) --------------------------------------------------------
 
-#: The tiled kernels of ``conv2d_tiled.cu``: variant name -> (TILE_M output pixels, TILE_N
-#: output channels) per block of 256 threads.
-CONV2D_TILES: dict[str, tuple[int, int]] = {"tiled 64x64": (64, 64), "tiled 128x32": (128, 32), "mma 64x64": (64, 64)}
-CONV2D_VARIANTS = ("direct", *CONV2D_TILES)
-#: The tensor-core variant (``conv2d_mma.cu``, float16 storage, mma.sync m16n8k16): sm_80 and newer.
+#: The tensor-core kernels (``conv2d_mma.cu``, float16 storage, mma.sync m16n8k16): sm_80 and newer.
 MMA_MIN_COMPUTE_CAPABILITY = 80
-#: Below this many outputs a layer stays on the direct kernel: a few blocks either way, and
-#: the tiles' staging and synchronisation cost more than they save.
-TINY_OUTPUTS = 1 << 14
 
 
-def conv2d_variant(
-    geometry: "Conv2DGeometry", finite_filter: bool = True, storage: Any = np.float32, compute_capability: int = 0
-) -> str:
-    """The kernel for a convolution, from its shapes (at prepare): ``"direct"``
-    (``conv2d.cu``) for a tiny layer, for a filter holding inf or NaN (the tiles would add
-    0 * inf for a tap outside the input, which the direct kernel skips) and for a grid the
-    tiles cannot launch; else, in float16 storage on sm_80 or newer, ``"mma 64x64"`` (tensor
-    cores, ``conv2d_mma.cu``); else ``"tiled 128x32"`` for at most 32 output channels per
-    group (MediaPipe's thin layers: more pixels per block), ``"tiled 64x64"`` otherwise."""
-    outputs = math.prod(geometry.out_shape)
-    if not finite_filter or outputs < TINY_OUTPUTS:
-        return "direct"
-    if np.dtype(storage) == np.float16 and compute_capability >= MMA_MIN_COMPUTE_CAPABILITY:
-        variant = "mma 64x64"
-    else:
-        variant = "tiled 128x32" if geometry.group_out <= 32 else "tiled 64x64"
-    try:
-        conv2d_tiled_launch_config(geometry, variant)
-    except ValueError:
-        return "direct"
-    return variant
-
-
-def conv2d_tiled_kernel_name(variant: str, storage: Any) -> str:
-    """``conv2d_tiled_64x64_f32`` ... (``conv2d_mma_64x64_f16``) for a tiled variant and a
-    storage dtype."""
-    tile_m, tile_n = CONV2D_TILES[variant]
-    kind = variant.split()[0]
+def conv2d_tiled_kernel_name(kind: str, tile: Sequence[int], storage: Any) -> str:
+    """``conv2d_tiled_64x64_f32`` ... ``conv2d_mma_64x64_f16``: the kernel of a ``kind``
+    (``"tiled"`` or ``"mma"``) of tiles of ``tile`` = (TILE_M output pixels, TILE_N output
+    channels), for a storage dtype."""
+    tile_m, tile_n = (int(t) for t in tile)
     if kind == "mma" and np.dtype(storage) != np.float16:
-        raise TypeError("the tensor-core variant stores float16")
+        raise TypeError("the tensor-core kernels store float16")
     return _storage_kernel(f"conv2d_{kind}_{tile_m}x{tile_n}", storage)
 
 
-def conv2d_tiled_launch_config(geometry: "Conv2DGeometry", variant: str) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """``(grid, block)`` of a tiled kernel: blocks of 256 threads, x over the tiles of
-    TILE_M output pixels, y over the groups' tiles of TILE_N output channels."""
-    tile_m, tile_n = CONV2D_TILES[variant]
+def conv2d_tiled_launch_config(geometry: "Conv2DGeometry", tile: Sequence[int]) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """``(grid, block)`` of a tiled kernel of ``tile`` = (TILE_M, TILE_N): blocks of 256
+    threads, x over the tiles of TILE_M output pixels, y over the groups' tiles of TILE_N
+    output channels."""
+    tile_m, tile_n = (int(t) for t in tile)
     pixels = math.prod(geometry.window.output_shape)
     grid = (-(-pixels // tile_m), geometry.groups * -(-geometry.group_out // tile_n), 1)
     if min(grid) <= 0:
         raise ValueError("nothing to launch for an empty output")
     if grid[0] > 2**31 - 1 or grid[1] > _MAX_GRID_YZ:
-        raise ValueError(f"the {variant} tiles of a {list(geometry.out_shape)} output need a grid of {grid}")
+        raise ValueError(f"the {tile_m}x{tile_n} tiles of a {list(geometry.out_shape)} output need a grid of {grid}")
     return grid, (256, 1, 1)
 
 
@@ -281,20 +254,14 @@ def conv2d_args(x: Any, w: Any, b: Any, out: Any, geometry: Conv2DGeometry, boun
     return (x, w, null if b is None else b, out, *geometry.scalar_args(), np.float32(act_min), np.float32(act_max))
 
 
-def _check_out(xp: Any, out: Any, shape: tuple[int, ...], storage: np.dtype) -> Any:
-    if out is None:
-        return xp.empty(shape, dtype=storage)
-    if tuple(out.shape) != tuple(shape) or out.dtype != storage or not out.flags.c_contiguous:
-        raise ValueError(f"out must be a C-contiguous {storage} array of shape {list(shape)}")
-    return out
-
-
 class Conv2DCuda(_Launcher):
     """CONV_2D (versions 1 and 6) in one launch of ``conv2d.cu``: NHWC input, the filter
     laid out by ``conv2d_filter_layout`` (``[groups, KH, KW, I, O]``), optional bias
     ``[groups * O]``, all stored as ``storage`` (float32 or float16), computed in float32,
     with the fused activation's clamp (``sources.activation_range``: NONE saturates at
-    +-FLT_MAX as TFLite). ``xp``, ``module`` and ``host_device`` as in ``_Launcher``."""
+    +-FLT_MAX as TFLite), then the ``epilogue`` and the ``pre_padding`` that ``fusion.py``
+    folded in (``conv2d_fused_*``). ``xp``, ``module`` and ``host_device`` as in
+    ``_Launcher``."""
 
     source = "conv2d.cu"
 
@@ -308,16 +275,10 @@ class Conv2DCuda(_Launcher):
         *,
         epilogue: Epilogue | None = None,
         pre_padding: Sequence[int] = (0, 0, 0, 0),
-        variant: str = "direct",
         xp: Any = None,
         module: Any = None,
         host_device: Any = None,
     ) -> None:
-        if variant not in CONV2D_VARIANTS:
-            raise ValueError(f"variant must be one of {list(CONV2D_VARIANTS)}, got {variant!r}")
-        if variant_source(variant) != self.source:
-            raise ValueError(f"the {variant} variant runs {variant_source(variant)}, not {self.source}")
-        self.variant = variant
         self.stride = _pair(stride, "stride")
         self.dilation = _pair(dilation, "dilation")
         self.padding = _padding(padding)
@@ -325,12 +286,14 @@ class Conv2DCuda(_Launcher):
         self.storage = np.dtype(storage)
         self.epilogue = epilogue
         self.pre_padding = tuple(int(p) for p in pre_padding)
-        if variant == "direct":
-            self.kernel_name = conv2d_kernel_name(self.storage, fused=epilogue is not None)
-        else:  # the tiled kernels always take an epilogue (a no-op one for none)
-            self.epilogue = epilogue if epilogue is not None else Epilogue()
-            self.kernel_name = conv2d_tiled_kernel_name(variant, self.storage)
+        self.kernel_name = self.kernel_for(self.storage)
         super().__init__(xp, module, host_device)
+
+    def kernel_for(self, storage: np.dtype) -> str:
+        return conv2d_kernel_name(storage, fused=self.epilogue is not None)
+
+    def launch_config(self, geometry: Conv2DGeometry) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        return conv2d_launch_config(geometry)
 
     def __call__(self, x: Any, w: Any, b: Any = None, out: Any = None, *, residual: Any = None, alpha: Any = None) -> Any:
         """``x`` NHWC, ``w`` laid out by ``conv2d_filter_layout``, ``b`` or None; with an
@@ -355,10 +318,7 @@ class Conv2DCuda(_Launcher):
             alpha = None if alpha is None else _contiguous(xp, alpha).reshape(-1)
         if out.size == 0:
             return out
-        if self.variant == "direct":
-            grid, block = conv2d_launch_config(geometry)
-        else:
-            grid, block = conv2d_tiled_launch_config(geometry, self.variant)
+        grid, block = self.launch_config(geometry)
         args = conv2d_args(x, w, b, out, geometry, self.bounds, null=_NULL)
         twin = functools.partial(conv2d_twin, geometry=geometry, bounds=self.bounds)
         inputs: tuple = (x, w, b)
@@ -370,29 +330,28 @@ class Conv2DCuda(_Launcher):
         return out
 
 
-def variant_source(variant: str) -> str:
-    """The ``.cu`` file of a CONV_2D variant."""
-    return "conv2d.cu" if variant == "direct" else "conv2d_mma.cu" if variant.startswith("mma") else "conv2d_tiled.cu"
-
-
-def conv2d_launcher(variant: str) -> type["Conv2DCuda"]:
-    """The launcher class of a CONV_2D variant."""
-    return {"conv2d.cu": Conv2DCuda, "conv2d_tiled.cu": Conv2DTiledCuda, "conv2d_mma.cu": Conv2DMmaCuda}[variant_source(variant)]
-
-
 class Conv2DTiledCuda(Conv2DCuda):
     """CONV_2D in one launch of ``conv2d_tiled.cu`` (an implicit GEMM over shared-memory
-    tiles): ``Conv2DCuda``'s arguments and results, ``variant`` one of ``CONV2D_TILES``.
-    For a finite filter only (``conv2d_variant``). Its twin is the direct kernel's (the
-    same sums, in the same order, up to the sign of a zero)."""
+    tiles of ``tile`` = (TILE_M output pixels, TILE_N output channels) per block):
+    ``Conv2DCuda``'s arguments and results. For a finite filter only. Its twin is the direct
+    kernel's (the same sums, in the same order, up to the sign of a zero)."""
 
     source = "conv2d_tiled.cu"
+    kind = "tiled"
 
-    def __init__(self, *args: Any, variant: str = "tiled 64x64", **kwargs: Any) -> None:
-        super().__init__(*args, variant=variant, **kwargs)
+    def __init__(self, *args: Any, tile: Sequence[int] = (64, 64), **kwargs: Any) -> None:
+        self.tile = tuple(int(t) for t in tile)
+        super().__init__(*args, **kwargs)
+        self.epilogue = self.epilogue if self.epilogue is not None else Epilogue()  # the tiles always take one
+
+    def kernel_for(self, storage: np.dtype) -> str:
+        return conv2d_tiled_kernel_name(self.kind, self.tile, storage)
+
+    def launch_config(self, geometry: Conv2DGeometry) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        return conv2d_tiled_launch_config(geometry, self.tile)
 
 
-class Conv2DMmaCuda(Conv2DCuda):
+class Conv2DMmaCuda(Conv2DTiledCuda):
     """CONV_2D in float16 storage on tensor cores: ``conv2d_mma.cu`` (``conv2d_tiled.cu``'s
     tiles, products by mma.sync m16n8k16 with float32 accumulation), sm_80 or newer, a
     finite filter. ``Conv2DCuda``'s arguments and results; its twin is the direct
@@ -400,9 +359,107 @@ class Conv2DMmaCuda(Conv2DCuda):
     products differs, within float16's bound)."""
 
     source = "conv2d_mma.cu"
+    kind = "mma"
 
-    def __init__(self, *args: Any, variant: str = "mma 64x64", **kwargs: Any) -> None:
-        super().__init__(*args, variant=variant, **kwargs)
+
+# -- the candidates (backends/gpu/tactics.py) --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Conv2DProblem:
+    """What the CONV_2D candidates are chosen for: the window and channels (``pre_padding``
+    folded in), the storage dtype, whether the filter is finite, what ``fusion.py`` folded
+    in (``epilogue``), the device's compute capability and the threads it holds at once
+    (``Device.resident_threads``, for the fill rule; 0: unknown)."""
+
+    geometry: Conv2DGeometry
+    storage: str
+    finite_filter: bool
+    epilogue: Epilogue | None
+    compute_capability: int
+    pre_padding: tuple[int, int, int, int] = (0, 0, 0, 0)
+    vendor_gemm: bool = False
+    allow_tf32: bool = False
+    resident_threads: int = 0
+
+
+def finite_filter_reason(problem: Conv2DProblem) -> str | None:
+    """The tiles add ``0 * w`` for a tap in the padding, NaN for an infinite ``w``; the direct
+    kernel skips such taps."""
+    return None if problem.finite_filter else "the filter holds inf or NaN (the tiles would add 0 * inf for a tap in the padding)"
+
+
+def mma_reason(problem: Conv2DProblem) -> str | None:
+    """The tensor-core kernels: float16 storage, sm_80 or newer, a finite filter."""
+    if problem.storage != "float16":
+        return "the tensor-core kernels store float16"
+    if problem.compute_capability < MMA_MIN_COMPUTE_CAPABILITY:
+        return f"the tensor-core kernels need sm_{MMA_MIN_COMPUTE_CAPABILITY} or newer, the device is sm_{problem.compute_capability}"
+    return finite_filter_reason(problem)
+
+
+def fit_reason(tile: tuple[int, int], problem: Conv2DProblem) -> str | None:
+    """A tile fits a layer whose groups have at least half its TILE_N output channels: past
+    that, most of each block's columns would compute nothing (a 64-channel tile on a layer of
+    16 channels leaves three quarters of it idle)."""
+    group_out = problem.geometry.group_out
+    if tile[1] > 2 * group_out:
+        return f"its tile of {tile[1]} channels is more than twice the layer's {group_out} per group"
+    return None
+
+
+def tile_reason(kind: str, tile: tuple[int, int]) -> Any:
+    """When a row of tiles applies: the kind's own rule (a finite filter; the tensor cores'
+    ``mma_reason``), a tile that fits the layer's channels (``fit_reason``), and a grid that
+    keeps the GPU as busy as the direct kernel's (``tactics.emptier_reason``)."""
+    own = mma_reason if kind == "mma" else finite_filter_reason
+
+    def reason(problem: Conv2DProblem) -> str | None:
+        geometry = problem.geometry
+        return own(problem) or fit_reason(tile, problem) or emptier_reason(
+            math.prod(geometry.out_shape), conv2d_tiled_launch_config(geometry, tile), conv2d_launch_config(geometry),
+            problem.resident_threads,
+        )
+
+    return reason
+
+
+def _tiles(kind: str, tile: tuple[int, int]) -> dict[str, Any]:
+    """A row of tiles' applies, launch shape and options."""
+    return {
+        "applies": tile_reason(kind, tile),
+        "launch_shape": lambda problem: conv2d_tiled_launch_config(problem.geometry, tile),
+        "options": {"tile": tile},
+    }
+
+
+def gemm_reason(compute: str) -> Any:
+    """When the vendor GEMM applies to a convolution: a 1x1 filter, stride 1, one group, no
+    padding (``cublas.gemm_conv_reason``: one product of its pixels by its filter), and the
+    delegate's options (``cublas.cublas_reason``)."""
+    options = cublas_reason(compute)
+    return lambda problem: gemm_conv_reason(problem.geometry, problem.pre_padding) or options(problem)
+
+
+#: CONV_2D's candidates (float32 and float16 storage), one row each: name, launcher, when it
+#: applies, launch shape, the launcher's options. The direct kernel first: the reference. The
+#: tiles come in shapes for wide layers at large batches (64x64, 128x32: 4,096 outputs a block),
+#: for filling the GPU at batch 1 (32x32, 64x16: as many blocks as the direct kernel; 32x16:
+#: twice as many) and for thin layers (TILE_N 16 and 8).
+CONV2D_TACTICS: tuple[Tactic, ...] = (
+    Tactic("direct", Conv2DCuda, launch_shape=lambda problem: conv2d_launch_config(problem.geometry)),
+    Tactic("tiled 64x64", Conv2DTiledCuda, **_tiles("tiled", (64, 64))),
+    Tactic("tiled 128x32", Conv2DTiledCuda, **_tiles("tiled", (128, 32))),
+    Tactic("tiled 32x32", Conv2DTiledCuda, **_tiles("tiled", (32, 32))),
+    Tactic("tiled 64x16", Conv2DTiledCuda, **_tiles("tiled", (64, 16))),
+    Tactic("tiled 32x16", Conv2DTiledCuda, **_tiles("tiled", (32, 16))),
+    Tactic("mma 64x64", Conv2DMmaCuda, **_tiles("mma", (64, 64))),
+    Tactic("mma 64x16", Conv2DMmaCuda, **_tiles("mma", (64, 16))),
+    Tactic("mma 128x8", Conv2DMmaCuda, **_tiles("mma", (128, 8))),
+    Tactic("cuBLAS float32", CublasConv2DCuda, gemm_reason("float32"), options={"compute": "float32"}, vendor=True),
+    Tactic("cuBLAS TF32", CublasConv2DCuda, gemm_reason("tf32"), options={"compute": "tf32"}, vendor=True),
+    Tactic("cuBLAS float16", CublasConv2DCuda, gemm_reason("float16"), options={"compute": "float16"}, vendor=True),
+)
 
 
 def conv2d_twin(
@@ -456,240 +513,3 @@ def _window_sums(x: np.ndarray, w: np.ndarray, geometry: Conv2DGeometry) -> np.n
         products = np.matmul(per_group, w[:, ky, kx])  # [groups, M, O]
         acc[out_index] += products.transpose(1, 0, 2).reshape(*shape, groups, group_out)
     return acc.reshape(geometry.out_shape)
-
-
-# -- the matrix product with its output stage (matmul.cu: matmul_bias_act_*) ----------------------
-
-#: Threads per block of ``matmul_bias_act_*``.
-MATMUL_THREADS = 256
-
-
-def matmul_bias_act_kernel_name(storage: Any) -> str:
-    """``matmul_bias_act_f32`` or ``matmul_bias_act_f16``."""
-    return _storage_kernel("matmul_bias_act", storage)
-
-
-def matmul_bias_act_launch_config(batch: int, m: int, n: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """``(grid, block)`` of ``matmul_bias_act_*``: x over the columns, y over groups of
-    MATMUL_ROWS rows, z over the batch; blocks of 256 threads, 32 x 8 or, for a product
-    of fewer rows, wider in x (a FULLY_CONNECTED of one row: 256 x 1, no idle rows)."""
-    row_groups = -(-m // MATMUL_ROWS)
-    by = 1
-    while by < 8 and by < row_groups:
-        by *= 2
-    bx = MATMUL_THREADS // by
-    grid = (-(-n // bx), -(-row_groups // by), batch)
-    if min(grid) <= 0:
-        raise ValueError(f"nothing to launch for a [{batch}, {m}, {n}] product")
-    if grid[1] > _MAX_GRID_YZ or grid[2] > _MAX_GRID_YZ:
-        raise ValueError(f"a [{batch}, {m}, {n}] product needs a grid of {grid}, more than CUDA allows")
-    return grid, (bx, by, 1)
-
-
-def matmul_launch_reason(batch: int, m: int, n: int) -> str | None:
-    """Why a ``[batch, m, n]`` product does not fit one ``matmul_bias_act`` launch, or None."""
-    if batch * m * n == 0:
-        return None  # nothing to launch
-    try:
-        matmul_bias_act_launch_config(batch, m, n)
-    except ValueError as error:
-        return str(error)
-    return None
-
-
-@dataclass(frozen=True)
-class MatmulShape:
-    """One ``matmul_bias_act`` product: ``batch`` products of ``[m, k] @ [k, n]``, and the
-    element strides of each operand (an operand of one batch shared by all: batch stride
-    0; a transposed operand: its row and column strides swapped)."""
-
-    batch: int
-    m: int
-    n: int
-    k: int
-    a_strides: tuple[int, int, int]  # batch, row, column
-    b_strides: tuple[int, int, int]
-    c_batch_stride: int
-
-    @classmethod
-    def of(cls, a_shape: Sequence[int], b_shape: Sequence[int], adjoint_a: bool = False, adjoint_b: bool = False) -> "MatmulShape":
-        """From C-contiguous operands ``a`` ``[M, K]`` or ``[Ba, M, K]`` (``[.., K, M]``
-        when ``adjoint_a``) and ``b`` ``[K, N]`` or ``[Bb, K, N]`` (``[.., N, K]`` when
-        ``adjoint_b``); Ba and Bb are 1 or the batch."""
-        if len(a_shape) not in (2, 3) or len(b_shape) not in (2, 3):
-            raise ValueError(f"operands must be 2-D or 3-D, got {list(a_shape)} and {list(b_shape)}")
-        a_batch = int(a_shape[0]) if len(a_shape) == 3 else 1
-        b_batch = int(b_shape[0]) if len(b_shape) == 3 else 1
-        batch = max(a_batch, b_batch)
-        if min(a_batch, b_batch) not in (1, batch):
-            raise ValueError(f"the batches of {list(a_shape)} and {list(b_shape)} differ")
-        a_rows, a_cols = (int(d) for d in a_shape[-2:])
-        b_rows, b_cols = (int(d) for d in b_shape[-2:])
-        m, k = (a_cols, a_rows) if adjoint_a else (a_rows, a_cols)
-        k_b, n = (b_cols, b_rows) if adjoint_b else (b_rows, b_cols)
-        if k != k_b:
-            raise ValueError(
-                f"cannot multiply {list(a_shape)} (adjoint {adjoint_a}) by {list(b_shape)} (adjoint {adjoint_b})"
-            )
-        a_strides = (a_rows * a_cols if a_batch > 1 else 0, *((1, m) if adjoint_a else (k, 1)))
-        b_strides = (b_rows * b_cols if b_batch > 1 else 0, *((1, k) if adjoint_b else (n, 1)))
-        return cls(batch, m, n, k, a_strides, b_strides, m * n)
-
-    def scalar_args(self) -> tuple[Any, ...]:
-        """m, n, k (int32) and the strides (int64), in the kernel's order."""
-        return (
-            np.int32(self.m), np.int32(self.n), np.int32(self.k),
-            *(np.int64(s) for s in self.a_strides), *(np.int64(s) for s in self.b_strides), np.int64(self.c_batch_stride),
-        )
-
-
-def matmul_bias_act_args(a: Any, b: Any, bias: Any, c: Any, shape: MatmulShape, bounds: tuple[float, float], null: Any) -> tuple:
-    """The argument tuple of a ``matmul_bias_act`` launch, in parameter order."""
-    act_min, act_max = bounds
-    return (a, b, null if bias is None else bias, c, *shape.scalar_args(), np.float32(act_min), np.float32(act_max))
-
-
-
-
-class MatmulBiasActivationCuda(_Launcher):
-    """``clamp(a @ b + bias)`` in one launch of ``matmul.cu``'s ``matmul_bias_act_f32/_f16``:
-    operands, bias and result stored as ``storage`` (float32 or float16), products and sums
-    in float32.
-
-    ``activation``: a fused activation (its ``sources.activation_range``: NONE saturates at
-    +-FLT_MAX, as TFLite's FULLY_CONNECTED), or None for no clamp at all (BATCH_MATMUL).
-    ``a`` is ``[M, K]`` or ``[B or 1, M, K]``, ``b`` ``[K, N]`` or ``[B or 1, K, N]`` (a
-    leading 1 or a 2-D operand is shared by every batch); ``adjoint_a`` / ``adjoint_b``:
-    the operand is stored transposed (``[.., K, M]`` / ``[.., N, K]``) and read so, with no
-    copy. The result is ``[M, N]`` when both operands are 2-D, else ``[B, M, N]``.
-    ``xp``, ``module`` and ``host_device`` as in ``_Launcher``."""
-
-    source = "matmul.cu"
-
-    def __init__(
-        self,
-        activation: int | None = None,
-        storage: Any = np.float32,
-        *,
-        xp: Any = None,
-        module: Any = None,
-        host_device: Any = None,
-    ) -> None:
-        self.bounds = NO_CLAMP if activation is None else activation_range(activation)
-        self.storage = np.dtype(storage)
-        self.kernel_name = matmul_bias_act_kernel_name(self.storage)
-        super().__init__(xp, module, host_device)
-
-    def __call__(
-        self, a: Any, b: Any, bias: Any = None, out: Any = None, *, adjoint_a: bool = False, adjoint_b: bool = False
-    ) -> Any:
-        xp = self.xp
-        for array in (a, b) if bias is None else (a, b, bias):
-            if array.dtype != self.storage:
-                raise TypeError(f"expected {self.storage} arrays, got {array.dtype}")
-        shape = MatmulShape.of(a.shape, b.shape, adjoint_a, adjoint_b)
-        if bias is not None and bias.size != shape.n:
-            raise ValueError(f"bias has {bias.size} elements, expected {shape.n}")
-        a, b = _contiguous(xp, a), _contiguous(xp, b)
-        bias = None if bias is None else _contiguous(xp, bias).reshape(-1)
-        out_shape = (shape.m, shape.n) if a.ndim == 2 and b.ndim == 2 else (shape.batch, shape.m, shape.n)
-        out = _check_out(xp, out, out_shape, self.storage)
-        if out.size == 0:
-            return out
-        grid, block = self.launch_config(shape)
-        args = matmul_bias_act_args(a, b, bias, out, shape, self.bounds, null=_NULL)
-        twin = functools.partial(matmul_bias_act_twin, adjoint_a=adjoint_a, adjoint_b=adjoint_b, bounds=self.bounds)
-        self.launch(self.kernel_name, grid, block, args, twin, (a, b, bias), (out,))
-        return out
-
-
-    def launch_config(self, shape: MatmulShape) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-        return matmul_bias_act_launch_config(shape.batch, shape.m, shape.n)
-
-
-# -- the tiled product (matmul_tiled.cu) and the choice between the two -------------------------------
-
-#: Rows and columns of the output per block of ``matmul_tiled.cu``.
-MATMUL_TILE = 64
-MATMUL_VARIANTS = ("direct", "tiled 64x64", "mma 64x64")
-
-
-def matmul_tiled_launch_config(batch: int, m: int, n: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """``(grid, block)`` of ``matmul_bias_act_tiled_*``: x over tiles of 64 columns, y over
-    tiles of 64 rows, z over the batch; 256 threads."""
-    grid = (-(-n // MATMUL_TILE), -(-m // MATMUL_TILE), batch)
-    if min(grid) <= 0:
-        raise ValueError(f"nothing to launch for a [{batch}, {m}, {n}] product")
-    if grid[1] > _MAX_GRID_YZ or grid[2] > _MAX_GRID_YZ:
-        raise ValueError(f"a [{batch}, {m}, {n}] product needs a grid of {grid}, more than CUDA allows")
-    return grid, (256, 1, 1)
-
-
-def matmul_variant(batch: int, m: int, n: int, storage: Any = np.float32, compute_capability: int = 0) -> str:
-    """The product's kernel, from its shape (at prepare): for at least 16 rows and 16
-    columns and 16384 outputs ``"tiled 64x64"`` (``matmul_tiled.cu``), or in float16 storage
-    on sm_80+ ``"mma 64x64"`` (tensor cores, ``matmul_mma.cu``); else ``"direct"``
-    (``matmul.cu``: a FULLY_CONNECTED of one row reads each weight once anyway)."""
-    if m < 16 or n < 16 or batch * m * n < TINY_OUTPUTS:
-        return "direct"
-    try:
-        matmul_tiled_launch_config(batch, m, n)
-    except ValueError:
-        return "direct"
-    if np.dtype(storage) == np.float16 and compute_capability >= MMA_MIN_COMPUTE_CAPABILITY:
-        return "mma 64x64"
-    return "tiled 64x64"
-
-
-class MatmulBiasActivationTiledCuda(MatmulBiasActivationCuda):
-    """``MatmulBiasActivationCuda`` run by ``matmul_tiled.cu`` (shared-memory tiles of 64 x 64
-    outputs, a 4 x 4 register block per thread): the same arguments, results (the same sums
-    in the same order) and twin."""
-
-    source = "matmul_tiled.cu"
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.kernel_name = _storage_kernel("matmul_bias_act_tiled", self.storage)
-
-    def launch_config(self, shape: MatmulShape) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-        return matmul_tiled_launch_config(shape.batch, shape.m, shape.n)
-
-
-class MatmulBiasActivationMmaCuda(MatmulBiasActivationTiledCuda):
-    """``MatmulBiasActivationCuda`` in float16 storage on tensor cores (``matmul_mma.cu``:
-    mma.sync m16n8k16, float32 accumulation; sm_80+): the same arguments, results within
-    float16's bound (each step's 16 products added in the tensor core's order), the same twin."""
-
-    source = "matmul_mma.cu"
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        if self.storage != np.float16:
-            raise TypeError("the tensor-core product stores float16")
-        self.kernel_name = "matmul_bias_act_mma_f16"
-
-
-def matmul_launcher(variant: str) -> type[MatmulBiasActivationCuda]:
-    """The launcher class of a ``matmul_variant``."""
-    return {"direct": MatmulBiasActivationCuda, "tiled 64x64": MatmulBiasActivationTiledCuda,
-            "mma 64x64": MatmulBiasActivationMmaCuda}[variant]
-
-
-def matmul_bias_act_twin(
-    a: np.ndarray, b: np.ndarray, bias: np.ndarray | None, out: np.ndarray, *,
-    adjoint_a: bool, adjoint_b: bool, bounds: tuple[float, float],
-) -> None:
-    """``matmul_bias_act_f32/_f16`` in numpy: the float32 product (BLAS's order of the sum;
-    a shared operand broadcast), plus the bias, clamped, stored in ``out``'s dtype. A
-    product over k = 0 is 0, as the kernel's empty loop."""
-    a = a.astype(np.float32, copy=False)
-    b = b.astype(np.float32, copy=False)
-    if adjoint_a:
-        a = np.swapaxes(a, -1, -2)
-    if adjoint_b:
-        b = np.swapaxes(b, -1, -2)
-    acc = np.matmul(a, b).reshape(out.shape)
-    if bias is not None:
-        acc = acc + bias.astype(np.float32, copy=False).reshape(-1)
-    _clamp_into(out, acc, *bounds)

@@ -1,6 +1,7 @@
 // CONV_2D, versions 1 and 6 (float; v6: grouped), NHWC, as an implicit GEMM with shared-memory
-// tiles: the tiled variant of conv2d.cu, for the layers with enough outputs to fill the GPU
-// (conv2d.py: conv2d_variant picks it at prepare, from the shapes; tiny layers stay direct).
+// tiles: the tiled variant of conv2d.cu, in several tile shapes (TILE_M output pixels x TILE_N
+// output channels per block), each a row of conv2d.py's CONV2D_TACTICS (chosen at prepare by
+// measuring them: backends/gpu/tactics.py).
 //
 // Per group g the convolution is the product C[m, n] = sum_k A[m, k] * B[k, n]:
 //   m = output pixel (b, oy, ox)               M = batches * out_h * out_w
@@ -25,7 +26,7 @@
 // float32 fused multiply-adds (no split of K): the order of conv2d.cu's direct kernel and of
 // TFLite's reference loop. A tap outside the input adds fmaf(0, w, acc), which is acc itself for a
 // finite w (but for the sign of a zero acc: -0 + 0 is +0), so the results equal the direct
-// kernel's; conv2d_variant picks this kernel only for a finite filter (0 * inf would be NaN where
+// kernel's; the rows of this kernel apply only to a finite filter (0 * inf would be NaN where
 // the direct kernel skips the tap). Then the bias, the clamp and the fused epilogue (epilogue.cuh),
 // as conv2d.cu.
 //
@@ -132,4 +133,32 @@ extern "C" __global__ void conv2d_tiled_128x32_f32(CONV2D_GEMM_PARAMS(float)) {
 
 extern "C" __global__ void conv2d_tiled_128x32_f16(CONV2D_GEMM_PARAMS(unsigned short)) {
     conv2d_tiled_nhwc<unsigned short, 128, 32>(CONV2D_GEMM_ARGS);
+}
+
+// Smaller tiles, for the layers whose 64 x 64 or 128 x 32 tiles would leave most of the GPU idle
+// at batch 1 (as many blocks as conv2d.cu's direct kernel, or more: conv2d.py's fill rule), and
+// for thin layers (16 or 8 output channels per group: conv2d.py's fit rule).
+
+extern "C" __global__ void conv2d_tiled_32x32_f32(CONV2D_GEMM_PARAMS(float)) {
+    conv2d_tiled_nhwc<float, 32, 32>(CONV2D_GEMM_ARGS);
+}
+
+extern "C" __global__ void conv2d_tiled_32x32_f16(CONV2D_GEMM_PARAMS(unsigned short)) {
+    conv2d_tiled_nhwc<unsigned short, 32, 32>(CONV2D_GEMM_ARGS);
+}
+
+extern "C" __global__ void conv2d_tiled_64x16_f32(CONV2D_GEMM_PARAMS(float)) {
+    conv2d_tiled_nhwc<float, 64, 16>(CONV2D_GEMM_ARGS);
+}
+
+extern "C" __global__ void conv2d_tiled_64x16_f16(CONV2D_GEMM_PARAMS(unsigned short)) {
+    conv2d_tiled_nhwc<unsigned short, 64, 16>(CONV2D_GEMM_ARGS);
+}
+
+extern "C" __global__ void conv2d_tiled_32x16_f32(CONV2D_GEMM_PARAMS(float)) {
+    conv2d_tiled_nhwc<float, 32, 16>(CONV2D_GEMM_ARGS);
+}
+
+extern "C" __global__ void conv2d_tiled_32x16_f16(CONV2D_GEMM_PARAMS(unsigned short)) {
+    conv2d_tiled_nhwc<unsigned short, 32, 16>(CONV2D_GEMM_ARGS);
 }

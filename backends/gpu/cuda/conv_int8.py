@@ -31,16 +31,11 @@ import numpy as np
 from backends.cpu.kernels._window import window_view
 from backends.cpu.kernels.fully_connected_quantized import rescale_double
 from backends.cpu.quantization import exact_float_dtype, multiply_by_quantized_multiplier, wrap_int32
-from backends.gpu.cuda.conv2d import (
-    Conv2DGeometry,
-    MatmulShape,
-    _check_out,
-    _contiguous,
-    conv2d_launch_config,
-    matmul_bias_act_launch_config,
-)
+from backends.gpu.cuda.conv2d import Conv2DGeometry, _check_out, _contiguous, conv2d_launch_config
+from backends.gpu.cuda.depthwise import DepthwiseGeometry, depthwise_launch_config, depthwise_tap_sums
 from backends.gpu.cuda.int8_windows import column_reduction_launch_config
-from backends.gpu.cuda.sources import DepthwiseGeometry, _Launcher, depthwise_launch_config, depthwise_tap_sums
+from backends.gpu.cuda.matmul import MatmulShape, matmul_bias_act_launch_config
+from backends.gpu.cuda.sources import _Launcher
 
 _NULL = np.uint64(0)  # an absent pointer argument, passed by value: 8 zero bytes
 _TYPES = {np.dtype(np.int8): "int8", np.dtype(np.uint8): "uint8"}

@@ -1,18 +1,21 @@
 // DEPTHWISE_CONV_2D, versions 1 and 2 (float; v2: dilation), NHWC, with shared-memory input
-// tiles: the tiled variant of depthwise_conv2d.cu (windows.py: depthwise_variant picks it at
-// prepare, from the shapes; tiny layers and windows too wide for the tile stay direct).
+// tiles: the tiled variant of depthwise_conv2d.cu, in two tile shapes, each a row of
+// depthwise.py's DEPTHWISE_TACTICS (chosen at prepare by measuring them: backends/gpu/tactics.py;
+// a window too wide for a tile's patch stays off that row).
 //
 //   out[b, oy, ox, oc] = clamp(bias[oc] + sum_{ky, kx} in[b, iy, ix, oc / multiplier] * filter[0, ky, kx, oc])
 //   iy = oy * stride_h + ky * dilation_h - pad_top       (ix likewise; taps outside the input skipped)
 // then the fused epilogue (epilogue.cuh), as depthwise_conv2d.cu's *_fused_* entry points.
 //
-// Launch (windows.py: depthwise_tiled_launch_config): blocks of 256 threads; grid.x = tiles of
-// DW_TILE x DW_TILE output pixels of one image, grid.y = groups of DW_CHANNELS output channels,
-// grid.z = the image. A block stages the input patch its tile reads, for its channels,
-// (DW_TILE - 1) * stride + (filter - 1) * dilation + 1 rows and columns (at most DW_PATCH), into
-// __shared__ memory once (consecutive threads: consecutive channels of a pixel), synchronises, then
-// each thread computes DW_TILE * DW_TILE / 16 outputs of one channel from the patch: every input
-// value is read from global memory once per block instead of once per tap.
+// Launch (depthwise.py: depthwise_tiled_launch_config): blocks of 256 threads; grid.x = tiles of
+// TILE x TILE output pixels of one image, grid.y = groups of DW_CHANNELS output channels, grid.z =
+// the image. A block stages the input patch its tile reads, for its channels, (TILE - 1) * stride +
+// (filter - 1) * dilation + 1 rows and columns (at most PATCH), into __shared__ memory once
+// (consecutive threads: consecutive channels of a pixel), synchronises, then each thread computes
+// TILE * TILE / 16 outputs of one channel from the patch: every input value is read from global
+// memory once per block instead of once per tap. The tiles (TILE, PATCH): 8 x 8 pixels (patch 20:
+// 4 outputs a thread), and 4 x 4 (patch 12: one output a thread, as many blocks as the direct
+// kernel, for the layers an 8 x 8 tile would leave most of the GPU idle).
 //
 // The sum of each output runs in one thread over (ky, kx) in order, skipping the taps outside the
 // input (depthwise_window.cuh's walk, as depthwise_conv2d.cu), with the same expression as
@@ -25,9 +28,7 @@
 #error "compile this file with NVRTC (or nvcc), or with g++ after including host_shim/cuda_host.h"
 #endif
 
-#define DW_TILE 8
 #define DW_CHANNELS 16
-#define DW_PATCH 20
 #define DW_THREADS 256
 
 #include "storage.cuh"   // load_as_float / store_from_float for float and float16 bit patterns
@@ -37,9 +38,9 @@
 
 // A tap of this kernel: the input value from the block's patch in shared memory (patch row 0 is
 // input row origin_y), the filter value from global memory; acc += in * w as depthwise_conv2d.cu.
-template <typename Storage>
+template <typename Storage, int PATCH>
 struct PatchTap {
-    const float (*patch)[DW_PATCH][DW_CHANNELS];
+    const float (*patch)[PATCH][DW_CHANNELS];
     int origin_y, origin_x;  // the patch's input position
     int c;                   // the thread's channel in the patch
     const Storage* filter;
@@ -50,23 +51,24 @@ struct PatchTap {
     }
 };
 
-template <typename Storage>
+template <typename Storage, int TILE, int PATCH>
 __device__ __forceinline__ void depthwise_conv2d_tiled_nhwc(
     DEPTHWISE_FLOAT_TENSORS(Storage), DEPTHWISE_WINDOW_PARAMS, float act_min, float act_max, const Epilogue epilogue)
 {
     constexpr int PIXEL_THREADS = DW_THREADS / DW_CHANNELS;              // 16
-    constexpr int OUTPUTS = DW_TILE * DW_TILE / PIXEL_THREADS;           // 4 outputs per thread
-    __shared__ float patch[DW_PATCH][DW_PATCH][DW_CHANNELS];
+    constexpr int OUTPUTS = TILE * TILE / PIXEL_THREADS;                 // outputs per thread: 4 (8 x 8), 1 (4 x 4)
+    static_assert(OUTPUTS * PIXEL_THREADS == TILE * TILE, "the tile's pixels split evenly over the threads");
+    __shared__ float patch[PATCH][PATCH][DW_CHANNELS];
 
     const int t = threadIdx.x;
     const int out_channels = in_channels * multiplier;
-    const int tiles_w = (out_w + DW_TILE - 1) / DW_TILE;
-    const int tile_y0 = (blockIdx.x / tiles_w) * DW_TILE;
-    const int tile_x0 = (blockIdx.x % tiles_w) * DW_TILE;
+    const int tiles_w = (out_w + TILE - 1) / TILE;
+    const int tile_y0 = (blockIdx.x / tiles_w) * TILE;
+    const int tile_x0 = (blockIdx.x % tiles_w) * TILE;
     const int oc0 = blockIdx.y * DW_CHANNELS;
     const long long b = blockIdx.z;
-    const int patch_h = (DW_TILE - 1) * stride_h + (filter_h - 1) * dilation_h + 1;  // <= DW_PATCH (host-checked)
-    const int patch_w = (DW_TILE - 1) * stride_w + (filter_w - 1) * dilation_w + 1;
+    const int patch_h = (TILE - 1) * stride_h + (filter_h - 1) * dilation_h + 1;  // <= PATCH (host-checked)
+    const int patch_w = (TILE - 1) * stride_w + (filter_w - 1) * dilation_w + 1;
     const int origin_y = tile_y0 * stride_h - pad_top;  // input row of patch row 0
     const int origin_x = tile_x0 * stride_w - pad_left;
     const Storage* image = input + b * in_h * in_w * in_channels;
@@ -90,10 +92,10 @@ __device__ __forceinline__ void depthwise_conv2d_tiled_nhwc(
     const int c = t % DW_CHANNELS;
     const int oc = oc0 + c;
     if (oc >= out_channels) return;  // after the only barrier: no thread waits for this one
-    const PatchTap<Storage> tap = {patch, origin_y, origin_x, c, filter, oc, out_channels};
+    const PatchTap<Storage, PATCH> tap = {patch, origin_y, origin_x, c, filter, oc, out_channels};
     for (int k = 0; k < OUTPUTS; ++k) {
         const int q = t / DW_CHANNELS + k * PIXEL_THREADS;  // pixel of the tile
-        const int py = q / DW_TILE, px = q % DW_TILE;
+        const int py = q / TILE, px = q % TILE;
         const int oy = tile_y0 + py, ox = tile_x0 + px;
         if (oy >= out_h || ox >= out_w) continue;
         // The taps outside the input are skipped, as the direct kernel.
@@ -105,22 +107,38 @@ __device__ __forceinline__ void depthwise_conv2d_tiled_nhwc(
     }
 }
 
-// ---- entry points ---------------------------------------------------------------------------
+// ---- entry points: depthwise_conv2d_tiled_<TILE>x<TILE>_<storage> ---------------------------------
 // Arguments: depthwise_conv2d.cu's depthwise_conv2d_fused_* (a null residual and alpha and
 // -inf..inf clamps for no epilogue).
 
-extern "C" __global__ void depthwise_conv2d_tiled_f32(
+extern "C" __global__ void depthwise_conv2d_tiled_8x8_f32(
     DEPTHWISE_FLOAT_TENSORS(float), DEPTHWISE_WINDOW_PARAMS, float act_min, float act_max,
     DEPTHWISE_EPILOGUE_PARAMS(float))
 {
-    depthwise_conv2d_tiled_nhwc<float>(
+    depthwise_conv2d_tiled_nhwc<float, 8, 20>(
         DEPTHWISE_FLOAT_TENSOR_ARGS, DEPTHWISE_WINDOW_ARGS, act_min, act_max, make_epilogue(DEPTHWISE_EPILOGUE_ARGS));
 }
 
-extern "C" __global__ void depthwise_conv2d_tiled_f16(
+extern "C" __global__ void depthwise_conv2d_tiled_8x8_f16(
     DEPTHWISE_FLOAT_TENSORS(unsigned short), DEPTHWISE_WINDOW_PARAMS, float act_min, float act_max,
     DEPTHWISE_EPILOGUE_PARAMS(unsigned short))
 {
-    depthwise_conv2d_tiled_nhwc<unsigned short>(
+    depthwise_conv2d_tiled_nhwc<unsigned short, 8, 20>(
+        DEPTHWISE_FLOAT_TENSOR_ARGS, DEPTHWISE_WINDOW_ARGS, act_min, act_max, make_epilogue(DEPTHWISE_EPILOGUE_ARGS));
+}
+
+extern "C" __global__ void depthwise_conv2d_tiled_4x4_f32(
+    DEPTHWISE_FLOAT_TENSORS(float), DEPTHWISE_WINDOW_PARAMS, float act_min, float act_max,
+    DEPTHWISE_EPILOGUE_PARAMS(float))
+{
+    depthwise_conv2d_tiled_nhwc<float, 4, 12>(
+        DEPTHWISE_FLOAT_TENSOR_ARGS, DEPTHWISE_WINDOW_ARGS, act_min, act_max, make_epilogue(DEPTHWISE_EPILOGUE_ARGS));
+}
+
+extern "C" __global__ void depthwise_conv2d_tiled_4x4_f16(
+    DEPTHWISE_FLOAT_TENSORS(unsigned short), DEPTHWISE_WINDOW_PARAMS, float act_min, float act_max,
+    DEPTHWISE_EPILOGUE_PARAMS(unsigned short))
+{
+    depthwise_conv2d_tiled_nhwc<unsigned short, 4, 12>(
         DEPTHWISE_FLOAT_TENSOR_ARGS, DEPTHWISE_WINDOW_ARGS, act_min, act_max, make_epilogue(DEPTHWISE_EPILOGUE_ARGS));
 }

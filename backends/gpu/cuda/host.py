@@ -53,14 +53,11 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from backends.gpu.cuda.depthwise import DepthwiseGeometry, depthwise_args, depthwise_kernel_name, depthwise_launch_config
 from backends.gpu.cuda.sources import (
-    DepthwiseGeometry,
     bias_activation_args,
     bias_activation_kernel_name,
     elementwise_launch_config,
-    depthwise_args,
-    depthwise_kernel_name,
-    depthwise_launch_config,
     kernels_in,
     read_source,
 )

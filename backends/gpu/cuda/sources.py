@@ -124,7 +124,6 @@ def activation_range(activation: int) -> tuple[float, float]:
 # -- launch configurations ---------------------------------------------------------------------
 
 BLOCK = 256
-DEPTHWISE_BLOCK = BLOCK
 _MAX_GRID_X = 2**31 - 1
 
 
@@ -140,14 +139,6 @@ def elementwise_launch_config(total: int) -> tuple[tuple[int, int, int], tuple[i
     return (blocks, 1, 1), (BLOCK, 1, 1)
 
 
-def depthwise_launch_config(out_shape: Sequence[int]) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """``(grid, block)`` for the depthwise kernels: one thread per output element."""
-    total = math.prod(int(d) for d in out_shape)
-    if total <= 0:
-        raise ValueError(f"nothing to launch for the empty output shape {list(out_shape)}")
-    return elementwise_launch_config(total)
-
-
 def _storage_kernel(prefix: str, storage: Any) -> str:
     storage = np.dtype(storage)
     if storage == np.float32:
@@ -157,7 +148,7 @@ def _storage_kernel(prefix: str, storage: Any) -> str:
     raise TypeError(f"the {prefix} CUDA kernels store float32 or float16, not {storage}")
 
 
-# -- DEPTHWISE_CONV_2D --------------------------------------------------------------------------
+# -- window arguments -----------------------------------------------------------------------
 
 def _pair(value: int | Sequence[int], what: str) -> tuple[int, int]:
     pair = (int(value), int(value)) if np.ndim(value) == 0 else tuple(int(v) for v in value)
@@ -168,98 +159,6 @@ def _pair(value: int | Sequence[int], what: str) -> tuple[int, int]:
 
 def _padding(padding: int | str) -> Padding:
     return Padding[padding.upper()] if isinstance(padding, str) else Padding(padding)
-
-
-@dataclass(frozen=True)
-class DepthwiseGeometry:
-    """The integer arguments of the depthwise kernels, computed on the host with TFLite's
-    padding rule (``backends.cpu.common.compute_padding``, as the CPU kernel does)."""
-
-    batches: int
-    in_h: int
-    in_w: int
-    in_channels: int
-    out_h: int
-    out_w: int
-    multiplier: int
-    filter_h: int
-    filter_w: int
-    stride_h: int
-    stride_w: int
-    dilation_h: int
-    dilation_w: int
-    pad_top: int
-    pad_left: int
-
-    @classmethod
-    def of(
-        cls,
-        input_shape: Sequence[int],
-        filter_shape: Sequence[int],
-        stride: int | Sequence[int],
-        dilation: int | Sequence[int],
-        padding: int | str,
-        multiplier: int | None = None,
-    ) -> "DepthwiseGeometry":
-        """From an NHWC input shape and a ``[1, KH, KW, C*M]`` filter shape. ``multiplier``
-        is checked against the shapes when given (TFLite takes it from the shapes)."""
-        if len(input_shape) != 4 or len(filter_shape) != 4 or filter_shape[0] != 1:
-            raise ValueError(
-                f"input must be [N, H, W, C] and filter [1, KH, KW, C*M], got {list(input_shape)} and {list(filter_shape)}"
-            )
-        batches, in_h, in_w, in_channels = (int(d) for d in input_shape)
-        _, filter_h, filter_w, out_channels = (int(d) for d in filter_shape)
-        if in_channels <= 0 or out_channels % in_channels:
-            raise ValueError(f"filter channels ({out_channels}) must be a multiple of the input channels ({in_channels})")
-        if multiplier is not None and out_channels != in_channels * int(multiplier):
-            raise ValueError(
-                f"depth multiplier {multiplier} does not match the shapes: {in_channels} input channels, "
-                f"{out_channels} filter channels"
-            )
-        (stride_h, stride_w), (dilation_h, dilation_w) = _pair(stride, "stride"), _pair(dilation, "dilation")
-        padding = _padding(padding)
-        rows = compute_padding(padding, in_h, filter_h, stride_h, dilation_h)
-        cols = compute_padding(padding, in_w, filter_w, stride_w, dilation_w)
-        if rows.out_size <= 0 or cols.out_size <= 0:
-            raise ValueError(
-                f"the {filter_h}x{filter_w} filter with dilation {dilation_h}x{dilation_w} does not fit the "
-                f"{in_h}x{in_w} input with {padding.name} padding"
-            )
-        return cls(
-            batches, in_h, in_w, in_channels, rows.out_size, cols.out_size, out_channels // in_channels,
-            filter_h, filter_w, stride_h, stride_w, dilation_h, dilation_w, rows.before, cols.before,
-        )
-
-    @property
-    def out_channels(self) -> int:
-        return self.in_channels * self.multiplier
-
-    @property
-    def out_shape(self) -> tuple[int, int, int, int]:
-        return (self.batches, self.out_h, self.out_w, self.out_channels)
-
-    def scalar_args(self) -> tuple[np.int32, ...]:
-        """The int parameters of the kernels, in their order."""
-        return tuple(
-            np.int32(v)
-            for v in (
-                self.batches, self.in_h, self.in_w, self.in_channels, self.out_h, self.out_w, self.multiplier,
-                self.filter_h, self.filter_w, self.stride_h, self.stride_w, self.dilation_h, self.dilation_w,
-                self.pad_top, self.pad_left,
-            )
-        )
-
-
-def depthwise_kernel_name(storage: Any) -> str:
-    """The kernel for a storage dtype: float32 or float16."""
-    return _storage_kernel("depthwise_conv2d", storage)
-
-
-def depthwise_args(x: Any, w: Any, b: Any, out: Any, geometry: DepthwiseGeometry, activation: int, null: Any) -> tuple:
-    """The argument tuple of a depthwise kernel launch, in parameter order. ``null`` is what
-    the caller passes for an absent bias (a null pointer)."""
-    act_min, act_max = activation_range(activation)
-    return (x, w, null if b is None else b, out, *geometry.scalar_args(), np.float32(act_min), np.float32(act_max))
 
 
 class _Launcher:
@@ -304,60 +203,6 @@ class _Launcher:
             self.host_device.launch_twin(name, twin, inputs, outputs)
         else:
             self.kernel(name)(grid, block, args)
-
-
-class DepthwiseConv2DCuda(_Launcher):
-    """DEPTHWISE_CONV_2D (versions 1-2) on a CUDA device through CuPy: cupy arrays in and
-    out, NHWC, stored as ``storage`` (float32 or float16), computed in float32.
-
-    ``xp`` and ``module`` as in ``_Launcher``.
-    """
-
-    source = "depthwise_conv2d.cu"
-
-    def __init__(
-        self,
-        stride: int | Sequence[int] = 1,
-        dilation: int | Sequence[int] = 1,
-        padding: int | str = Padding.SAME,
-        activation: int = ActivationFunctionType.NONE,
-        storage: Any = np.float32,
-        *,
-        xp: Any = None,
-        module: Any = None,
-        host_device: Any = None,
-    ) -> None:
-        self.stride = _pair(stride, "stride")
-        self.dilation = _pair(dilation, "dilation")
-        self.padding = _padding(padding)
-        self.activation = ActivationFunctionType(activation)
-        self.storage = np.dtype(storage)
-        self.kernel_name = depthwise_kernel_name(self.storage)
-        super().__init__(xp, module, host_device)
-
-    def __call__(self, x: Any, w: Any, b: Any = None, out: Any = None) -> Any:
-        xp = self.xp
-        geometry = DepthwiseGeometry.of(x.shape, w.shape, self.stride, self.dilation, self.padding)
-        arrays = [x, w] + ([] if b is None else [b])
-        for array in arrays:
-            if array.dtype != self.storage:
-                raise TypeError(f"expected {self.storage} arrays, got {array.dtype}")
-        if b is not None and b.size != geometry.out_channels:
-            raise ValueError(f"bias has {b.size} elements, expected {geometry.out_channels}")
-        x, w = xp.ascontiguousarray(x), xp.ascontiguousarray(w)
-        b = None if b is None else xp.ascontiguousarray(b)
-        if out is None:
-            out = xp.empty(geometry.out_shape, dtype=self.storage)
-        elif out.shape != geometry.out_shape or out.dtype != self.storage or not out.flags.c_contiguous:
-            raise ValueError(f"out must be a C-contiguous {self.storage} array of shape {geometry.out_shape}")
-        if out.size == 0:
-            return out
-        grid, block = depthwise_launch_config(geometry.out_shape)
-        # An absent bias is a null pointer passed by value: 8 zero bytes.
-        args = depthwise_args(x, w, b, out, geometry, self.activation, null=np.uint64(0))
-        twin = functools.partial(depthwise_conv2d_twin, geometry=geometry, activation=self.activation)
-        self.launch(self.kernel_name, grid, block, args, twin, (x, w, b), (out,))
-        return out
 
 
 # -- fused bias + activation epilogue -------------------------------------------------------------
@@ -415,10 +260,7 @@ class BiasActivationCuda(_Launcher):
         return values
 
 
-# -- matrix product (matmul.cu's matmul_bias_act, launched by conv2d.py's MatmulBiasActivationCuda) ----
-
-#: Rows of the output each thread of ``matmul.cu`` computes (its MATMUL_ROWS).
-MATMUL_ROWS = 4
+#: The largest grid y and z CUDA launches.
 _MAX_GRID_YZ = 65535
 
 
@@ -428,6 +270,15 @@ def _contiguous(xp: Any, array: Any) -> Any:
     """``array`` itself when C-contiguous (the kernels read pointers), else a C-contiguous
     copy (one launch)."""
     return array if array.flags.c_contiguous else xp.ascontiguousarray(array)
+
+
+def _check_out(xp: Any, out: Any, shape: tuple[int, ...], storage: np.dtype) -> Any:
+    """``out``, checked to be a C-contiguous ``storage`` array of ``shape``, or a new one."""
+    if out is None:
+        return xp.empty(shape, dtype=storage)
+    if tuple(out.shape) != tuple(shape) or out.dtype != storage or not out.flags.c_contiguous:
+        raise ValueError(f"out must be a C-contiguous {storage} array of shape {list(shape)}")
+    return out
 
 
 def _as_float32(array: np.ndarray | None) -> np.ndarray | None:
@@ -441,35 +292,6 @@ def _clamp_into(out: np.ndarray, values: np.ndarray, act_min: float, act_max: fl
         np.clip(values, np.float32(act_min), np.float32(act_max), out=out)
     else:
         out[...] = np.clip(values, np.float32(act_min), np.float32(act_max))
-
-
-def depthwise_tap_sums(x: np.ndarray, weights: np.ndarray, geometry: DepthwiseGeometry, dtype: Any) -> np.ndarray:
-    """``sum_{ky, kx} x * weights`` of every depthwise output ``[N, OH, OW, C*M]``, summed
-    in ``dtype`` (float32 for the float kernels, int64 for the quantized one, whose ``x``
-    and ``weights`` come with their zero points added): each tap in the kernels' order (ky, then kx),
-    skipped where it falls outside the input, added to the block of outputs where it falls
-    inside (vectorized over that block; ``taps_inside_input``). ``x`` is the NHWC input,
-    ``weights`` the ``[KH, KW, C*M]`` filter."""
-    from backends.cpu.kernels._window import taps_inside_input
-
-    if geometry.multiplier > 1:
-        x = np.repeat(x, geometry.multiplier, axis=3)  # input channel c feeds outputs c*M .. c*M + M-1
-    acc = np.zeros(geometry.out_shape, dtype)
-    for ky, kx, out_index, in_index in taps_inside_input(geometry):
-        acc[out_index] += x[in_index] * weights[ky, kx]
-    return acc
-
-
-def depthwise_conv2d_twin(
-    x: np.ndarray, w: np.ndarray, b: np.ndarray | None, out: np.ndarray, *, geometry: DepthwiseGeometry, activation: int
-) -> None:
-    """``depthwise_conv2d_f32/_f16`` in numpy: the taps in the kernel's order (ky, then
-    kx), taps outside the input skipped, float32 sums, then bias and the clamp. Each tap
-    adds the strided block of input it reads to the block of outputs where it falls inside."""
-    acc = depthwise_tap_sums(_as_float32(x), _as_float32(w)[0], geometry, np.float32)
-    if b is not None:
-        acc += _as_float32(b)
-    _clamp_into(out, acc, *activation_range(activation))
 
 
 def bias_activation_twin(bias: np.ndarray | None, values: np.ndarray, *, activation: int) -> None:

@@ -16,11 +16,13 @@ The quantized ops' base, :class:`~backends.gpu.ops.quantized_base.QuantizedOp`, 
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
 
 from backends.cpu.common import broadcast_shape, calculate_activation_range
+from backends.gpu.tactics import TacticChoice, TacticRequest, TacticSettings
+from backends.gpu.tactics import choose as choose_tactic
 from delegate_sdk.node import Node
 from delegate_sdk.tensor import RuntimeTensor
 from schema.enums import ActivationFunctionType, TensorType, builtin_operator_name
@@ -79,6 +81,12 @@ class GpuOp:
     #: The tensors (by index) the partition keeps in float32 whatever the storage (set
     #: before ``prepare``).
     float32_tensors: frozenset[int] = frozenset()
+    #: How the op chooses among its candidate kernels (``backends/gpu/tactics.py``): the
+    #: delegate's timing source, cache and options (set before ``prepare``).
+    tactic_settings: TacticSettings = TacticSettings()
+    #: What it chose (``tactics.TacticChoice``: the kernel, the runner-up, the times, the
+    #: candidates that failed their check); None for an op with one kernel.
+    tactic: TacticChoice | None = None
 
     def __init__(self, device: Any, node: Node, op: int, version: int, tensors: Sequence[RuntimeTensor], storage: Any = np.float32) -> None:
         self.device = device
@@ -123,6 +131,32 @@ class GpuOp:
     def prepare(self) -> None:
         """Upload constants in the layout ``run`` wants. Default: nothing."""
         return None
+
+    def finish_prepare(self) -> None:
+        """Choose among the op's candidate kernels (``choose_kernel``), once ``fusion.py`` has
+        folded its nodes into this one: the partition calls it after fusion, ``run`` if nobody
+        did. Default: nothing to choose."""
+        return None
+
+    @property
+    def label(self) -> str:
+        """``"CONV_2D v1 (node 3)"``."""
+        return f"{builtin_operator_name(self.op)} v{self.version} (node {self.node.index})"
+
+    def choose_kernel(
+        self, family: str, table: Sequence[Any], problem: Any, arguments: dict[str, Any],
+        arrays: Callable[[], dict[str, Any]], call: Callable[[Any, Any], Any],
+        timed_arrays: Callable[[], dict[str, Any]] | None = None,
+    ) -> Any:
+        """The launcher of the row of ``table`` that runs this node (``tactics.choose``: the rows
+        that apply, checked on the device against the twin with ``arrays()``, the fastest by
+        ``call(launcher, device arrays)`` on ``timed_arrays()``, default the check's), recorded
+        in ``self.tactic``."""
+        request = TacticRequest(
+            family, table, problem, arguments, arrays, call, self.label, self.node.index, self.storage.name, timed_arrays,
+        )
+        tactic, self.tactic = choose_tactic(self.device, request, self.tactic_settings)
+        return tactic.build(self.device, arguments)
 
     def device_inputs(self) -> list[int]:
         """The input positions ``run`` reads from ``args``: every present input except index

@@ -6,8 +6,9 @@ reference ``BatchMatMul``: ``out[..., i, j] = sum_k x'[..., i, k] * y'[..., k, j
 ``adj_y``); the batch axes (all but the last two) broadcast numpy-style, right-aligned.
 Either operand may be a constant or a runtime tensor.
 
-How: one launch of ``cuda/matmul.cu``'s ``matmul_bias_act`` (no bias, no clamp), on a
-device and in host emulation alike (there its numpy twin, as one launch). Each operand
+How: one of ``MATMUL_TACTICS`` (``cuda/matmul.py``: ``matmul.cu``'s ``matmul_bias_act`` with
+no bias and no clamp, its tiles, its tensor-core form, the vendor GEMM), chosen on the
+device at prepare (``backends/gpu/tactics.py``); in host emulation its numpy twin. Each operand
 enters as ``[B_op, R, C]``, where ``B_op`` is 1 when the operand has a single batch (shared
 by every batch of the output: batch stride 0) or the output's batch count B. A constant
 operand is laid out so once, at prepare (transposed there for an adjoint). A runtime
@@ -45,7 +46,7 @@ MIN_RANK = 2
 
 def launch_reason(batch: int, rows: int, cols: int) -> str | None:
     """Why a ``[batch, rows, cols]`` product does not fit one ``matmul_bias_act`` launch, or None."""
-    from backends.gpu.cuda.conv2d import matmul_launch_reason
+    from backends.gpu.cuda.matmul import matmul_launch_reason
 
     return matmul_launch_reason(batch, rows, cols)
 
@@ -135,17 +136,44 @@ class BatchMatMul(_Operands, FloatOp):
 
     def prepare(self) -> None:
         self.prepare_operands(np.float32)
-        from backends.gpu.cuda.conv2d import matmul_launcher, matmul_variant
+        self.product = None  # chosen by finish_prepare
 
-        rows, columns = (int(d) for d in self.out_shape[-2:])
-        self.variant = matmul_variant(
-            math.prod(int(d) for d in self.out_shape[:-2]), rows, columns, self.storage,
-            int(self.device.cuda_device.compute_capability),
+    def finish_prepare(self) -> None:
+        """The product: the row of ``MATMUL_TACTICS`` that wins on this node's shapes (no bias,
+        no clamp), on the operands as they enter it."""
+        from backends.gpu.cuda.matmul import MATMUL_TACTICS, NO_CLAMP, MatmulProblem, MatmulShape
+        from backends.gpu.tactics import check_values
+
+        shapes, adjoints = [], []
+        for position, tensor in enumerate(self.inputs):
+            constant = self.constants[position]
+            if constant is not None:  # laid out at prepare, transposed there for an adjoint
+                shapes.append(tuple(constant.shape))
+                adjoints.append(False)
+                continue
+            rows, cols = (int(d) for d in tensor.shape[-2:])
+            own = math.prod(int(d) for d in tensor.shape[:-2])
+            batch = math.prod(int(d) for d in self.batch_shape) if self.modes[position] == "broadcast" else own
+            shapes.append((batch, rows, cols))
+            adjoints.append(self.adj[position])
+        settings = self.tactic_settings
+        problem = MatmulProblem(
+            MatmulShape.of(shapes[0], shapes[1], *adjoints), False, NO_CLAMP, self.storage.name,
+            self.device.compute_capability, settings.vendor_gemm, settings.allow_tf32,
         )
-        launcher = matmul_launcher(self.variant)
-        self.product = launcher(None, self.storage, **self.device.launcher_arguments(launcher.source))
+
+        def arrays() -> dict[str, Any]:
+            rng = np.random.default_rng(self.node.index)
+            return {"a": check_values(rng, shapes[0], self.storage), "b": check_values(rng, shapes[1], self.storage)}
+
+        self.product = self.choose_kernel(
+            "BATCH_MATMUL", MATMUL_TACTICS, problem, {"activation": None, "storage": self.storage}, arrays,
+            lambda product, a: product(a["a"], a["b"], adjoint_a=adjoints[0], adjoint_b=adjoints[1]),
+        )
 
     def run(self, args):
+        if self.product is None:
+            self.finish_prepare()
         a, b, adjoint_a, adjoint_b = self.operands(args)
         out = self.product(a, b, adjoint_a=adjoint_a, adjoint_b=adjoint_b)  # [B, M, N]
         return [out.reshape(self.out_shape)]

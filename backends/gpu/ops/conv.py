@@ -14,15 +14,16 @@ applied, as TFLite's).
 
 How (float): one launch of a hand-written kernel per node, bias and activation fused; in
 host emulation the kernel's numpy twin, as one launch too (``backends/gpu/cuda/conv2d.py``).
-Prepare picks the kernel variant from the shapes and records it in ``self.variant`` (the
-partition stats list it); ``backends/gpu/fusion.py`` may fold a PAD in front of a
-convolution and a residual ADD / RELU / PRELU after it (``fuse``: the kernels' epilogue).
-For tiny layers (and a filter holding inf or NaN) the direct NHWC convolution
-``cuda/conv2d.cu`` (each thread a few output pixels of one output channel, the sum over
-(ky, kx, i) in TFLite's order); otherwise the implicit GEMM over shared-memory tiles
-``cuda/conv2d_tiled.cu`` (the same sums in the same order), or in float16 storage on
-sm_80+ its tensor-core form ``cuda/conv2d_mma.cu``. The filter is laid out once at
-prepare as ``[groups, KH, KW, I, O/groups]``; no im2col, no padded copy.
+``backends/gpu/fusion.py`` may fold a PAD in front of a convolution and a residual ADD /
+RELU / PRELU after it (``fuse``: the kernels' epilogue). Then ``finish_prepare`` chooses the
+kernel among ``CONV2D_TACTICS`` (``backends/gpu/tactics.py``: checked on the device, the
+fastest kept, recorded in ``self.tactic``): the direct NHWC convolution ``cuda/conv2d.cu``
+(each thread a few output pixels of one output channel, the sum over (ky, kx, i) in TFLite's
+order; the only one for a filter holding inf or NaN), the implicit GEMM over shared-memory
+tiles ``cuda/conv2d_tiled.cu`` (the same sums in the same order), in float16 storage on
+sm_80+ its tensor-core form ``cuda/conv2d_mma.cu``, and for a 1x1 filter with stride 1 the
+vendor GEMM (``cuda/cublas.py``). The filter is laid out once at prepare as ``[groups, KH,
+KW, I, O/groups]``; no im2col, no padded copy.
 
 float16 storage: the kernels read and write halves and compute in float32; the weights
 and bias are uploaded as halves (no float32 copies). As TFLite's reference kernels, the
@@ -73,6 +74,10 @@ from backends.gpu.ops.quantized_base import QuantizedOp, parameter_reason, per_t
 from schema.enums import BuiltinOperator, TensorType
 
 B = BuiltinOperator
+
+#: The most output rows and columns of a convolution's candidate check (``WeightsOp.check_input_shape``):
+#: 12 x 12 = 144 pixels, two tiles of the largest tile of pixels (128) and of the depthwise 8 x 8.
+CHECK_OUTPUT_SIDE = 12
 T = TensorType
 
 
@@ -179,7 +184,7 @@ class WeightsOp(FloatOp):
         self.epilogue = epilogue
         self.alpha = None if alpha is None else self.upload(np.asarray(alpha, np.float32).reshape(-1))
         self.residual_position = residual_position
-        self.kernel = self.make_kernel()
+        self.kernel = None  # chosen again by finish_prepare, with what was folded in
 
     def epilogue_arrays(self, args) -> dict[str, Any]:
         """The residual and alpha the fused kernel reads (none without an epilogue)."""
@@ -187,6 +192,63 @@ class WeightsOp(FloatOp):
             return {}
         residual = None if self.residual_position is None else args[self.residual_position]
         return {"residual": residual, "alpha": self.alpha}
+
+    def candidate_arrays(self, x_shape: Sequence[int], w_shape: Sequence[int], filter_hw: Sequence[int], out_channels: int):
+        """What a candidate kernel of this window is checked and timed with
+        (``tactics.TacticRequest``'s ``arrays`` and ``timed_arrays``): makers of the inputs
+        (``window_arrays``) of the check, on ``check_input_shape(x_shape)``, and of the timing,
+        on the node's own input shape ``x_shape`` (before a folded PAD)."""
+        check_shape = self.check_input_shape(x_shape, filter_hw)
+        return (lambda: self.window_arrays(check_shape, w_shape, filter_hw, out_channels),
+                lambda: self.window_arrays(x_shape, w_shape, filter_hw, out_channels))
+
+    def window_sizes(self, x_shape: Sequence[int], filter_hw: Sequence[int]) -> list[Any]:
+        """TFLite's output size and padding (``AxisPadding``) of the rows and the columns of the
+        window over ``x_shape`` with the folded PAD (``pre_padding``) in front."""
+        from backends.cpu.common import compute_padding
+
+        params, (top, bottom, left, right) = self.params, self.pre_padding
+        return [
+            compute_padding(params.padding, int(size) + before + after, int(k), stride, dilation)
+            for size, before, after, k, stride, dilation in (
+                (x_shape[1], top, bottom, filter_hw[0], params.stride_h, params.dilation_h_factor),
+                (x_shape[2], left, right, filter_hw[1], params.stride_w, params.dilation_w_factor),
+            )
+        ]
+
+    def check_input_shape(self, x_shape: Sequence[int], filter_hw: Sequence[int]) -> tuple[int, ...]:
+        """The input shape of the candidates' check: at most ``CHECK_OUTPUT_SIDE`` output rows
+        and columns and 2 images, with every channel, the filter and the padding on every side
+        of the node itself (rows and columns dropped a stride at a time: TFLite's padding stays
+        the same), so that each code path of a kernel runs (the borders, the interior, a
+        partial tile and a second one of every tile shape, each channel tile and step of depth)
+        on a few blocks: the host shim runs a GPU's block as 256 threads, one block at a time."""
+        params = self.params
+        shape = [min(int(x_shape[0]), 2), int(x_shape[1]), int(x_shape[2]), int(x_shape[3])]
+        for axis, (size, stride) in enumerate(zip(self.window_sizes(x_shape, filter_hw), (params.stride_h, params.stride_w))):
+            dropped = min(max(size.out_size - CHECK_OUTPUT_SIDE, 0), (shape[axis + 1] - 1) // stride)
+            shape[axis + 1] -= dropped * stride
+        return tuple(shape)
+
+    def window_arrays(self, x_shape: Sequence[int], w_shape: Sequence[int], filter_hw: Sequence[int], out_channels: int) -> dict[str, Any]:
+        """Inputs of a candidate kernel (``tactics.check_values``: integers in {-2..2} in the
+        storage dtype): ``x`` of ``x_shape``, the laid-out filter ``w``, the bias ``b``, and what
+        the epilogue reads (``residual``, ``alpha``); None for what the node does not have."""
+        from backends.gpu.tactics import check_values
+
+        rng = np.random.default_rng(self.node.index)
+        epilogue, storage = self.epilogue, self.storage
+        rows, columns = (size.out_size for size in self.window_sizes(x_shape, filter_hw))
+        residual = alpha = None
+        if epilogue is not None and epilogue.residual_channels:
+            residual = check_values(rng, (x_shape[0], rows, columns, epilogue.residual_channels), storage)
+        if epilogue is not None and epilogue.prelu:
+            alpha = check_values(rng, (out_channels,), storage)
+        return {
+            "x": check_values(rng, x_shape, storage), "w": check_values(rng, w_shape, storage),
+            "b": check_values(rng, (out_channels,), storage) if self.has_bias else None,
+            "residual": residual, "alpha": alpha,
+        }
 
     def prepare_bias(self, dtype: Any = None) -> None:
         """Upload a constant bias once (in ``dtype``, default the storage dtype)."""
@@ -234,51 +296,49 @@ class Conv2D(WeightsOp):
         x, filters = self.inputs[0], self.inputs[1]
         group_in = filters.shape[3]
         self.groups = x.shape[3] // group_in
-        # The hand-written direct NHWC kernel (cuda/conv2d.cu) with its fused bias +
-        # activation epilogue: one launch per node. Its filter layout, laid out once here:
-        # OHWI -> [groups, KH, KW, I, O/groups]. In host emulation its numpy twin runs, as
-        # one launch.
+        # The filter laid out once for the kernels: OHWI -> [groups, KH, KW, I, O/groups].
         from backends.gpu.cuda.conv2d import conv2d_filter_layout
 
-        self.kernel = self.make_kernel()
         self.filter = self.upload(conv2d_filter_layout(np.asarray(filters.data, np.float32), self.groups))
         self.prepared_inputs.add(1)
         self.prepare_bias()
+        self.kernel = None  # chosen by finish_prepare, once fusion.py folded its nodes in
 
-    def make_kernel(self) -> Any:
-        """The launcher of the variant the shapes call for (``conv2d_variant``: the direct
-        kernel of ``conv2d.cu`` for tiny layers, else a tiled one of ``conv2d_tiled.cu``),
-        recorded in ``self.variant`` (the partition's stats list it)."""
-        from backends.gpu.cuda.conv2d import Conv2DGeometry, conv2d_launcher, conv2d_variant
+    def finish_prepare(self) -> None:
+        """The kernel: the row of ``CONV2D_TACTICS`` that wins on this node's shapes (the direct
+        kernel, the shared-memory tiles, the tensor cores), with what ``fusion.py`` folded in."""
+        from backends.gpu.cuda.conv2d import CONV2D_TACTICS, Conv2DGeometry, Conv2DProblem
 
         params = self.params
         filters = np.asarray(self.inputs[1].data, np.float32)
         out_channels, kh, kw, group_in = filters.shape
-        stride = (params.stride_h, params.stride_w)
-        dilation = (params.dilation_h_factor, params.dilation_w_factor)
-        geometry = Conv2DGeometry.of(
-            self.inputs[0].shape, (self.groups, kh, kw, group_in, out_channels // self.groups), stride, dilation, params.padding
+        filter_shape = (self.groups, kh, kw, group_in, out_channels // self.groups)
+        top, bottom, left, right = self.pre_padding
+        batch, height, width, channels = self.inputs[0].shape
+        x_shape = (batch, height - top - bottom, width - left - right, channels)  # a folded PAD's input
+        arguments = {
+            "stride": (params.stride_h, params.stride_w), "dilation": (params.dilation_h_factor, params.dilation_w_factor),
+            "padding": params.padding, "activation": params.fused_activation_function, "storage": self.storage,
+            "epilogue": self.epilogue, "pre_padding": self.pre_padding,
+        }
+        geometry = Conv2DGeometry.of(x_shape, filter_shape, arguments["stride"], arguments["dilation"], params.padding, self.pre_padding)
+        settings = self.tactic_settings
+        problem = Conv2DProblem(
+            geometry, self.storage.name, bool(np.isfinite(filters).all()), self.epilogue, self.device.compute_capability,
+            self.pre_padding, settings.vendor_gemm, settings.allow_tf32, self.device.resident_threads,
         )
-        self.variant = conv2d_variant(
-            geometry, finite_filter=bool(np.isfinite(filters).all()), storage=self.storage,
-            compute_capability=int(self.device.cuda_device.compute_capability),
-        )
-        options = {} if self.variant == "direct" else {"variant": self.variant}
-        launcher = conv2d_launcher(self.variant)
-        return launcher(
-            stride=stride,
-            dilation=dilation,
-            padding=params.padding,
-            activation=params.fused_activation_function,
-            storage=self.storage,
-            epilogue=self.epilogue,
-            pre_padding=self.pre_padding,
-            **options,
-            **self.device.launcher_arguments(launcher.source),
-        )
+        checked, timed = self.candidate_arrays(x_shape, filter_shape, (kh, kw), out_channels)
+        self.kernel = self.choose_kernel("CONV_2D", CONV2D_TACTICS, problem, arguments, checked, _call_convolution, timed)
 
     def run(self, args):
+        if self.kernel is None:
+            self.finish_prepare()
         return [self.kernel(args[0], self.filter, self.bias_value(args), **self.epilogue_arrays(args))]
+
+
+def _call_convolution(kernel: Any, arrays: dict[str, Any]) -> Any:
+    """One launch of a convolution candidate on its arrays (``WeightsOp.window_arrays``)."""
+    return kernel(arrays["x"], arrays["w"], arrays["b"], residual=arrays["residual"], alpha=arrays["alpha"])
 
 
 # --------------------------------------------------------------------------------------

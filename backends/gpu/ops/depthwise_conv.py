@@ -21,10 +21,11 @@ kernels' own (``ConvQuantization.of``, through ``conv.QuantizedConvOp``, shared 
 quantized CONV_2D); the float op shares ``conv.WeightsOp`` with CONV_2D (the bias, and
 what ``backends/gpu/fusion.py`` folds in).
 
-How (float): the direct kernel ``cuda/depthwise_conv2d.cu``, or for larger layers
-``cuda/depthwise_conv2d_tiled.cu`` (each block's input patch staged in shared memory), on
-TFLite's filter layout, bias and activation fused; in host emulation the kernel's numpy
-twin, as one launch.
+How (float): one of ``DEPTHWISE_TACTICS`` (``cuda/depthwise.py``), chosen on the device at
+prepare (``backends/gpu/tactics.py``): the direct kernel ``cuda/depthwise_conv2d.cu`` (its
+fused entry point once ``fusion.py`` folded nodes in) or ``cuda/depthwise_conv2d_tiled.cu``
+(each block's input patch staged in shared memory), on TFLite's filter layout, bias and
+activation fused; in host emulation the kernel's numpy twin, as one launch.
 
 How (quantized): one launch of ``cuda/depthwise_conv2d_int8.cu`` per node: the int32
 accumulation with the zero points, the bias, ``MultiplyByQuantizedMultiplier`` per output
@@ -102,45 +103,43 @@ class DepthwiseConv2D(WeightsOp):
             (params.dilation_h_factor, params.dilation_w_factor),
         )
         self.prepared_inputs.add(1)
-        # The hand-written direct NHWC kernel (cuda/depthwise_conv2d.cu) with its fused bias
-        # + activation epilogue; it reads TFLite's filter layout and the storage dtype. In
-        # host emulation its numpy twin runs, as one launch.
-        self.kernel = self.make_kernel()
         self.filter = self.upload(np.asarray(filters.data))  # TFLite's [1, KH, KW, C*M]
         self.prepare_bias(self.storage)
+        self.kernel = None  # chosen by finish_prepare, once fusion.py folded its nodes in
 
-    def make_kernel(self) -> Any:
-        """The launcher of the variant the shapes call for (``depthwise_variant``: the
-        shared-memory tiles of ``depthwise_conv2d_tiled.cu``, or ``depthwise_conv2d.cu``'s
-        direct kernel, its fused entry point once ``fusion.py`` folded nodes into this one),
-        recorded in ``self.variant``."""
-        from backends.gpu.cuda.sources import DepthwiseConv2DCuda, DepthwiseGeometry
-        from backends.gpu.cuda.windows import DepthwiseConv2DFusedCuda, DepthwiseConv2DTiledCuda, depthwise_variant
+    def finish_prepare(self) -> None:
+        """The kernel: the row of ``DEPTHWISE_TACTICS`` that wins on this node's shapes (the
+        direct kernel, its fused entry point once ``fusion.py`` folded nodes into this one, the
+        shared-memory tiles)."""
+        from backends.gpu.cuda.depthwise import DEPTHWISE_TACTICS, DepthwiseProblem, depthwise_geometry
 
         params = self.params
-        stride = (params.stride_h, params.stride_w)
-        dilation = (params.dilation_h_factor, params.dilation_w_factor)
-        self.variant = depthwise_variant(
-            DepthwiseGeometry.of(self.inputs[0].shape, self.inputs[1].shape, stride, dilation, params.padding)
-        )
+        top, bottom, left, right = self.pre_padding
+        batch, height, width, channels = self.inputs[0].shape
+        x_shape = (batch, height - top - bottom, width - left - right, channels)  # a folded PAD's input
+        w_shape = tuple(self.inputs[1].shape)
+        arguments = {
+            "stride": (params.stride_h, params.stride_w), "dilation": (params.dilation_h_factor, params.dilation_w_factor),
+            "padding": params.padding, "activation": params.fused_activation_function, "storage": self.storage,
+            "epilogue": self.epilogue, "pre_padding": self.pre_padding,
+        }
+        geometry = depthwise_geometry(x_shape, w_shape, arguments["stride"], arguments["dilation"], params.padding, self.pre_padding)
         fused = self.epilogue is not None or any(self.pre_padding)
-        options = {"epilogue": self.epilogue, "pre_padding": self.pre_padding} if fused or self.variant != "direct" else {}
-        if self.variant != "direct":
-            launcher = DepthwiseConv2DTiledCuda
-        else:
-            launcher = DepthwiseConv2DFusedCuda if fused else DepthwiseConv2DCuda
-        return launcher(
-            stride=(params.stride_h, params.stride_w),
-            dilation=(params.dilation_h_factor, params.dilation_w_factor),
-            padding=params.padding,
-            activation=params.fused_activation_function,
-            storage=self.storage,
-            **options,
-            **self.device.launcher_arguments(launcher.source),
-        )
+        problem = DepthwiseProblem(geometry, self.storage.name, fused, self.epilogue, self.device.resident_threads)
+        checked, timed = self.candidate_arrays(x_shape, w_shape, w_shape[1:3], w_shape[3])
+        self.kernel = self.choose_kernel("DEPTHWISE_CONV_2D", DEPTHWISE_TACTICS, problem, arguments, checked, _call_depthwise, timed)
 
     def run(self, args):
+        if self.kernel is None:
+            self.finish_prepare()
         return [self.kernel(args[0], self.filter, self.bias_value(args), **self.epilogue_arrays(args))]
+
+
+def _call_depthwise(kernel: Any, arrays: dict[str, Any]) -> Any:
+    """One launch of a depthwise candidate on its arrays (``WeightsOp.window_arrays``):
+    the plain entry point takes no residual nor alpha."""
+    extra = {k: arrays[k] for k in ("residual", "alpha") if arrays[k] is not None}
+    return kernel(arrays["x"], arrays["w"], arrays["b"], **extra)
 
 
 def _centered_filter(filters) -> np.ndarray:

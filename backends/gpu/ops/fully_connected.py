@@ -3,10 +3,12 @@
 
 Float semantics are the CPU kernel's (``backends/cpu/kernels/fully_connected.py``), i.e.
 TFLite's reference kernel: ``[units, depth]`` weights, optional bias, the fused
-activation as a clamp (TANH rejected, as TFLite does). How: ``cuda/matmul.cu``'s
-``matmul_bias_act`` (the product with the bias and the clamp fused), or
-``cuda/matmul_tiled.cu`` for a product of many rows, with the weights transposed once at
-prepare; float16 storage as ``conv.py`` describes. The float op shares ``conv.WeightsOp``
+activation as a clamp (TANH rejected, as TFLite does). How: one of ``MATMUL_TACTICS``
+(``cuda/matmul.py``), chosen on the device at prepare (``backends/gpu/tactics.py``):
+``cuda/matmul.cu``'s ``matmul_bias_act`` (the product with the bias and the clamp fused),
+its shared-memory tiles ``cuda/matmul_tiled.cu``, its tensor-core form (float16 storage),
+or the vendor GEMM (``cuda/cublas.py``), with the weights transposed once at prepare;
+float16 storage as ``conv.py`` describes. The float op shares ``conv.WeightsOp``
 with the convolutions (the bias upload).
 
 Quantized semantics are the CPU kernel's (``backends/cpu/kernels/fully_connected_quantized.py``)::
@@ -53,7 +55,8 @@ from backends.cpu.kernels.fully_connected_quantized import (
     double_rescale_scale,
     input_abs_max,
 )
-from backends.cpu.quantization import activation_range_quantized, exact_float_dtype, legacy_params
+from backends.cpu.quantization import INT32_MAX, activation_range_quantized, exact_float_dtype, legacy_params
+from backends.gpu.cuda.sources import activation_range
 from backends.gpu.ops.base import Act, FloatOp, fused_activation, fused_activation_reason, input_tensor
 from backends.gpu.ops.conv import WeightsOp, bias_count_reason
 from backends.gpu.ops.quantized_base import QuantizedOp, parameter_reason, per_tensor
@@ -122,7 +125,7 @@ class FullyConnected(WeightsOp):
         reason = input_rows_reason(x, depth, params)
         if reason:
             return reason
-        from backends.gpu.cuda.conv2d import matmul_launch_reason
+        from backends.gpu.cuda.matmul import matmul_launch_reason
 
         # TFLite's FULLY_CONNECTED has no float TANH / SIGN_BIT (its Prepare fails).
         return (
@@ -138,18 +141,39 @@ class FullyConnected(WeightsOp):
         self.prepared_inputs.add(1)
         self.prepare_bias()
         self.out_shape = tuple(self.outputs[0].shape)
-        # One launch: matmul.cu's product with the bias and the clamp fused
-        # (matmul_bias_act_f32/_f16), reading and writing the storage dtype.
-        from backends.gpu.cuda.conv2d import matmul_launcher, matmul_variant
+        self.product = None  # chosen by finish_prepare
 
-        self.variant = matmul_variant(
-            1, self.inputs[0].num_elements // self.depth, self.units, self.storage, int(self.device.cuda_device.compute_capability)
+    def finish_prepare(self) -> None:
+        """The product: the row of ``MATMUL_TACTICS`` that wins on this node's shapes, with the
+        bias and the clamp fused, reading and writing the storage dtype."""
+        from backends.gpu.cuda.matmul import MATMUL_TACTICS, MatmulProblem, MatmulShape
+        from backends.gpu.tactics import check_values
+
+        rows = self.inputs[0].num_elements // self.depth
+        activation = fused_activation(self.params)
+        settings = self.tactic_settings
+        problem = MatmulProblem(
+            MatmulShape.of((rows, self.depth), (self.depth, self.units)), self.has_bias, activation_range(activation),
+            self.storage.name, self.device.compute_capability, settings.vendor_gemm, settings.allow_tf32,
         )
-        launcher = matmul_launcher(self.variant)
-        self.product = launcher(fused_activation(self.params), self.storage, **self.device.launcher_arguments(launcher.source))
+
+        def arrays() -> dict[str, Any]:
+            rng = np.random.default_rng(self.node.index)
+            return {
+                "a": check_values(rng, (rows, self.depth), self.storage),
+                "b": check_values(rng, (self.depth, self.units), self.storage),
+                "bias": check_values(rng, (self.units,), self.storage) if self.has_bias else None,
+            }
+
+        self.product = self.choose_kernel(
+            "FULLY_CONNECTED", MATMUL_TACTICS, problem, {"activation": activation, "storage": self.storage}, arrays,
+            lambda product, a: product(a["a"], a["b"], a["bias"]),
+        )
 
     def matmul(self, x: Any, bias: Any) -> Any:
         """``clamp(x @ weights + bias)`` in one launch, ``[rows, units]`` in the storage dtype."""
+        if self.product is None:
+            self.finish_prepare()
         return self.product(x, self.weights, bias)
 
     def run(self, args):
@@ -213,7 +237,7 @@ class QuantizedFullyConnected(QuantizedOp):
                     return reason
         if exact_float_dtype(cls._row_bound(x, w)) is None:
             return "the accumulators are too large to compute exactly"
-        from backends.gpu.cuda.conv2d import matmul_launch_reason
+        from backends.gpu.cuda.matmul import matmul_launch_reason
 
         # TFLite's integer FULLY_CONNECTED has no TANH / SIGN_BIT (its Prepare fails).
         out_scale, out_zp = legacy_params(out)
@@ -236,7 +260,7 @@ class QuantizedFullyConnected(QuantizedOp):
         return row * input_abs_max(x.dtype, legacy_params(x)[1])
 
     def prepare(self) -> None:
-        from backends.gpu.cuda.conv_int8 import FullyConnectedInt8Cuda, OutputStage
+        from backends.gpu.cuda.conv_int8 import OutputStage
 
         x, weights, out = self.inputs[0], self.inputs[1], self.outputs[0]
         self.units, self.depth = (int(d) for d in weights.shape)
@@ -255,10 +279,43 @@ class QuantizedFullyConnected(QuantizedOp):
         if bias is not None:
             self.prepared_inputs.add(2)
         self.out_shape = tuple(out.shape)
-        self.kernel = FullyConnectedInt8Cuda(
-            OutputStage(-in_zp, -w_zp, out_zp, low, high), **self.device.launcher_arguments("fully_connected_int8.cu")
+        self.stage = OutputStage(-in_zp, -w_zp, out_zp, low, high)
+        self.host_scales = np.ascontiguousarray(scale, np.float64)
+        sums = np.abs(np.asarray(weights.data, np.int64)).sum(axis=1)  # per unit: sum |w|
+        largest_bias = int(np.abs(np.asarray(bias.data, np.int64)).max(initial=0)) if bias is not None else 0
+        # The vendor GEMM's sums without the zero point, and the zero point's correction, stay in int32.
+        self.vendor_exact = 256 * int(sums.max(initial=0)) + largest_bias <= INT32_MAX
+        self.kernel = None  # chosen by finish_prepare
+
+    def finish_prepare(self) -> None:
+        """The kernel: the row of ``cublas.fully_connected_int8_tactics()`` that wins on this node
+        (``fully_connected_int8.cu``, or cuBLAS's int8 GEMM then the requantization), checked
+        bit for bit against the twin on the device."""
+        from backends.gpu.cuda.cublas import FullyConnectedInt8Problem, fully_connected_int8_tactics
+        from backends.gpu.tactics import check_values
+
+        x = self.inputs[0]
+        rows = x.num_elements // self.depth
+        problem = FullyConnectedInt8Problem(
+            rows, self.depth, self.units, np.dtype(x.dtype).name, self.stage.filter_offset, self.vendor_exact,
+            self.tactic_settings.vendor_gemm,
+        )
+
+        def arrays() -> dict[str, Any]:
+            rng = np.random.default_rng(self.node.index)
+            return {
+                "x": check_values(rng, (rows, self.depth), x.dtype), "w": check_values(rng, (self.depth, self.units), x.dtype),
+                "bias": check_values(rng, (self.units,), np.int32) if self.bias is not None else None,
+                "scales": self.host_scales,
+            }
+
+        self.kernel = self.choose_kernel(
+            "FULLY_CONNECTED int8", fully_connected_int8_tactics(), problem, {"stage": self.stage}, arrays,
+            lambda kernel, a: kernel(a["x"], a["w"], a["bias"], a["scales"]),
         )
 
     def run(self, args):
+        if self.kernel is None:
+            self.finish_prepare()
         x = args[0].reshape(-1, self.depth)
         return [self.kernel(x, self.weights, self.bias, self.scales).reshape(self.out_shape)]

@@ -78,7 +78,7 @@ class Col2ImOp(FloatOp):
             self.prepared_inputs.add(bias_position)
         # The patches product: matmul.cu's matmul_bias_act in float32 (no bias, no clamp:
         # those follow the col2im), its numpy twin in host emulation.
-        from backends.gpu.cuda.conv2d import MatmulBiasActivationCuda
+        from backends.gpu.cuda.matmul import MatmulBiasActivationCuda
 
         self.product = MatmulBiasActivationCuda(None, self.compute_dtype, **self.device.launcher_arguments("matmul.cu"))
 
