@@ -150,7 +150,7 @@ class OpListing:
     ``name`` is the ``BuiltinOperator`` name, or the custom op's name (then ``custom_name``
     is set and ``builtin_code`` is ``CUSTOM``); ``versions`` ascending; ``kernels`` pairs
     each kernel's dotted name with the versions it runs, in the order of their first
-    version (a version run by a float and a quantized kernel appears under both)."""
+    version, then by name (a version run by a float and a quantized kernel appears under both)."""
 
     name: str
     builtin_code: int
@@ -175,7 +175,7 @@ class OpListing:
 def _listing(name: str, code: int, custom_name: str | None, by_version: Mapping[int, Registration]) -> OpListing:
     kernels: dict[str, list[int]] = {}
     for version in sorted(by_version):
-        for kernel in by_version[version].kernels:
+        for kernel in sorted(by_version[version].kernels):  # (not registration order: import order varies)
             kernels.setdefault(kernel, []).append(version)
     return OpListing(name, code, custom_name, tuple(sorted(by_version)),
                      tuple((kernel, tuple(versions)) for kernel, versions in kernels.items()))
