@@ -106,16 +106,20 @@ def main(argv: list[str] | None = None) -> int:
     print("-" * len(header))
     ratios_xnn, ratios_ref, names = [], [], []
     for path in models:
+        runner = "litedelegate"
         try:
-            runtimes = [ours(path), litert(path, reference=False)]
+            runtimes = [ours(path)]
+            runner = "LiteRT"  # (MediaPipe's custom ops, which only litedelegate runs)
+            runtimes.append(litert(path, reference=False))
             if not args.no_ref:
                 runtimes.append(litert(path, reference=True))
+            runner = "either runtime"
             times = [[] for _ in runtimes]
             for _ in range(max(1, args.rounds)):
                 for position, runtime in enumerate(runtimes):
                     times[position].append(median_invoke_seconds(runtime, args.runs))
-        except Exception as error:  # a model we cannot run yet is reported, not hidden
-            print(f"{path.stem:40s} not run by litedelegate: {type(error).__name__}: {str(error).splitlines()[0]}")
+        except Exception as error:  # a model a runtime cannot run is reported, not hidden
+            print(f"{path.stem:40s} not run by {runner}: {type(error).__name__}: {str(error).splitlines()[0]}")
             continue
         combine = min if args.statistic == "min" else statistics.median
         t_ours, t_xnn = combine(times[0]), combine(times[1])

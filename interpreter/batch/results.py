@@ -66,7 +66,10 @@ class ResultWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._partial = [self.path.with_name(self.path.name + ".partial"),
                          self.errors_path.with_name(self.errors_path.name + ".partial")]
-        self._rows = self.pq.ParquetWriter(self._partial[0], self.schema)
+        # Dictionary encoding only for the sources: on the tensors' values (floats, mostly
+        # distinct) it made each batch's write 6x slower (28 -> 4.7 ms for 32 rows of face
+        # detection's outputs, measured) for no gain in size.
+        self._rows = self.pq.ParquetWriter(self._partial[0], self.schema, use_dictionary=[SOURCE])
         self._errors = self.pq.ParquetWriter(self._partial[1], self.errors_schema)
         self.rows = 0
         self.errors = 0
