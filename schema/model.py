@@ -51,6 +51,7 @@ from schema.flatbuffer_view import (
     table_at,
 )
 from schema.option_parsers import SECOND_UNION_OPS, parse_builtin_options_at
+from schema.operator_tables import operator_fields, read_operators
 from schema.tensor_tables import read_tensors
 
 #: The schema version this runtime reads (TFLite's ``TFLITE_SCHEMA_VERSION``).
@@ -204,6 +205,16 @@ class Operator:
         if self.builtin_code == BuiltinOperator.CUSTOM:
             return self.custom_name or "CUSTOM"
         return builtin_operator_name(self.builtin_code)
+
+
+def _new_operator(*values) -> Operator:
+    """``Operator(*values)`` without the frozen dataclass's ``__init__`` (as ``_new_tensor``)."""
+    operator = _NEW(Operator)
+    operator.__dict__.update(zip(_OPERATOR_FIELDS, values))
+    return operator
+
+
+_OPERATOR_FIELDS = tuple(f.name for f in fields(Operator))
 
 
 @dataclass(frozen=True)
@@ -398,7 +409,18 @@ class _ModelReader:
         with _reading(where):
             name = (subgraph.string(_SUBGRAPH_NAME) or b"").decode("utf-8", errors="replace")
         tensor_positions = self.table_positions(subgraph, _SUBGRAPH_TENSORS, f"{where} tensor table")
-        operator_tables = self.table_vector(subgraph, _SUBGRAPH_OPERATORS, f"{where} operator table")
+        # The operators' fields read in bulk now (None: their views are made now, as the
+        # table-by-table reader needs, raising what a malformed operator table raises).
+        operator_positions = operator_slots = operator_tables = None
+        try:
+            found = subgraph.vector(_SUBGRAPH_OPERATORS, 4)
+        except _LOW_LEVEL_ERRORS:
+            found = None
+        if found is not None:
+            operator_positions = table_positions(self.data, *found)
+            operator_slots = operator_fields(self.data, operator_positions)
+        if operator_slots is None:
+            operator_tables = self.table_vector(subgraph, _SUBGRAPH_OPERATORS, f"{where} operator table")
         num_tensors = len(tensor_positions)
         tensors = read_tensors(self, tensor_positions, where)  # (in bulk; None: table by table)
         if tensors is None:
@@ -411,9 +433,15 @@ class _ModelReader:
             self.check_index(tensor_index, num_tensors, "tensor", f"{where} input {position}")
         for position, tensor_index in enumerate(outputs):
             self.check_index(tensor_index, num_tensors, "tensor", f"{where} output {position}")
-        operators = tuple(
-            self.read_operator(table, i, where, num_tensors, operator_codes) for i, table in enumerate(operator_tables)
-        )
+        operators = None
+        if operator_slots is not None:  # (in bulk; None: table by table)
+            operators = read_operators(self, operator_positions, operator_slots, where, num_tensors, operator_codes)
+            if operators is None:
+                operator_tables = self.table_vector(subgraph, _SUBGRAPH_OPERATORS, f"{where} operator table")
+        if operators is None:
+            operators = tuple(
+                self.read_operator(table, i, where, num_tensors, operator_codes) for i, table in enumerate(operator_tables)
+            )
         return Subgraph(index, name, tensors, operators, inputs, outputs)
 
     def read_tensor(self, pos: int, index: int, subgraph_where: str) -> Tensor:
@@ -678,8 +706,8 @@ class _ModelReader:
             raise ModelError(f"malformed model: {self.operator_where(subgraph_where, index, code)}: {error}") from error
         except _LOW_LEVEL_ERRORS as error:
             raise _cannot_read(f"{self.operator_where(subgraph_where, index, code)} {options_field}", error) from error
-        return Operator(index, opcode_index, builtin_code, code.custom_name, code.version, inputs, outputs,
-                        intermediates, params, custom_options)
+        return _new_operator(index, opcode_index, builtin_code, code.custom_name, code.version, inputs, outputs,
+                             intermediates, params, custom_options)
 
     @staticmethod
     def operator_where(subgraph_where: str, index: int, code: OperatorCode) -> str:
