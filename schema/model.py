@@ -114,6 +114,13 @@ class Quantization:
         return self.scale.size > 0
 
 
+def _new_quantization(*values) -> Quantization:
+    """``Quantization(*values)`` without the frozen dataclass's ``__init__`` (as ``_new_tensor``)."""
+    quantization = _NEW(Quantization)
+    quantization.__dict__.update(zip(_QUANTIZATION_FIELDS, values))
+    return quantization
+
+
 @dataclass(frozen=True)
 class DimensionMetadata:
     """One dimension of a sparse tensor (``DimensionMetadata`` in the schema)."""
@@ -215,6 +222,7 @@ def _new_operator(*values) -> Operator:
 
 
 _OPERATOR_FIELDS = tuple(f.name for f in fields(Operator))
+_QUANTIZATION_FIELDS = tuple(f.name for f in fields(Quantization))
 
 
 @dataclass(frozen=True)

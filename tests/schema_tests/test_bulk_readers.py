@@ -73,18 +73,21 @@ def test_bulk_readers_read_what_the_table_by_table_reader_reads(path):
 
 
 def _table_positions(data: bytes) -> list[int]:
-    """Where the first subgraph's tensor and operator tables start."""
+    """Where the first subgraph's tensor and operator tables and its tensors' quantization
+    tables start."""
     from schema.flatbuffer_view import root_table
 
     subgraph = root_table(data).tables(2)[0]
-    return [table.pos for slot in (0, 3) for table in subgraph.tables(slot)]
+    tensors = subgraph.tables(0)
+    quantizations = [table.table(4) for table in tensors]
+    return [table.pos for table in (*tensors, *subgraph.tables(3), *quantizations) if table is not None]
 
 
 ORIGINAL = MUTATED_MODEL.read_bytes()
 TABLES = _table_positions(ORIGINAL)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_a_damaged_model_gets_the_table_by_table_readers_outcome(draw):
     """Bytes overwritten in and around the tensor and operator tables (their vtables,
@@ -95,3 +98,43 @@ def test_a_damaged_model_gets_the_table_by_table_readers_outcome(draw):
         data[at] = draw.draw(st.sampled_from([0, 1, 2, 4, 0x7F, 0x80, 0xFF, draw.draw(st.integers(0, 255))]))
     damaged = bytes(data)
     _same(_outcome(damaged), _table_by_table(damaged))
+
+
+def _quantization_vectors(data: bytes) -> tuple[list[int], list[int]]:
+    """Where the first subgraph's scales (float32) and zero points (int64) lie."""
+    from schema.flatbuffer_view import root_table
+
+    scales, zero_points = [], []
+    for tensor in root_table(data).tables(2)[0].tables(0):
+        quantization = tensor.table(4)
+        if quantization is None:
+            continue
+        for slot, found in ((2, scales), (3, zero_points)):
+            vector = quantization.vector(slot, 1)
+            if vector is not None and vector[1]:
+                found.append(vector[0])
+    return scales, zero_points
+
+
+SCALES, ZERO_POINTS = _quantization_vectors(ORIGINAL)
+
+
+@pytest.mark.parametrize("scale", [float("nan"), float("inf"), -0.5, 0.0])
+@pytest.mark.parametrize("which", [0, len(SCALES) // 2, len(SCALES) - 1])
+def test_a_bad_scale_gets_the_table_by_table_readers_error(scale, which):
+    data = bytearray(ORIGINAL)
+    data[SCALES[which] : SCALES[which] + 4] = np.float32(scale).tobytes()
+    outcome = _outcome(bytes(data))
+    if scale != 0:  # (scale 0 is refused on int8 values only)
+        assert isinstance(outcome, str) and "scale" in outcome
+    _same(outcome, _table_by_table(bytes(data)))
+
+
+@pytest.mark.parametrize("zero_point", [1 << 31, -(1 << 31) - 1, 1 << 40])
+def test_a_zero_point_outside_int32_gets_the_table_by_table_readers_error(zero_point):
+    data = bytearray(ORIGINAL)
+    at = ZERO_POINTS[len(ZERO_POINTS) // 2]
+    data[at : at + 8] = np.int64(zero_point).tobytes()
+    outcome = _outcome(bytes(data))
+    assert isinstance(outcome, str) and "zero point" in outcome
+    assert outcome == _table_by_table(bytes(data))
