@@ -223,6 +223,14 @@ def _new_operator(*values) -> Operator:
 
 _OPERATOR_FIELDS = tuple(f.name for f in fields(Operator))
 _QUANTIZATION_FIELDS = tuple(f.name for f in fields(Quantization))
+_DIMENSION_METADATA_FIELDS = tuple(f.name for f in fields(DimensionMetadata))
+
+
+def _new_dimension_metadata(*values) -> DimensionMetadata:
+    """``DimensionMetadata(*values)`` without the frozen dataclass's ``__init__``."""
+    dimension = _NEW(DimensionMetadata)
+    dimension.__dict__.update(zip(_DIMENSION_METADATA_FIELDS, values))
+    return dimension
 
 
 @dataclass(frozen=True)
@@ -613,6 +621,45 @@ class _ModelReader:
         )
 
     def read_sparsity(self, sparsity: TableView, where: str) -> Sparsity | None:
+        """The sparsity parameters: read by ``plain_sparsity``, or where it fails by
+        ``checked_sparsity``, which raises the error naming the field."""
+        try:
+            return self.plain_sparsity(sparsity)
+        except (ModelError, *_LOW_LEVEL_ERRORS):
+            return self.checked_sparsity(sparsity, where)
+
+    def plain_sparsity(self, sparsity: TableView) -> Sparsity:
+        """``checked_sparsity``'s reading, by the same rules, without its views and its
+        context for errors (a sparse model has dozens of sparse constants)."""
+        data, pos = self.data, sparsity.pos
+        order_at, block_at, dims_at = sparsity.fields(3)
+        traversal_order = int32_tuple_at(data, pos + order_at) if order_at else ()
+        block_map = int32_tuple_at(data, pos + block_at) if block_at else ()
+        dims = []
+        for entry in table_positions(data, *vector_at(data, pos + dims_at, 4)) if dims_at else ():
+            format_at, size_at, segments_type_at, segments_at, indices_type_at, indices_at = fields_at(data, entry, 6)
+            dims.append(_new_dimension_metadata(
+                _INT8(data, entry + format_at)[0] if format_at else 0,
+                _INT32(data, entry + size_at)[0] if size_at else 0,
+                self.plain_sparse_index_vector(entry, segments_type_at, segments_at),
+                self.plain_sparse_index_vector(entry, indices_type_at, indices_at),
+            ))
+        return Sparsity(traversal_order, block_map, tuple(dims))
+
+    def plain_sparse_index_vector(self, pos: int, type_at: int, table_at_: int) -> np.ndarray | None:
+        """``sparse_index_vector`` without a view of the vector's table."""
+        data = self.data
+        dtype = _SPARSE_INDEX_DTYPES.get(data[pos + type_at]) if type_at else None
+        if dtype is None or not table_at_:
+            return None
+        vector = table_position_at(data, pos + table_at_)
+        values_at = fields_at(data, vector, 1)[0]
+        if not values_at:
+            return None
+        start, length = vector_at(data, vector + values_at, dtype.itemsize)
+        return np.frombuffer(data, dtype, length, start).astype(np.int32)
+
+    def checked_sparsity(self, sparsity: TableView, where: str) -> Sparsity | None:
         where = f"{where} sparsity"
         with _reading(where):
             traversal_order = sparsity.int_tuple(0) or ()

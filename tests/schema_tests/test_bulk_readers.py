@@ -138,3 +138,55 @@ def test_a_zero_point_outside_int32_gets_the_table_by_table_readers_error(zero_p
     outcome = _outcome(bytes(data))
     assert isinstance(outcome, str) and "zero point" in outcome
     assert outcome == _table_by_table(bytes(data))
+
+
+SPARSE_MODEL = pathlib.Path(__file__).resolve().parents[1] / "data" / "models" / "real" / "mp_pose_detection.tflite"
+
+
+def _sparsity_tables(data: bytes) -> list[int]:
+    """Where the first subgraph's sparsity tables, their dim_metadata entries and the
+    entries' index vector tables start."""
+    from schema.flatbuffer_view import root_table
+
+    found = []
+    for tensor in root_table(data).tables(2)[0].tables(0):
+        sparsity = tensor.table(6)
+        if sparsity is None:
+            continue
+        found.append(sparsity.pos)
+        for entry in sparsity.tables(2):
+            found.append(entry.pos)
+            found.extend(vector.pos for slot in (3, 5) if (vector := entry.table(slot)) is not None)
+    return found
+
+
+SPARSE_ORIGINAL = SPARSE_MODEL.read_bytes()
+SPARSITY_TABLES = _sparsity_tables(SPARSE_ORIGINAL)
+
+
+def _checked_sparsity_only(data: bytes):
+    """What the reader makes of ``data`` with sparsity read by ``checked_sparsity`` alone."""
+
+    def refuse(*args):
+        raise IndexError("plain_sparsity disabled")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(schema_model._ModelReader, "plain_sparsity", refuse)
+        return _outcome(data)
+
+
+def test_the_sparse_model_has_sparsity_tables_to_damage():
+    assert len(SPARSITY_TABLES) > 100
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_damaged_sparsity_gets_the_checked_readers_outcome(draw):
+    """Bytes overwritten in and around the sparsity tables: ``plain_sparsity`` reads the
+    same parameters as ``checked_sparsity``, or leaves the error to it."""
+    data = bytearray(SPARSE_ORIGINAL)
+    for _ in range(draw.draw(st.integers(1, 3))):
+        at = draw.draw(st.sampled_from(SPARSITY_TABLES)) + draw.draw(st.integers(-24, 48))
+        data[at] = draw.draw(st.sampled_from([0, 1, 2, 4, 0x7F, 0x80, 0xFF, draw.draw(st.integers(0, 255))]))
+    damaged = bytes(data)
+    _same(_outcome(damaged), _checked_sparsity_only(damaged))
