@@ -861,6 +861,11 @@ _ITEMSIZE_OF_TYPE = {
     for t in TensorType
 }
 _BUILTIN_CODES = frozenset(int(code) for code in BuiltinOperator)
+#: the tensor types whose constants are their bytes viewed as one numpy dtype (not the
+#: strings, the objects, the packed sub-byte types) -> that dtype
+_PLAIN_DTYPE_OF_TYPE = {
+    int(t): dtype for t, dtype in NUMPY_DTYPE_OF_TENSOR_TYPE.items() if dtype != np.object_ and t not in BITS_OF_PACKED_TYPE
+}
 
 
 #: The integer types whose quantization parameters the kernels compute with.

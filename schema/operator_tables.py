@@ -76,7 +76,7 @@ def read_operators(reader, positions: list[int], slots: np.ndarray, subgraph_whe
         return None
 
     codes = [operator_codes[i] for i in opcodes.tolist()]
-    new_operator, custom, builtin_codes = model._new_operator, model.BuiltinOperator.CUSTOM, model._BUILTIN_CODES
+    new_operator, custom, builtin_codes = model._new_operator, int(model.BuiltinOperator.CUSTOM), model._BUILTIN_CODES
     operators = []
     rows = zip(
         positions, codes, input_firsts.tolist(), input_counts.tolist(), output_firsts.tolist(), output_counts.tolist(),
@@ -89,7 +89,9 @@ def read_operators(reader, positions: list[int], slots: np.ndarray, subgraph_whe
              option_type, option_position, opcode_index) = row
             node_inputs = tuple(inputs[input_first : input_first + input_count])
             node_outputs = tuple(outputs[output_first : output_first + output_count])
-            node_intermediates = tuple(intermediates[intermediate_first : intermediate_first + intermediate_count])
+            node_intermediates = (
+                tuple(intermediates[intermediate_first : intermediate_first + intermediate_count]) if intermediate_count else ()
+            )
             if output_count > 1 or (output_count and input_count):
                 if len(set(node_outputs)) != output_count or not set(node_outputs).isdisjoint(node_inputs):
                     return None

@@ -187,7 +187,7 @@ def read_tensors(reader, positions: list[int], subgraph_where: str) -> tuple | N
     except IndexError:
         return None
 
-    itemsizes, new_tensor, tensors = model._ITEMSIZE_OF_TYPE, model._new_tensor, []
+    itemsizes, plain_dtypes, new_tensor, tensors = model._ITEMSIZE_OF_TYPE, model._PLAIN_DTYPE_OF_TYPE, model._new_tensor, []
     buffers = buffers.tolist()
     sparse = (sparsity_at > 0).tolist()
     rows = zip(
@@ -204,7 +204,8 @@ def read_tensors(reader, positions: list[int], subgraph_where: str) -> tuple | N
             shape = tuple(dims[first : first + rank])
             shape_signature = tuple(signature_values[signature_first : signature_first + rank]) if has_signature else None
             itemsize = itemsizes.get(tensor_type)
-            if itemsize is None or math.prod(shape) * itemsize > model.MAX_TENSOR_BYTES:
+            elements = math.prod(shape)
+            if itemsize is None or elements * itemsize > model.MAX_TENSOR_BYTES:
                 return None
             # (``where`` only names a failure, and any failure here hands the subgraph to
             # the table-by-table reader, which names it: no per-tensor string is made)
@@ -223,7 +224,18 @@ def read_tensors(reader, positions: list[int], subgraph_where: str) -> tuple | N
             else:
                 raw = file_bytes[raw_start : raw_start + raw_count] if has_raw else None
             if raw is not None and (raw.size > 0 or sparsity is not None):
-                constant = reader.constant_data(raw, tensor_type, shape, sparsity, subgraph_where)
+                # (the common case of ``constant_data``: a dense constant of the size its
+                # shape needs, aligned; anything else is its)
+                dtype = plain_dtypes.get(tensor_type)
+                if sparsity is None and dtype is not None and raw.size == elements * dtype.itemsize:
+                    constant = raw.view(dtype)
+                    if constant.flags.aligned:
+                        constant = constant.reshape(shape)
+                        constant.flags.writeable = False
+                    else:
+                        constant = reader.constant_data(raw, tensor_type, shape, sparsity, subgraph_where)
+                else:
+                    constant = reader.constant_data(raw, tensor_type, shape, sparsity, subgraph_where)
             tensors.append(new_tensor(index, name, tensor_type, shape, shape_signature, buffer_index, constant,
                                       quantization, sparsity, is_variable, has_rank))
     except (model.ModelError, *model._LOW_LEVEL_ERRORS):
