@@ -175,17 +175,23 @@ class Tensor:
         return tensor_type_name(self.type)
 
 
-def _new_tensor(*values) -> Tensor:
-    """``Tensor(*values)`` without the frozen dataclass's ``__init__`` (one
+def _new_tensor(index, name, type, shape, shape_signature, buffer, data, quantization, sparsity, is_variable,
+                has_rank) -> Tensor:
+    """``Tensor(...)`` without the frozen dataclass's ``__init__`` (one
     ``object.__setattr__`` per field: a model's hundreds of tensors paid ~1 us each); the
-    same fields, so the same equality, hash and repr."""
+    same fields (checked below), so the same equality, hash and repr."""
     tensor = _NEW(Tensor)
-    tensor.__dict__.update(zip(_TENSOR_FIELDS, values))
+    _SET(tensor, "__dict__", {
+        "index": index, "name": name, "type": type, "shape": shape, "shape_signature": shape_signature,
+        "buffer": buffer, "data": data, "quantization": quantization, "sparsity": sparsity,
+        "is_variable": is_variable, "has_rank": has_rank,
+    })
     return tensor
 
 
-_NEW = object.__new__
+_NEW, _SET = object.__new__, object.__setattr__
 _TENSOR_FIELDS = tuple(f.name for f in fields(Tensor))
+assert _TENSOR_FIELDS == _new_tensor.__code__.co_varnames[: len(_TENSOR_FIELDS)]
 
 
 @dataclass(frozen=True)
@@ -214,14 +220,20 @@ class Operator:
         return builtin_operator_name(self.builtin_code)
 
 
-def _new_operator(*values) -> Operator:
-    """``Operator(*values)`` without the frozen dataclass's ``__init__`` (as ``_new_tensor``)."""
+def _new_operator(index, opcode_index, builtin_code, custom_name, version, inputs, outputs, intermediates, params,
+                  custom_options) -> Operator:
+    """``Operator(...)`` without the frozen dataclass's ``__init__`` (as ``_new_tensor``)."""
     operator = _NEW(Operator)
-    operator.__dict__.update(zip(_OPERATOR_FIELDS, values))
+    _SET(operator, "__dict__", {
+        "index": index, "opcode_index": opcode_index, "builtin_code": builtin_code, "custom_name": custom_name,
+        "version": version, "inputs": inputs, "outputs": outputs, "intermediates": intermediates, "params": params,
+        "custom_options": custom_options,
+    })
     return operator
 
 
 _OPERATOR_FIELDS = tuple(f.name for f in fields(Operator))
+assert _OPERATOR_FIELDS == _new_operator.__code__.co_varnames[: len(_OPERATOR_FIELDS)]
 _QUANTIZATION_FIELDS = tuple(f.name for f in fields(Quantization))
 _DIMENSION_METADATA_FIELDS = tuple(f.name for f in fields(DimensionMetadata))
 
