@@ -6,9 +6,7 @@ Code written for ``ai_edge_litert.interpreter.Interpreter`` runs unchanged with
 
 from __future__ import annotations
 
-import contextlib
 import enum
-import gc
 
 import os
 import sys
@@ -102,47 +100,44 @@ class Interpreter:
                 f"model_content must be the model's bytes (bytes, bytearray or memoryview), got "
                 f"{type(model_content).__name__}{hint}"
             )
-        # Thousands of small objects are made here (a tensor, a node, a kernel each): the
-        # cyclic garbage collector, whose passes they would trigger, waits until they are.
-        with _collector_paused():
-            if model_path and not model_content:
-                self._model = Model.from_path(model_path)
-            elif model_content and not model_path:
-                self._model = Model.from_bytes(model_content)
-            elif not model_content and not model_path:
-                raise ValueError("`model_path` or `model_content` must be specified.")
-            else:
-                raise ValueError("Can't both provide `model_path` and `model_content`")
-            if op_resolver is None:
-                from backends.cpu import builtin_op_resolver
+        if model_path and not model_content:
+            self._model = Model.from_path(model_path)
+        elif model_content and not model_path:
+            self._model = Model.from_bytes(model_content)
+        elif not model_content and not model_path:
+            raise ValueError("`model_path` or `model_content` must be specified.")
+        else:
+            raise ValueError("Can't both provide `model_path` and `model_content`")
+        if op_resolver is None:
+            from backends.cpu import builtin_op_resolver
 
-                op_resolver = builtin_op_resolver()
-            self._op_resolver = op_resolver
-            registrations = resolve_model(self._model, op_resolver)
-            if experimental_arena_limit_bytes is not None:
-                experimental_arena_limit_bytes = _index_argument(experimental_arena_limit_bytes, "experimental_arena_limit_bytes")
-                if experimental_arena_limit_bytes < 0:
-                    raise ValueError("experimental_arena_limit_bytes must not be negative")
-            if experimental_max_while_iterations is not None:
-                experimental_max_while_iterations = _index_argument(
-                    experimental_max_while_iterations, "experimental_max_while_iterations"
-                )
-                if experimental_max_while_iterations < 0:
-                    raise ValueError("experimental_max_while_iterations must not be negative")
-            self._shared = SharedState(
-                num_threads=self.num_threads,
-                preserve_all_tensors=experimental_preserve_all_tensors,
-                arena_limit_bytes=experimental_arena_limit_bytes,
-                max_while_iterations=experimental_max_while_iterations,
+            op_resolver = builtin_op_resolver()
+        self._op_resolver = op_resolver
+        registrations = resolve_model(self._model, op_resolver)
+        if experimental_arena_limit_bytes is not None:
+            experimental_arena_limit_bytes = _index_argument(experimental_arena_limit_bytes, "experimental_arena_limit_bytes")
+            if experimental_arena_limit_bytes < 0:
+                raise ValueError("experimental_arena_limit_bytes must not be negative")
+        if experimental_max_while_iterations is not None:
+            experimental_max_while_iterations = _index_argument(
+                experimental_max_while_iterations, "experimental_max_while_iterations"
             )
-            self._subgraphs = [
-                SubgraphRuntime(self._shared, subgraph, subgraph_registrations)
-                for subgraph, subgraph_registrations in zip(self._model.subgraphs, registrations)
-            ]
-            self._shared.subgraphs = self._subgraphs
-            self._main_tensors = self._subgraphs[0].tensors  # (the per-call fast paths read it)
-            for subgraph in self._subgraphs:
-                subgraph.init_nodes()
+            if experimental_max_while_iterations < 0:
+                raise ValueError("experimental_max_while_iterations must not be negative")
+        self._shared = SharedState(
+            num_threads=self.num_threads,
+            preserve_all_tensors=experimental_preserve_all_tensors,
+            arena_limit_bytes=experimental_arena_limit_bytes,
+            max_while_iterations=experimental_max_while_iterations,
+        )
+        self._subgraphs = [
+            SubgraphRuntime(self._shared, subgraph, subgraph_registrations)
+            for subgraph, subgraph_registrations in zip(self._model.subgraphs, registrations)
+        ]
+        self._shared.subgraphs = self._subgraphs
+        self._main_tensors = self._subgraphs[0].tensors  # (the per-call fast paths read it)
+        for subgraph in self._subgraphs:
+            subgraph.init_nodes()
         # Folded before the first delegate looks at the graph (not here: folding prepares
         # nodes, which allocate_tensors does anyway, and loading stays cheap).
         self._constants_folded = False
@@ -790,16 +785,3 @@ def _sparsity_details(tensor: RuntimeTensor) -> dict[str, Any]:
             entry["array_indices"] = dim.array_indices
         dims.append(entry)
     return {"traversal_order": np.array(sparsity.traversal_order, np.int32), "block_map": np.array(sparsity.block_map, np.int32), "dim_metadata": dims}
-
-
-@contextlib.contextmanager
-def _collector_paused():
-    """The cyclic garbage collector off for the block (back on after it, error or not,
-    when it was on before)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
