@@ -272,7 +272,7 @@ def find_unresolved_operators(model, resolver: OpResolver) -> list[UnresolvedOpe
 
 def resolve_operator(operator, resolver: OpResolver) -> Registration | None:
     """The registration that runs ``operator`` (a ``schema.model.Operator``), or None."""
-    if operator.builtin_code == BuiltinOperator.CUSTOM:
+    if operator.builtin_code == _CUSTOM:
         return resolver.find_custom(operator.custom_name, operator.version)
     return resolver.find_op(operator.builtin_code, operator.version)
 
@@ -280,7 +280,10 @@ def resolve_operator(operator, resolver: OpResolver) -> Registration | None:
 def resolve_model(model, resolver: OpResolver) -> list[list[Registration]]:
     """Registrations for every node, per subgraph; raises ``UnsupportedOperatorError``
     listing *every* node the resolver cannot run."""
-    missing = find_unresolved_operators(model, resolver)
-    if missing:
-        raise UnsupportedOperatorError(missing, getattr(resolver, "description", ""))
-    return [[resolve_operator(op, resolver) for op in subgraph.operators] for subgraph in model.subgraphs]
+    resolved = [[resolve_operator(op, resolver) for op in subgraph.operators] for subgraph in model.subgraphs]
+    if any(None in registrations for registrations in resolved):
+        raise UnsupportedOperatorError(find_unresolved_operators(model, resolver), getattr(resolver, "description", ""))
+    return resolved
+
+
+_CUSTOM = int(BuiltinOperator.CUSTOM)

@@ -71,21 +71,13 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
         self.name = subgraph.name
         self.inputs = list(subgraph.inputs)
         self.outputs = list(subgraph.outputs)
-        self.tensors = [_runtime_tensor(t) for t in subgraph.tensors]
-        self.nodes: list[Node] = []
-        self.registrations: list[Registration] = []
-        for operator, registration in zip(subgraph.operators, registrations):
-            self.nodes.append(
-                Node(
-                    index=operator.index,
-                    inputs=operator.inputs,
-                    outputs=operator.outputs,
-                    params=operator.params,
-                    custom_options=operator.custom_options,
-                    intermediates=operator.intermediates,
-                )
-            )
-            self.registrations.append(registration)
+        self.tensors = list(map(RuntimeTensor.from_model, subgraph.tensors))
+        # (Node's fields by position: index, inputs, outputs, params, custom_options, intermediates)
+        pairs = list(zip(subgraph.operators, registrations))
+        self.nodes: list[Node] = [
+            Node(op.index, op.inputs, op.outputs, op.params, op.custom_options, op.intermediates) for op, _ in pairs
+        ]
+        self.registrations: list[Registration] = [registration for _, registration in pairs]
         self._execution_plan = list(range(len(self.nodes)))
         self._check_tensor_sources()
         self._steps: list[tuple[int, Callable[[], None]]] = []
@@ -257,6 +249,8 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
         a subgraph input or a constant; a sparse constant (its compressed values) is read
         only by the ops that expand it; every tensor a node or the subgraph touches has a
         type the runtime can hold."""
+        if self._tensor_sources_plain():
+            return
         written = set(self.inputs)
         writer: dict[int, int] = {}
         for node in self.nodes:
@@ -324,6 +318,43 @@ class SubgraphRuntime(DelegateContext, SubgraphHandle):
                     f"({tensor.name!r}), which has no data (its buffer is empty), is not a variable, not an input of the "
                     "subgraph and not written by any node"
                 )
+
+    def _tensor_sources_plain(self) -> bool:
+        """Whether ``_check_tensor_sources`` has nothing to refuse and nothing to do, found
+        in one pass over the nodes with set lookups alone; False sends the subgraph to its
+        full check, which raises the error (or gives an empty constant its empty value)."""
+        inputs = self.inputs
+        subgraph_inputs = set(inputs)
+        constants, readable, unholdable, sparse = set(), set(subgraph_inputs), set(), set()
+        for index, tensor in enumerate(self.tensors):
+            if tensor.allocation is Allocation.CONSTANT:
+                constants.add(index)
+                readable.add(index)
+            elif tensor.is_variable:
+                readable.add(index)
+            if tensor.dtype is None:
+                unholdable.add(index)
+            if tensor.sparsity is not None:
+                sparse.add(index)
+        if len(subgraph_inputs) != len(inputs) or not unholdable.isdisjoint((*inputs, *self.outputs)):
+            return False
+        all_outputs: set[int] = set()
+        for node in self.nodes:
+            all_outputs.update(node.outputs)
+        written: set[int] = set()
+        for node, registration in zip(self.nodes, self.registrations):
+            for position, t in enumerate(node.inputs):
+                if t < 0 or t in written:
+                    continue
+                if t in all_outputs or t not in readable or t in unholdable:
+                    return False  # (written by this node or a later one, never written, or unholdable)
+                if t in sparse and _READS_SPARSE.get(registration.builtin_code) != position:
+                    return False
+            for t in node.outputs:
+                if t in written or t in constants or t in subgraph_inputs or t in unholdable:
+                    return False
+                written.add(t)
+        return True
 
     def free_nodes(self) -> None:
         for node_index in list(self._initialized):
@@ -854,23 +885,3 @@ def _checked_step(function: Callable[[], None], outputs: Sequence[RuntimeTensor]
 
 def _bind(function: Callable, context: DelegateContext, node: Node) -> Callable[[], None]:
     return lambda: function(context, node)
-
-
-def _runtime_tensor(tensor: schema_model.Tensor) -> RuntimeTensor:
-    allocation = Allocation.CONSTANT if tensor.data is not None and not tensor.is_variable else Allocation.NONE
-    runtime = RuntimeTensor(
-        tensor.index,
-        tensor.name,
-        tensor.type,
-        tensor.shape,
-        shape_signature=tensor.shape_signature,
-        quantization=tensor.quantization,
-        sparsity=tensor.sparsity,
-        data=tensor.data if allocation is Allocation.CONSTANT else None,
-        allocation=allocation,
-        is_variable=tensor.is_variable,
-    )
-    if tensor.is_variable and tensor.data is not None:
-        runtime.data = np.array(tensor.data, copy=True)
-        runtime.allocation = Allocation.VARIABLE
-    return runtime

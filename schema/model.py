@@ -51,6 +51,7 @@ from schema.flatbuffer_view import (
     table_at,
 )
 from schema.option_parsers import SECOND_UNION_OPS, parse_builtin_options_at
+from schema.operator_tables import operator_fields, read_operators
 from schema.tensor_tables import read_tensors
 
 #: The schema version this runtime reads (TFLite's ``TFLITE_SCHEMA_VERSION``).
@@ -113,6 +114,13 @@ class Quantization:
         return self.scale.size > 0
 
 
+def _new_quantization(*values) -> Quantization:
+    """``Quantization(*values)`` without the frozen dataclass's ``__init__`` (as ``_new_tensor``)."""
+    quantization = _NEW(Quantization)
+    quantization.__dict__.update(zip(_QUANTIZATION_FIELDS, values))
+    return quantization
+
+
 @dataclass(frozen=True)
 class DimensionMetadata:
     """One dimension of a sparse tensor (``DimensionMetadata`` in the schema)."""
@@ -167,17 +175,23 @@ class Tensor:
         return tensor_type_name(self.type)
 
 
-def _new_tensor(*values) -> Tensor:
-    """``Tensor(*values)`` without the frozen dataclass's ``__init__`` (one
+def _new_tensor(index, name, type, shape, shape_signature, buffer, data, quantization, sparsity, is_variable,
+                has_rank) -> Tensor:
+    """``Tensor(...)`` without the frozen dataclass's ``__init__`` (one
     ``object.__setattr__`` per field: a model's hundreds of tensors paid ~1 us each); the
-    same fields, so the same equality, hash and repr."""
+    same fields (checked below), so the same equality, hash and repr."""
     tensor = _NEW(Tensor)
-    tensor.__dict__.update(zip(_TENSOR_FIELDS, values))
+    _SET(tensor, "__dict__", {
+        "index": index, "name": name, "type": type, "shape": shape, "shape_signature": shape_signature,
+        "buffer": buffer, "data": data, "quantization": quantization, "sparsity": sparsity,
+        "is_variable": is_variable, "has_rank": has_rank,
+    })
     return tensor
 
 
-_NEW = object.__new__
+_NEW, _SET = object.__new__, object.__setattr__
 _TENSOR_FIELDS = tuple(f.name for f in fields(Tensor))
+assert _TENSOR_FIELDS == _new_tensor.__code__.co_varnames[: len(_TENSOR_FIELDS)]
 
 
 @dataclass(frozen=True)
@@ -204,6 +218,31 @@ class Operator:
         if self.builtin_code == BuiltinOperator.CUSTOM:
             return self.custom_name or "CUSTOM"
         return builtin_operator_name(self.builtin_code)
+
+
+def _new_operator(index, opcode_index, builtin_code, custom_name, version, inputs, outputs, intermediates, params,
+                  custom_options) -> Operator:
+    """``Operator(...)`` without the frozen dataclass's ``__init__`` (as ``_new_tensor``)."""
+    operator = _NEW(Operator)
+    _SET(operator, "__dict__", {
+        "index": index, "opcode_index": opcode_index, "builtin_code": builtin_code, "custom_name": custom_name,
+        "version": version, "inputs": inputs, "outputs": outputs, "intermediates": intermediates, "params": params,
+        "custom_options": custom_options,
+    })
+    return operator
+
+
+_OPERATOR_FIELDS = tuple(f.name for f in fields(Operator))
+assert _OPERATOR_FIELDS == _new_operator.__code__.co_varnames[: len(_OPERATOR_FIELDS)]
+_QUANTIZATION_FIELDS = tuple(f.name for f in fields(Quantization))
+_DIMENSION_METADATA_FIELDS = tuple(f.name for f in fields(DimensionMetadata))
+
+
+def _new_dimension_metadata(*values) -> DimensionMetadata:
+    """``DimensionMetadata(*values)`` without the frozen dataclass's ``__init__``."""
+    dimension = _NEW(DimensionMetadata)
+    dimension.__dict__.update(zip(_DIMENSION_METADATA_FIELDS, values))
+    return dimension
 
 
 @dataclass(frozen=True)
@@ -398,7 +437,18 @@ class _ModelReader:
         with _reading(where):
             name = (subgraph.string(_SUBGRAPH_NAME) or b"").decode("utf-8", errors="replace")
         tensor_positions = self.table_positions(subgraph, _SUBGRAPH_TENSORS, f"{where} tensor table")
-        operator_tables = self.table_vector(subgraph, _SUBGRAPH_OPERATORS, f"{where} operator table")
+        # The operators' fields read in bulk now (None: their views are made now, as the
+        # table-by-table reader needs, raising what a malformed operator table raises).
+        operator_positions = operator_slots = operator_tables = None
+        try:
+            found = subgraph.vector(_SUBGRAPH_OPERATORS, 4)
+        except _LOW_LEVEL_ERRORS:
+            found = None
+        if found is not None:
+            operator_positions = table_positions(self.data, *found)
+            operator_slots = operator_fields(self.data, operator_positions)
+        if operator_slots is None:
+            operator_tables = self.table_vector(subgraph, _SUBGRAPH_OPERATORS, f"{where} operator table")
         num_tensors = len(tensor_positions)
         tensors = read_tensors(self, tensor_positions, where)  # (in bulk; None: table by table)
         if tensors is None:
@@ -411,9 +461,15 @@ class _ModelReader:
             self.check_index(tensor_index, num_tensors, "tensor", f"{where} input {position}")
         for position, tensor_index in enumerate(outputs):
             self.check_index(tensor_index, num_tensors, "tensor", f"{where} output {position}")
-        operators = tuple(
-            self.read_operator(table, i, where, num_tensors, operator_codes) for i, table in enumerate(operator_tables)
-        )
+        operators = None
+        if operator_slots is not None:  # (in bulk; None: table by table)
+            operators = read_operators(self, operator_positions, operator_slots, where, num_tensors, operator_codes)
+            if operators is None:
+                operator_tables = self.table_vector(subgraph, _SUBGRAPH_OPERATORS, f"{where} operator table")
+        if operators is None:
+            operators = tuple(
+                self.read_operator(table, i, where, num_tensors, operator_codes) for i, table in enumerate(operator_tables)
+            )
         return Subgraph(index, name, tensors, operators, inputs, outputs)
 
     def read_tensor(self, pos: int, index: int, subgraph_where: str) -> Tensor:
@@ -577,6 +633,45 @@ class _ModelReader:
         )
 
     def read_sparsity(self, sparsity: TableView, where: str) -> Sparsity | None:
+        """The sparsity parameters: read by ``plain_sparsity``, or where it fails by
+        ``checked_sparsity``, which raises the error naming the field."""
+        try:
+            return self.plain_sparsity(sparsity)
+        except (ModelError, *_LOW_LEVEL_ERRORS):
+            return self.checked_sparsity(sparsity, where)
+
+    def plain_sparsity(self, sparsity: TableView) -> Sparsity:
+        """``checked_sparsity``'s reading, by the same rules, without its views and its
+        context for errors (a sparse model has dozens of sparse constants)."""
+        data, pos = self.data, sparsity.pos
+        order_at, block_at, dims_at = sparsity.fields(3)
+        traversal_order = int32_tuple_at(data, pos + order_at) if order_at else ()
+        block_map = int32_tuple_at(data, pos + block_at) if block_at else ()
+        dims = []
+        for entry in table_positions(data, *vector_at(data, pos + dims_at, 4)) if dims_at else ():
+            format_at, size_at, segments_type_at, segments_at, indices_type_at, indices_at = fields_at(data, entry, 6)
+            dims.append(_new_dimension_metadata(
+                _INT8(data, entry + format_at)[0] if format_at else 0,
+                _INT32(data, entry + size_at)[0] if size_at else 0,
+                self.plain_sparse_index_vector(entry, segments_type_at, segments_at),
+                self.plain_sparse_index_vector(entry, indices_type_at, indices_at),
+            ))
+        return Sparsity(traversal_order, block_map, tuple(dims))
+
+    def plain_sparse_index_vector(self, pos: int, type_at: int, table_at_: int) -> np.ndarray | None:
+        """``sparse_index_vector`` without a view of the vector's table."""
+        data = self.data
+        dtype = _SPARSE_INDEX_DTYPES.get(data[pos + type_at]) if type_at else None
+        if dtype is None or not table_at_:
+            return None
+        vector = table_position_at(data, pos + table_at_)
+        values_at = fields_at(data, vector, 1)[0]
+        if not values_at:
+            return None
+        start, length = vector_at(data, vector + values_at, dtype.itemsize)
+        return np.frombuffer(data, dtype, length, start).astype(np.int32)
+
+    def checked_sparsity(self, sparsity: TableView, where: str) -> Sparsity | None:
         where = f"{where} sparsity"
         with _reading(where):
             traversal_order = sparsity.int_tuple(0) or ()
@@ -678,8 +773,8 @@ class _ModelReader:
             raise ModelError(f"malformed model: {self.operator_where(subgraph_where, index, code)}: {error}") from error
         except _LOW_LEVEL_ERRORS as error:
             raise _cannot_read(f"{self.operator_where(subgraph_where, index, code)} {options_field}", error) from error
-        return Operator(index, opcode_index, builtin_code, code.custom_name, code.version, inputs, outputs,
-                        intermediates, params, custom_options)
+        return _new_operator(index, opcode_index, builtin_code, code.custom_name, code.version, inputs, outputs,
+                             intermediates, params, custom_options)
 
     @staticmethod
     def operator_where(subgraph_where: str, index: int, code: OperatorCode) -> str:
@@ -778,6 +873,11 @@ _ITEMSIZE_OF_TYPE = {
     for t in TensorType
 }
 _BUILTIN_CODES = frozenset(int(code) for code in BuiltinOperator)
+#: the tensor types whose constants are their bytes viewed as one numpy dtype (not the
+#: strings, the objects, the packed sub-byte types) -> that dtype
+_PLAIN_DTYPE_OF_TYPE = {
+    int(t): dtype for t, dtype in NUMPY_DTYPE_OF_TENSOR_TYPE.items() if dtype != np.object_ and t not in BITS_OF_PACKED_TYPE
+}
 
 
 #: The integer types whose quantization parameters the kernels compute with.

@@ -46,6 +46,9 @@ from schema.enums import BuiltinOptions as Opt
 from schema.enums import BuiltinOptions2 as Opt2
 from schema.enums import builtin_operator_name
 from schema.errors import ModelError
+from schema.flatbuffer_view import _vector_format
+
+_I32, _U16 = struct.Struct("<i").unpack_from, struct.Struct("<H").unpack_from
 
 #: builtin operator -> (member of the BuiltinOptions union, params class).
 OPTIONS_TABLE_OF_OP: dict[Op, tuple[Opt, type]] = {
@@ -444,17 +447,18 @@ def parse_builtin_options_at(builtin_code: int, present: int, data: Any, positio
 def _scalar_table_key(builtin_code: int, data: Any, position: int) -> tuple | None:
     """What decides a table of scalars: its vtable's entries and the bytes from its start
     to 8 past its last field (None when they do not lie inside ``data``)."""
-    if position < 4 or position + 4 > len(data):
+    length = len(data)
+    if position < 4 or position + 4 > length:
         return None
-    vtable = position - struct.unpack_from("<i", data, position)[0]
-    if vtable < 0 or vtable + 4 > len(data):
+    vtable = position - _I32(data, position)[0]
+    if vtable < 0 or vtable + 4 > length:
         return None
-    size = struct.unpack_from("<H", data, vtable)[0]
-    if size < 4 or vtable + size > len(data):
+    size = _U16(data, vtable)[0]
+    if size < 4 or vtable + size > length:
         return None
     slots = bytes(data[vtable + 4 : vtable + size])
-    end = position + max(struct.unpack_from(f"<{(size - 4) // 2}H", data, vtable + 4), default=0) + 8
-    if end > len(data):
+    end = position + max(_vector_format((size - 4) // 2, "H").unpack_from(data, vtable + 4), default=0) + 8
+    if end > length:
         return None
     return (builtin_code, slots, bytes(data[position:end]))
 

@@ -73,8 +73,9 @@ class CpuKernel:
         self.op = op
         self.version = version
         self.params = node.params
-        self.inputs: list[RuntimeTensor | None] = [context.tensors[i] if i >= 0 else None for i in node.inputs]
-        self.outputs: list[RuntimeTensor] = [context.tensors[i] for i in node.outputs]
+        tensors = context.tensors
+        self.inputs: list[RuntimeTensor | None] = [tensors[i] if i >= 0 else None for i in node.inputs]
+        self.outputs: list[RuntimeTensor] = [tensors[i] for i in node.outputs]
 
     @classmethod
     def accepts(cls, context: Context, node: Node) -> bool:
@@ -204,8 +205,11 @@ def registration_for(op: int, kernel_classes: list[type[CpuKernel]]) -> Registra
 
     def init(context: Context, node: Node) -> CpuKernel:
         version = context.get_node_and_registration(node.index)[1].version
-        chosen = next((k for k in candidates if k.accepts(context, node)), candidates[0])
-        return chosen(context, node, op, version)
+        # The first that accepts: a class overriding ``accepts`` is asked; the others accept all.
+        for kernel_class in specific:
+            if kernel_class.accepts(context, node):
+                return kernel_class(context, node, op, version)
+        return (general[0] if general else candidates[0])(context, node, op, version)
 
     def prepare(context: Context, node: Node) -> None:
         kernel: CpuKernel = node.user_data
