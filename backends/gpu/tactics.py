@@ -274,6 +274,22 @@ def check_values(rng: np.random.Generator, shape: Sequence[int], dtype: Any) -> 
     return rng.integers(low, high + 1, size=tuple(int(d) for d in shape)).astype(dtype)
 
 
+#: A product's candidate check keeps all its rows up to this many (``check_rows``).
+CHECK_ROWS_ALL = 192
+
+
+def check_rows(rows: int) -> int:
+    """The rows (M) of a product's candidate check: all of them up to ``CHECK_ROWS_ALL``, else
+    128 plus the node's own remainder modulo 64: two full tiles of the largest tile's 64 rows
+    and the node's partial tile, every alignment of the real count kept (as the convolutions'
+    checks keep at most ``ops/conv.py``'s ``CHECK_OUTPUT_SIDE`` output rows and columns). The
+    depth and the columns stay the node's; a device times the rows on the real shapes. On the
+    emulated device a tiled candidate runs one OS thread per GPU thread, so checking a
+    [2000, 512] FULLY_CONNECTED on all its rows took over 30 s of prepare."""
+    rows = int(rows)
+    return rows if rows <= CHECK_ROWS_ALL else 128 + rows % 64
+
+
 def choose(device: Any, request: TacticRequest, settings: TacticSettings) -> tuple[Tactic, TacticChoice]:
     """The row that runs ``request``'s node, and the report of the choice (the rules are this
     module's docstring's). Raises :class:`NoTacticError` when no row applies or passes."""

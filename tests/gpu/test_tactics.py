@@ -380,3 +380,68 @@ def test_face_detection_s_float16_layers_have_only_tensor_core_tiles_that_fit_th
         if choice.family == "CONV_2D":
             mma = [name for name in choice.passed if name.startswith("mma")]
             assert all(mma_tile_n(name) <= 2 * op.outputs[0].shape[-1] for name in mma), (label, mma)
+
+
+# -- a product's check runs on fewer rows, its timing on all of them ------------------------------------
+
+
+def test_check_rows_keeps_up_to_192_rows_and_else_two_tiles_and_the_nodes_own_remainder():
+    from backends.gpu.tactics import check_rows
+
+    assert [check_rows(rows) for rows in (1, 5, 192)] == [1, 5, 192]
+    assert [check_rows(rows) for rows in (193, 256, 300, 2000)] == [129, 128, 172, 144]
+    assert all(check_rows(rows) % 64 == rows % 64 for rows in range(193, 1000))
+
+
+def test_a_fully_connected_of_many_rows_is_checked_on_fewer_rows_and_timed_on_all_of_them(monkeypatch):
+    """A [300, 40] x [40, 24] product: its candidates are checked on check_rows(300) = 172
+    rows (on the emulated device a tiled candidate runs one OS thread per GPU thread: a
+    [2000, 512] node's check took over 30 s), then timed on the node's 300 rows."""
+    from backends.gpu.cuda import matmul
+
+    seen: list[int] = []
+
+    class Recording(matmul.MatmulBiasActivationCuda):
+        def __call__(self, a, *args, **kwargs):
+            seen.append(int(a.shape[0]))
+            return super().__call__(a, *args, **kwargs)
+
+    direct = matmul.MATMUL_TACTICS[0]
+    monkeypatch.setattr(matmul, "MATMUL_TACTICS", (dataclasses.replace(direct, launcher=Recording),))
+    device = emulated_cuda_device()
+    device.emulated = False  # (as a CUDA device: the candidates are timed on the real shapes)
+    delegate = GpuDelegate(device, placement_cache=PlacementCache())
+    interpreter = prepared(fc_model(rows=300), delegate)
+    assert seen and seen[0] == 172 and set(seen) == {172, 300}
+    reference = Interpreter(model_content=fc_model(rows=300))
+    reference.allocate_tensors()
+    np.testing.assert_allclose(run(interpreter), run(reference), rtol=1e-5, atol=1e-5)
+
+
+def test_a_batch_matmul_of_many_products_is_checked_on_two_and_timed_on_all_of_them(monkeypatch):
+    from backends.gpu.cuda import matmul
+    from schema.params import BatchMatMulParams
+    from tests.model_helpers import In, Out, single_op_model
+
+    seen: list[int] = []
+
+    class Recording(matmul.MatmulBiasActivationCuda):
+        def __call__(self, a, *args, **kwargs):
+            seen.append(int(a.shape[0]))
+            return super().__call__(a, *args, **kwargs)
+
+    monkeypatch.setattr(matmul, "MATMUL_TACTICS", (dataclasses.replace(matmul.MATMUL_TACTICS[0], launcher=Recording),))
+    device = emulated_cuda_device()
+    device.emulated = False  # (as a CUDA device: the candidates are timed on the real shapes)
+    model = single_op_model(B.BATCH_MATMUL, [In([5, 7, 6]), In([5, 6, 4])], Out([5, 7, 4]), BatchMatMulParams())
+    interpreter = Interpreter(model_content=model)
+    interpreter.modify_graph_with_delegate(GpuDelegate(device, placement_cache=PlacementCache()))
+    interpreter.allocate_tensors()
+    assert seen[0] == 2 and set(seen) == {2, 5}
+    rng = np.random.default_rng(3)
+    inputs = [rng.uniform(-1, 1, shape).astype(np.float32) for shape in ((5, 7, 6), (5, 6, 4))]
+    for detail, value in zip(interpreter.get_input_details(), inputs):
+        interpreter.set_tensor(detail["index"], value)
+    interpreter.invoke()
+    np.testing.assert_allclose(interpreter.get_tensor(interpreter.get_output_details()[0]["index"]),
+                               inputs[0] @ inputs[1], rtol=1e-5, atol=1e-5)

@@ -147,7 +147,7 @@ class FullyConnected(WeightsOp):
         """The product: the row of ``MATMUL_TACTICS`` that wins on this node's shapes, with the
         bias and the clamp fused, reading and writing the storage dtype."""
         from backends.gpu.cuda.matmul import MATMUL_TACTICS, MatmulProblem, MatmulShape
-        from backends.gpu.tactics import check_values
+        from backends.gpu.tactics import check_rows, check_values
 
         rows = self.inputs[0].num_elements // self.depth
         activation = fused_activation(self.params)
@@ -157,17 +157,18 @@ class FullyConnected(WeightsOp):
             self.storage.name, self.device.compute_capability, settings.vendor_gemm, settings.allow_tf32,
         )
 
-        def arrays() -> dict[str, Any]:
+        def arrays(count: int) -> dict[str, Any]:
             rng = np.random.default_rng(self.node.index)
             return {
-                "a": check_values(rng, (rows, self.depth), self.storage),
+                "a": check_values(rng, (count, self.depth), self.storage),
                 "b": check_values(rng, (self.depth, self.units), self.storage),
                 "bias": check_values(rng, (self.units,), self.storage) if self.has_bias else None,
             }
 
         self.product = self.choose_kernel(
-            "FULLY_CONNECTED", MATMUL_TACTICS, problem, {"activation": activation, "storage": self.storage}, arrays,
-            lambda product, a: product(a["a"], a["b"], a["bias"]),
+            "FULLY_CONNECTED", MATMUL_TACTICS, problem, {"activation": activation, "storage": self.storage},
+            lambda: arrays(check_rows(rows)), lambda product, a: product(a["a"], a["b"], a["bias"]),
+            timed_arrays=lambda: arrays(rows),
         )
 
     def matmul(self, x: Any, bias: Any) -> Any:
