@@ -190,8 +190,17 @@ def _new_tensor(index, name, type, shape, shape_signature, buffer, data, quantiz
 
 
 _NEW, _SET = object.__new__, object.__setattr__
+
+
+def _require_same_fields(names: tuple[str, ...], maker) -> None:
+    """At import (not an ``assert``: ``python -O`` drops those): ``maker`` takes the dataclass's
+    fields, in order, so the objects it makes without ``__init__`` are whole."""
+    if maker.__code__.co_varnames[: len(names)] != names:
+        raise TypeError(f"{maker.__name__} takes {maker.__code__.co_varnames[: len(names)]}, the fields are {names}")
+
+
 _TENSOR_FIELDS = tuple(f.name for f in fields(Tensor))
-assert _TENSOR_FIELDS == _new_tensor.__code__.co_varnames[: len(_TENSOR_FIELDS)]
+_require_same_fields(_TENSOR_FIELDS, _new_tensor)
 
 
 @dataclass(frozen=True)
@@ -233,7 +242,7 @@ def _new_operator(index, opcode_index, builtin_code, custom_name, version, input
 
 
 _OPERATOR_FIELDS = tuple(f.name for f in fields(Operator))
-assert _OPERATOR_FIELDS == _new_operator.__code__.co_varnames[: len(_OPERATOR_FIELDS)]
+_require_same_fields(_OPERATOR_FIELDS, _new_operator)
 _QUANTIZATION_FIELDS = tuple(f.name for f in fields(Quantization))
 _DIMENSION_METADATA_FIELDS = tuple(f.name for f in fields(DimensionMetadata))
 

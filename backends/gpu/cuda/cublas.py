@@ -304,19 +304,9 @@ class CublasMatmulCuda(CublasGemmCuda):
     def __call__(self, a: Any, b: Any, bias: Any = None, out: Any = None, *, adjoint_a: bool = False,
                  adjoint_b: bool = False) -> Any:
         from backends.gpu.cuda.conv2d import Epilogue
-        from backends.gpu.cuda.matmul import MatmulShape
+        from backends.gpu.cuda.matmul import matmul_operands
 
-        for array in (a, b) if bias is None else (a, b, bias):
-            if array.dtype != self.storage:
-                raise TypeError(f"expected {self.storage} arrays, got {array.dtype}")
-        shape = MatmulShape.of(a.shape, b.shape, adjoint_a, adjoint_b)
-        if bias is not None and bias.size != shape.n:
-            raise ValueError(f"bias has {bias.size} elements, expected {shape.n}")
-        xp = self.xp
-        a, b = _contiguous(xp, a), _contiguous(xp, b)
-        bias = None if bias is None else _contiguous(xp, bias).reshape(-1)
-        out_shape = (shape.m, shape.n) if a.ndim == 2 and b.ndim == 2 else (shape.batch, shape.m, shape.n)
-        out = _check_out(xp, out, out_shape, self.storage)
+        shape, a, b, bias, out = matmul_operands(self.xp, self.storage, a, b, bias, out, adjoint_a, adjoint_b)
         if out.size == 0:
             return out
         return self.product(a, b, shape, out, bias, self.bounds, Epilogue(), adjoint_a=adjoint_a, adjoint_b=adjoint_b)

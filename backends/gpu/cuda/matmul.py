@@ -125,6 +125,24 @@ def matmul_bias_act_args(a: Any, b: Any, bias: Any, c: Any, shape: MatmulShape, 
     return (a, b, null if bias is None else bias, c, *shape.scalar_args(), np.float32(act_min), np.float32(act_max))
 
 
+def matmul_operands(
+    xp: Any, storage: Any, a: Any, b: Any, bias: Any, out: Any, adjoint_a: bool, adjoint_b: bool
+) -> tuple[MatmulShape, Any, Any, Any, Any]:
+    """A float product's operands checked and made contiguous, as every product launcher takes
+    them (the hand-written kernels and cuBLAS): ``(shape, a, b, bias flat or None, out)``,
+    ``out`` allocated (``[M, N]``, or ``[batch, M, N]`` when an operand is 3-D) unless given."""
+    for array in (a, b) if bias is None else (a, b, bias):
+        if array.dtype != storage:
+            raise TypeError(f"expected {storage} arrays, got {array.dtype}")
+    shape = MatmulShape.of(a.shape, b.shape, adjoint_a, adjoint_b)
+    if bias is not None and bias.size != shape.n:
+        raise ValueError(f"bias has {bias.size} elements, expected {shape.n}")
+    a, b = _contiguous(xp, a), _contiguous(xp, b)
+    bias = None if bias is None else _contiguous(xp, bias).reshape(-1)
+    out_shape = (shape.m, shape.n) if a.ndim == 2 and b.ndim == 2 else (shape.batch, shape.m, shape.n)
+    return shape, a, b, bias, _check_out(xp, out, out_shape, storage)
+
+
 class MatmulBiasActivationCuda(_Launcher):
     """``clamp(a @ b + bias)`` in one launch of ``matmul.cu``'s ``matmul_bias_act_f32/_f16``:
     operands, bias and result stored as ``storage`` (float32 or float16), products and sums
@@ -157,17 +175,7 @@ class MatmulBiasActivationCuda(_Launcher):
     def __call__(
         self, a: Any, b: Any, bias: Any = None, out: Any = None, *, adjoint_a: bool = False, adjoint_b: bool = False
     ) -> Any:
-        xp = self.xp
-        for array in (a, b) if bias is None else (a, b, bias):
-            if array.dtype != self.storage:
-                raise TypeError(f"expected {self.storage} arrays, got {array.dtype}")
-        shape = MatmulShape.of(a.shape, b.shape, adjoint_a, adjoint_b)
-        if bias is not None and bias.size != shape.n:
-            raise ValueError(f"bias has {bias.size} elements, expected {shape.n}")
-        a, b = _contiguous(xp, a), _contiguous(xp, b)
-        bias = None if bias is None else _contiguous(xp, bias).reshape(-1)
-        out_shape = (shape.m, shape.n) if a.ndim == 2 and b.ndim == 2 else (shape.batch, shape.m, shape.n)
-        out = _check_out(xp, out, out_shape, self.storage)
+        shape, a, b, bias, out = matmul_operands(self.xp, self.storage, a, b, bias, out, adjoint_a, adjoint_b)
         if out.size == 0:
             return out
         grid, block = self.launch_config(shape)
